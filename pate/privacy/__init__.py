@@ -1,0 +1,46 @@
+"""Privacy accounting for PATE: RDP curves, sensitivities, conversions, the ledger and noise calibration.
+
+numpy only; imports nothing else of the project. Every sensitivity derives from the neighbouring
+relation in ``pate.privacy.sensitivity``; every curve and conversion documents its formula and source.
+"""
+
+from pate.privacy.calibration import calibrate_noise
+from pate.privacy.conversion import delta_from_rdp, epsilon_from_rdp, epsilon_from_rdp_classic
+from pate.privacy.curves import (
+    exponential_mechanism_rdp,
+    gaussian_rdp,
+    laplace_rdp,
+    pure_dp_rdp,
+    report_noisy_max_rdp,
+)
+from pate.privacy.ledger import Ledger, LedgerEntry
+from pate.privacy.orders import DEFAULT_ORDERS
+from pate.privacy.sensitivity import (
+    RELATIONS,
+    check_relation,
+    clipped_vote_l1_sensitivity,
+    clipped_vote_l2_sensitivity,
+    count_l2_sensitivity,
+    gap_sensitivity,
+)
+
+__all__ = [
+    "DEFAULT_ORDERS",
+    "Ledger",
+    "LedgerEntry",
+    "RELATIONS",
+    "calibrate_noise",
+    "check_relation",
+    "clipped_vote_l1_sensitivity",
+    "clipped_vote_l2_sensitivity",
+    "count_l2_sensitivity",
+    "delta_from_rdp",
+    "epsilon_from_rdp",
+    "epsilon_from_rdp_classic",
+    "exponential_mechanism_rdp",
+    "gap_sensitivity",
+    "gaussian_rdp",
+    "laplace_rdp",
+    "pure_dp_rdp",
+    "report_noisy_max_rdp",
+]

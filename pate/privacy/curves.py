@@ -1,0 +1,122 @@
+"""Renyi-DP curves of the basic mechanisms: pure functions, vectorised over the orders.
+
+Each function takes ``orders`` (any shape, every entry finite and > 1) and returns a float64 array of
+the same shape holding eps(alpha): the mechanism is (alpha, eps(alpha))-RDP for every alpha given.
+Sensitivities come from ``pate.privacy.sensitivity``; these functions never assume a relation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pate.privacy import _checks
+
+__all__ = [
+    "gaussian_rdp",
+    "laplace_rdp",
+    "pure_dp_rdp",
+    "exponential_mechanism_rdp",
+    "report_noisy_max_rdp",
+]
+
+
+def gaussian_rdp(orders, sigma: float, sensitivity: float) -> np.ndarray:
+    """Gaussian mechanism N(f(D), sigma^2 I) with L2 sensitivity s: eps(alpha) = alpha s^2 / (2 sigma^2).
+
+    Source: Mironov 2017, "Renyi Differential Privacy", Proposition 7 (exact: the Renyi divergence
+    of two Gaussians with common covariance sigma^2 I and means at distance s).
+    """
+    orders = _checks.orders_array(orders)
+    sigma = _checks.positive("sigma", sigma)
+    sensitivity = _checks.positive("sensitivity", sensitivity)
+    return orders * (sensitivity**2 / (2.0 * sigma**2))
+
+
+def laplace_rdp(orders, scale: float, sensitivity: float) -> np.ndarray:
+    """Laplace mechanism f(D) + Lap(scale) with L1 sensitivity s, eps = s / scale:
+
+        eps(alpha) = 1/(alpha-1) log( alpha/(2alpha-1) e^{(alpha-1) eps} + (alpha-1)/(2alpha-1) e^{-alpha eps} )
+
+    Source: Mironov 2017, Proposition 6 (exact for a scalar query). Evaluated as the algebraically
+    equal form eps + log1p( (alpha-1)/(2alpha-1) expm1(-(2alpha-1) eps) ) / (alpha-1): the log1p
+    argument lies in (-1/2, 0], so nothing overflows at large alpha * eps, and there is no
+    cancellation for small eps (where eps(alpha) ~ alpha eps^2 / 2), unlike a logaddexp of the two terms.
+
+    Vector queries (coordinate-wise Laplace noise, ||f(D) - f(D')||_1 <= s): the divergence is the sum
+    of the scalar curves g(|d_i| / scale) over coordinates. g(t) is a positively weighted log-sum-exp
+    of linear functions of t divided by alpha - 1, hence convex, and g(0) = 0, so g is superadditive
+    on [0, inf): sum_i g(t_i) <= g(sum_i t_i) <= g(s / scale). The same curve therefore holds.
+    """
+    orders = _checks.orders_array(orders)
+    scale = _checks.positive("scale", scale)
+    sensitivity = _checks.positive("sensitivity", sensitivity)
+    eps = sensitivity / scale
+    am1 = orders - 1.0
+    return eps + np.log1p(am1 / (2.0 * orders - 1.0) * np.expm1(-(2.0 * orders - 1.0) * eps)) / am1
+
+
+def pure_dp_rdp(orders, epsilon: float) -> np.ndarray:
+    """Tightest RDP curve implied by epsilon-DP alone: that of binary randomized response,
+
+        eps(alpha) = 1/(alpha-1) log( (e^{alpha eps} + e^{(1-alpha) eps}) / (1 + e^{eps}) )
+                   = 1/(alpha-1) log( (sinh(alpha eps) - sinh((alpha-1) eps)) / sinh(eps) ).
+
+    Sources: Bun & Steinke 2016, "Concentrated Differential Privacy: Simplifications, Extensions, and
+    Lower Bounds", Proposition 3.3 and its proof (this sinh form; it implies the familiar
+    eps(alpha) <= min(eps, alpha eps^2 / 2)); Steinke 2022, "Tight RDP & zCDP bounds from pure DP"
+    (differentialprivacy.org/pdp-to-zcdp) for optimality. Why it holds: every epsilon-DP pair of
+    output distributions is a post-processing of the randomized-response pair
+    P = (e^eps, 1) / (1 + e^eps), Q = (1, e^eps) / (1 + e^eps) (Kairouz, Oh & Viswanath 2015), so by the
+    data-processing inequality its Renyi divergence is at most D_alpha(P || Q), the expression above;
+    randomized response attains it, so no curve depending on eps alone is smaller.
+
+    Evaluation: the ratio inside the log equals 1 + x with
+    x = expm1((alpha-1) eps) * (-expm1(-alpha eps)) * e^eps / (1 + e^eps) > 0,
+    computed in log space and passed to logaddexp(0, log x) = log1p(x): exact to rounding for tiny
+    eps (no cancellation) and free of overflow at large alpha * eps.
+    """
+    orders = _checks.orders_array(orders)
+    epsilon = _checks.positive("epsilon", epsilon)
+    am1 = orders - 1.0
+    log_x = (
+        am1 * epsilon
+        + np.log(-np.expm1(-am1 * epsilon))
+        + np.log(-np.expm1(-orders * epsilon))
+        - np.logaddexp(0.0, -epsilon)
+    )
+    return np.logaddexp(0.0, log_x) / am1
+
+
+def exponential_mechanism_rdp(orders, epsilon: float) -> np.ndarray:
+    """Exponential mechanism (or one-shot Gumbel noise) that is epsilon-bounded-range:
+
+        eps(alpha) = min( pure_dp_rdp(alpha, eps), alpha eps^2 / 8 ).
+
+    ``epsilon`` is the bounded-range parameter: for sampling proportional to exp(eta u(D, r)) with
+    utility sensitivity Delta it is 2 eta Delta, or eta Delta when the utilities of neighbours move in
+    one direction only (Durfee & Rogers 2019, Definition 4.2 and Lemma 4.3). epsilon-BR implies
+    epsilon-DP (ibid., Corollary 4.2), hence the first term (see ``pure_dp_rdp``); epsilon-BR implies (eps^2 / 8)-zCDP (Cesar & Rogers 2021,
+    "Bounding, Concentrating, and Truncating", Lemma 17; Hoeffding's lemma on the privacy loss, which
+    lies in an interval of length eps), hence the second. Zhu & Wang 2022, Proposition 7 states the
+    same two bounds for their Algorithm 1 (Gumbel(2 / eps) noise on gaps of sensitivity 1).
+    """
+    orders = _checks.orders_array(orders)
+    epsilon = _checks.positive("epsilon", epsilon)
+    return np.minimum(pure_dp_rdp(orders, epsilon), orders * (epsilon**2 / 8.0))
+
+
+def report_noisy_max_rdp(orders, base_rdp, num_candidates: int) -> np.ndarray:
+    """Report-noisy-max over m candidates with i.i.d. additive noise whose scalar release is eps_g(alpha)-RDP:
+
+        eps(alpha) = eps_g(alpha) + log(m) / (alpha - 1).
+
+    Source: Zhu & Wang 2022, Theorem 8 (restated as Theorem 21); with Gaussian noise N(0, sigma^2) and
+    gap sensitivity Delta, eps_g = ``gaussian_rdp(orders, sigma, Delta)`` gives Corollary 9
+    (2 alpha / sigma^2 + log(m)/(alpha-1) for the paper's Delta = 2). ``base_rdp`` must be the
+    scalar mechanism's curve on ``orders`` for the sensitivity the theorem assumes, which the
+    caller takes from ``pate.privacy.sensitivity``. m = 1 leaves the curve unchanged.
+    """
+    orders = _checks.orders_array(orders)
+    base_rdp = _checks.rdp_array(base_rdp, orders, name="base_rdp")
+    num_candidates = _checks.positive_int("num_candidates", num_candidates)
+    return base_rdp + np.log(num_candidates) / (orders - 1.0)

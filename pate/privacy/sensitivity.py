@@ -1,0 +1,136 @@
+"""Sensitivities derived from the neighbouring relation -- the only place where that happens.
+
+The unit of privacy is one training record. It lives in exactly one teacher's partition, so changing
+it can change that teacher's whole vote vector v in {0, 1}^L (DESIGN.md section 2). With the vote
+histogram h = sum over teachers of v (one count per label):
+
+* ``"replace"`` (the default): one teacher's vote is replaced, h' = h - v + v'. Every count moves by
+  at most 1, in either direction, all at once: h' - h in {-1, 0, 1}^L.
+* ``"add_remove"``: one teacher's vote is added or removed, h' = h +- v. Every count moves by at most 1,
+  all in the same direction: h' - h in {0, 1}^L or in {-1, 0}^L. It exists to reproduce accounting
+  from the literature (Zhu & Wang 2022 analyse this relation).
+
+Every function below states the bound and sketches its proof; mechanisms take their sensitivities
+from here and never hard-code them.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from pate.privacy import _checks
+
+__all__ = [
+    "RELATIONS",
+    "check_relation",
+    "count_l2_sensitivity",
+    "gap_sensitivity",
+    "clipped_vote_l2_sensitivity",
+    "clipped_vote_l1_sensitivity",
+]
+
+RELATIONS = ("replace", "add_remove")
+NORMS = ("l1", "l2")
+
+
+def check_relation(neighbors) -> str:
+    """Return ``neighbors`` if it is one of ``RELATIONS``; otherwise raise ``ValueError`` naming it."""
+    if not isinstance(neighbors, str) or neighbors not in RELATIONS:
+        raise ValueError(f"neighbors must be one of {RELATIONS}, got {neighbors!r}")
+    return neighbors
+
+
+def _check_num_labels(num_labels) -> int:
+    return _checks.positive_int("num_labels", num_labels)
+
+
+def _check_norm(norm) -> str:
+    if not isinstance(norm, str) or norm not in NORMS:
+        raise ValueError(f"norm must be one of {NORMS}, got {norm!r}")
+    return norm
+
+
+def _check_tau(tau, num_labels: int) -> float:
+    is_real = isinstance(tau, numbers.Real) and not isinstance(tau, (bool, np.bool_))
+    if not is_real or not 1 <= tau <= num_labels:
+        raise ValueError(f"tau must be a number in [1, num_labels={num_labels}], got {tau!r}")
+    return float(tau)
+
+
+def count_l2_sensitivity(num_labels: int, neighbors: str) -> float:
+    """L2 sensitivity of the count vector h in N^L: sqrt(L) under both relations.
+
+    Proof sketch. replace: h' - h = v' - v with v, v' in {0, 1}^L, so every entry lies in {-1, 0, 1} and
+    ||h' - h||_2 <= sqrt(L), attained by v = 0, v' = 1. add_remove: h' - h = +-v with v in {0, 1}^L,
+    so ||h' - h||_2 = ||v||_2 <= sqrt(L), attained by v = 1 (a teacher voting for every label).
+    """
+    num_labels = _check_num_labels(num_labels)
+    check_relation(neighbors)
+    return math.sqrt(num_labels)
+
+
+def gap_sensitivity(neighbors: str) -> float:
+    """Sensitivity of a gap h_(j) - h_(j+1) of the counts sorted in decreasing order: 2 (replace), 1 (add_remove).
+
+    Proof sketch. Order statistics are monotone and 1-Lipschitz in the max-norm: if h <= h' entrywise
+    then h_(j) <= h'_(j) for every j, and |h_(j) - h'_(j)| <= ||h - h'||_inf.
+    add_remove: h' = h + v with v in {0, 1}^L (or the reverse), so h <= h' <= h + 1 entrywise and
+    every order statistic moves by an amount in [0, 1], all in the same direction; the difference of
+    two such moves lies in [-1, 1]. replace: ||h' - h||_inf <= 1, so each order statistic moves by an
+    amount in [-1, 1] independently of the other, and the gap moves by at most 2; h = (1, 1),
+    h' = (2, 0) (one teacher's vote (0, 1) replaced by (1, 0)) attains 2. This matches Zhu & Wang 2022,
+    proof of Proposition 7, for add_remove.
+    """
+    return {"replace": 2.0, "add_remove": 1.0}[check_relation(neighbors)]
+
+
+def clipped_vote_l2_sensitivity(num_labels: int, tau: float, norm: str, neighbors: str) -> float:
+    """L2 sensitivity of the sum of tau-clipped vote vectors (PATE-tau).
+
+    Each teacher's vote v in {0, 1}^L is scaled down (never up) so that ||v||_1 <= tau (``norm="l1"``)
+    or ||v||_2 <= sqrt(tau) (``norm="l2"``); the entries stay in [0, 1]. tau must lie in [1, L].
+
+    * add_remove: sqrt(tau).
+    * replace: min(sqrt(2 tau), sqrt(L)).
+
+    Proof sketch. Under both norms ||v||_2 <= sqrt(tau): for "l1", ||v||_2^2 <= ||v||_inf ||v||_1 <= tau
+    because the entries lie in [0, 1]; for "l2" it is the constraint itself. add_remove: the sum
+    changes by +-v, so by at most sqrt(tau). replace: it changes by v' - v with v, v' >= 0 entrywise,
+    so ||v' - v||_2^2 = ||v||^2 + ||v'||^2 - 2 <v, v'> <= 2 tau; and the entries of v' - v lie in
+    [-1, 1], so also ||v' - v||_2 <= sqrt(L). Both are attained up to integrality (disjoint supports of
+    size tau; or v = 0, v' = 1 when tau = L).
+    """
+    num_labels = _check_num_labels(num_labels)
+    tau = _check_tau(tau, num_labels)
+    _check_norm(norm)
+    if check_relation(neighbors) == "add_remove":
+        return math.sqrt(tau)
+    return min(math.sqrt(2.0 * tau), math.sqrt(num_labels))
+
+
+def clipped_vote_l1_sensitivity(num_labels: int, tau: float, norm: str, neighbors: str) -> float:
+    """L1 sensitivity of the sum of tau-clipped vote vectors (PATE-tau), same clipping as above.
+
+    * ``norm="l1"`` (||v||_1 <= tau): add_remove tau; replace min(2 tau, L).
+    * ``norm="l2"`` (||v||_2 <= sqrt(tau)): add_remove sqrt(L tau); replace min(sqrt(2 L tau), L).
+
+    Proof sketch. "l1": add_remove changes the sum by +-v, ||v||_1 <= tau. replace changes it by
+    v' - v: ||v' - v||_1 <= ||v||_1 + ||v'||_1 <= 2 tau, and <= L since the entries lie in [-1, 1].
+    "l2": by Cauchy-Schwarz ||x||_1 <= sqrt(L) ||x||_2, and the L2 bounds of
+    ``clipped_vote_l2_sensitivity`` give sqrt(L tau) (add_remove; <= L because tau <= L) and
+    sqrt(L) min(sqrt(2 tau), sqrt(L)) = min(sqrt(2 L tau), L) (replace). The add_remove bound is
+    attained by the all-ones vote scaled to norm sqrt(tau), whose entries sqrt(tau / L) sum to
+    sqrt(L tau).
+    """
+    num_labels = _check_num_labels(num_labels)
+    tau = _check_tau(tau, num_labels)
+    norm = _check_norm(norm)
+    relation = check_relation(neighbors)
+    if norm == "l1":
+        return tau if relation == "add_remove" else min(2.0 * tau, float(num_labels))
+    if relation == "add_remove":
+        return math.sqrt(num_labels * tau)
+    return min(math.sqrt(2.0 * num_labels * tau), float(num_labels))
