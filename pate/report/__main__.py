@@ -1,0 +1,29 @@
+"""python -m pate.report <sweep dir> [--out DIR]: write the report of a finished Hydra multirun."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from pate.report.generate import write_report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m pate.report", description=__doc__)
+    parser.add_argument("sweep_dir", help="the sweep directory (hydra.sweep.dir) of a finished multirun")
+    parser.add_argument("--out", default=None, help="write the report here instead of into the sweep directory")
+    args = parser.parse_args(argv)
+    try:
+        report = write_report(args.sweep_dir, args.out)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    for path in report.files.values():
+        print(f"wrote {path}")
+    for notice in report.notices():
+        print(f"warning: {notice}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,36 @@
+"""Hydra callback writing the report of a multirun into its sweep directory when the multirun ends.
+
+Registered in conf/hydra/default.yaml as ``callbacks: {report: {_target_: pate.report.callback.ReportCallback}}``.
+Hydra calls ``on_multirun_end`` only after every job returned successfully (its basic sweeper re-raises the
+first job failure instead); a sweep with failed jobs is reported by hand with ``python -m pate.report``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig
+
+from pate.report.generate import write_report
+
+log = logging.getLogger(__name__)
+
+
+class ReportCallback(Callback):
+    """Writes report.md, results.csv and the plots into ``hydra.sweep.dir`` at the end of a multirun."""
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        sweep_dir = config.hydra.sweep.dir
+        try:
+            report = write_report(sweep_dir)
+        except Exception:
+            # The jobs' results are already on disk: log the failure with its traceback and let the sweep
+            # end normally; the report can be regenerated with `python -m pate.report <sweep dir>`.
+            log.exception("Writing the report of sweep %s failed; rerun `python -m pate.report %s` "
+                          "after fixing the cause", sweep_dir, sweep_dir)
+            return
+        log.info("Report of sweep %s written: %s", sweep_dir, ", ".join(str(p) for p in report.files.values()))
+        for notice in report.notices():
+            log.warning("%s", notice)

@@ -1,0 +1,177 @@
+"""Read a finished Hydra multirun directory into validated run records.
+
+A sweep directory holds Hydra's ``multirun.yaml`` and one directory per job with ``.hydra/config.yaml``
+and ``.hydra/overrides.yaml``; a job that finished also holds the ``metrics.json`` written by ``train.py``.
+A job without ``metrics.json`` is recorded as failed, never dropped. A ``metrics.json`` that breaks the
+schema is a pipeline bug and raises ``ValueError`` naming the file and the key.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+RELATIONS = ("replace", "add_remove")
+
+# The keys of metrics.json in the pipeline's schema order (results.csv keeps it) and what each must hold;
+# a "?" allows null. _check_run adds the rules that tie epsilon and target_epsilon to `private`.
+SCHEMA = {
+    "method": "string", "aggregator": "string", "private": "bool", "neighbors": "string", "delta": "number",
+    "epsilon": "number?", "epsilon_order": "number?", "target_epsilon": "number?",
+    "noise": "object?", "noise_multiplier": "number?",
+    "seed": "integer", "queries": "integer", "answered": "integer", "answered_fraction": "number",
+    "mean_k": "number?", "label_f1": "number", "label_accuracy": "number",
+    "student_accuracy": "number", "student_f1": "number", "teacher_accuracy": "number",
+    "majority_class_accuracy": "number", "num_teachers": "integer", "num_labels": "integer", "data": "string",
+    "reference": "object?", "versions": "object", "artifacts": "object",
+}
+
+
+@dataclass(frozen=True)
+class Run:
+    """One finished job: its directory name (relative to the sweep), overrides, composed config and metrics."""
+
+    job: str
+    overrides: tuple[str, ...]
+    config: dict[str, Any]
+    metrics: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class FailedJob:
+    """A job directory without metrics.json (the job raised or was killed)."""
+
+    job: str
+    overrides: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A whole multirun: the command-line sweep overrides, finished runs and failed jobs, in job order.
+
+    ``relation`` and ``delta`` are shared by every finished run; a sweep mixing them is refused.
+    """
+
+    directory: Path
+    overrides: tuple[str, ...]
+    runs: tuple[Run, ...]
+    failed: tuple[FailedJob, ...]
+    relation: str
+    delta: float
+
+
+def job_sort_key(name: str) -> tuple[int, int, str]:
+    """Numeric job names (Hydra's default subdir ``${hydra.job.num}``) in numeric order, then the rest."""
+    return (0, int(name), "") if name.isdigit() else (1, 0, name)
+
+
+def _load_yaml(path: Path) -> Any:
+    if not path.is_file():
+        raise ValueError(f"{path}: missing; expected a file written by Hydra for this sweep")
+    with path.open() as f:
+        return yaml.safe_load(f)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+# What each SCHEMA kind must hold, and how an error message words it.
+_HOLDS = {
+    "string": lambda v: isinstance(v, str),
+    "bool": lambda v: isinstance(v, bool),
+    "integer": lambda v: _is_number(v) and float(v).is_integer(),
+    "number": _is_number,
+    "object": lambda v: isinstance(v, dict),
+}
+_EXPECTED = {"string": "a string", "bool": "true or false", "integer": "an integer", "number": "a finite number",
+             "object": "a JSON object"}
+
+
+def _check_run(metrics: Any, path: Path) -> None:
+    """Raise ValueError naming the file and key where metrics.json breaks the schema."""
+    if not isinstance(metrics, dict):
+        raise ValueError(f"{path}: expected a JSON object, got {type(metrics).__name__}")
+    missing = [key for key in SCHEMA if key not in metrics]
+    if missing:
+        raise ValueError(f"{path}: missing keys {missing}")
+
+    def bad(key: str, expected: str) -> ValueError:
+        return ValueError(f"{path}: {key}={metrics[key]!r}, expected {expected}")
+
+    for key, kind in SCHEMA.items():
+        value, nullable, kind = metrics[key], kind.endswith("?"), kind.rstrip("?")
+        if value is None and nullable:
+            continue
+        if not _HOLDS[kind](value):
+            raise bad(key, _EXPECTED[kind] + (" or null" if nullable else ""))
+    if metrics["neighbors"] not in RELATIONS:
+        raise bad("neighbors", f"one of {RELATIONS}")
+    if not 0.0 < metrics["delta"] < 1.0:
+        raise bad("delta", "a number in (0, 1)")
+    if metrics["private"] and metrics["epsilon"] is None:
+        raise bad("epsilon", "a number for a private run")
+    if not metrics["private"] and (metrics["epsilon"] is not None or metrics["target_epsilon"] is not None):
+        raise ValueError(f"{path}: private=false but epsilon={metrics['epsilon']!r}, "
+                         f"target_epsilon={metrics['target_epsilon']!r}; expected both null")
+    if metrics["target_epsilon"] is not None and metrics["target_epsilon"] <= 0:
+        raise bad("target_epsilon", "a positive number or null")
+    for name, ref in (metrics["reference"] or {}).items():
+        if not isinstance(ref, dict) or not all(_is_number(v) for v in ref.values()):
+            raise ValueError(f"{path}: reference.{name}={ref!r}, expected an object of finite numbers")
+
+
+def _single(values: dict[Any, list[str]], what: str, directory: Path) -> Any:
+    """The one value every finished run shares, or a ValueError listing which jobs hold which value."""
+    if len(values) != 1:
+        listing = "; ".join(f"{what}={value!r} in jobs {jobs}" for value, jobs in sorted(values.items()))
+        raise ValueError(f"{directory}: the sweep mixes {what} ({listing}); a report compares methods "
+                         f"under one {what}: run one sweep per {what} and compare their reports side by side")
+    return next(iter(values))
+
+
+def collect_sweep(sweep_dir: str | Path) -> Sweep:
+    """Read every job of the Hydra multirun at ``sweep_dir``.
+
+    Job directories are the sub-directories holding ``.hydra/`` (so launcher folders such as
+    ``.submitit/`` are not jobs). Raises ValueError when ``sweep_dir`` is not a multirun directory, when a
+    metrics.json breaks the schema, when no job finished, or when finished runs mix relations or deltas.
+    """
+    directory = Path(sweep_dir)
+    if not (directory / "multirun.yaml").is_file():
+        raise ValueError(f"sweep_dir={str(sweep_dir)!r}: no multirun.yaml; expected the directory of a "
+                         f"finished Hydra multirun (hydra.sweep.dir)")
+    multirun = _load_yaml(directory / "multirun.yaml") or {}
+    sweep_overrides = tuple((multirun.get("hydra") or {}).get("overrides", {}).get("task") or ())
+
+    jobs = sorted((p.name for p in directory.iterdir() if (p / ".hydra").is_dir()), key=job_sort_key)
+    runs, failed = [], []
+    for job in jobs:
+        hydra_dir = directory / job / ".hydra"
+        overrides = tuple(_load_yaml(hydra_dir / "overrides.yaml") or ())
+        metrics_path = directory / job / "metrics.json"
+        if not metrics_path.is_file():
+            failed.append(FailedJob(job, overrides))
+            continue
+        try:
+            metrics = json.loads(metrics_path.read_text())
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{metrics_path}: not valid JSON ({err})") from err
+        _check_run(metrics, metrics_path)
+        runs.append(Run(job, overrides, _load_yaml(hydra_dir / "config.yaml") or {}, metrics))
+
+    if not runs:
+        raise ValueError(f"sweep_dir={str(sweep_dir)!r}: no finished job (no metrics.json); "
+                         f"failed jobs: {[f.job for f in failed]}")
+    relations: dict[str, list[str]] = {}
+    deltas: dict[float, list[str]] = {}
+    for run in runs:
+        relations.setdefault(run.metrics["neighbors"], []).append(run.job)
+        deltas.setdefault(float(run.metrics["delta"]), []).append(run.job)
+    return Sweep(directory, sweep_overrides, tuple(runs), tuple(failed),
+                 relation=_single(relations, "neighbors", directory), delta=_single(deltas, "delta", directory))

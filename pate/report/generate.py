@@ -1,0 +1,70 @@
+"""Write the report of a finished sweep: report.md, results.csv and the metric-vs-epsilon PNGs."""
+
+from __future__ import annotations
+
+import io
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+from pate.report.collect import collect_sweep
+from pate.report.markdown import render_report
+from pate.report.plots import make_plots
+from pate.report.summary import CALIBRATION_TOLERANCE, Summary, calibration_miss, headline, summarize
+from pate.report.tables import results_csv
+
+REPORT_NAME = "report.md"
+CSV_NAME = "results.csv"
+
+
+@dataclass(frozen=True)
+class Report:
+    """What write_report wrote (file name -> path) and the summary it was computed from."""
+
+    files: Mapping[str, Path]
+    summary: Summary
+
+    def notices(self) -> list[str]:
+        """One line per thing a reader must not miss: failed jobs, calibration misses, warnings."""
+        sweep = self.summary.sweep
+        lines = [f"failed job (no metrics.json): {sweep.directory / job.job}" for job in sweep.failed]
+        misses = [run.job for run in sweep.runs if calibration_miss(run.metrics)]
+        if misses:
+            lines.append(f"jobs {misses} miss their target epsilon by more than {CALIBRATION_TOLERANCE:.0%} "
+                         f"(neighbors={sweep.relation}, delta={sweep.delta:g})")
+        return lines + list(self.summary.warnings)
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    """Write to a temporary file in the same directory, then rename over `path` (a reader never sees half)."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def write_report(sweep_dir: str | Path, out_dir: str | Path | None = None) -> Report:
+    """Read the sweep at `sweep_dir` and write its report into `out_dir` (default: the sweep directory).
+
+    Everything is computed before the first file is written, so bad input (see ``collect_sweep``) raises
+    ValueError without leaving a partial report.
+    """
+    summary = summarize(collect_sweep(sweep_dir))
+    contents = {REPORT_NAME: render_report(summary, headline(summary)).encode(),
+                CSV_NAME: results_csv(summary).encode()}
+    for name, fig in make_plots(summary).items():
+        buffer = io.BytesIO()
+        # No metadata: the PNG depends on the data only (matplotlib otherwise stamps its version).
+        fig.savefig(buffer, format="png", dpi=120, metadata={"Software": None})
+        contents[name] = buffer.getvalue()
+    out = Path(sweep_dir if out_dir is None else out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, data in contents.items():
+        _write_atomic(out / name, data)
+    return Report({name: out / name for name in contents}, summary)

@@ -1,0 +1,168 @@
+"""report.md of a sweep: what was run, the headline, the results and reference tables, the calibration
+check, failed jobs, the plots, the job list and the configs. Deterministic text: no timestamps, no
+absolute paths, fixed number formats."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable
+
+import yaml
+
+from pate.report.collect import Run
+from pate.report.plots import PLOTS
+from pate.report.summary import (CALIBRATION_TOLERANCE, HEADLINE_FRACTION, NON_PRIVATE, TARGET, Cell, Headline,
+                                 Summary, calibration_error, calibration_miss, distinct)
+from pate.report.tables import format_epsilon, format_stat, format_value, jobs_table, reference_table, results_table
+
+RELATION_TEXT = {
+    "replace": "one teacher's vote vector replaced: every label count may move by at most 1, in either direction",
+    "add_remove": "one teacher's vote added or removed: every label count moves by at most 1, all in the same "
+                  "direction (the accounting of the literature)",
+}
+
+
+def _privacy(summary: Summary) -> str:
+    return f"neighbors={summary.sweep.relation}, δ={summary.sweep.delta:g}"
+
+
+def _listing(runs: Iterable[Run], get: Callable[[Run], Any]) -> str:
+    """The distinct values of get(run), sorted (null last), comma-separated."""
+    return ", ".join(format_value(v) for v in sorted(distinct(runs, get), key=lambda v: (v is None, v)))
+
+
+def _values(runs: Iterable[Run], key: str) -> str:
+    """A setting every run should share; flagged in the text where it does not."""
+    def get(run: Run) -> Any:
+        return run.metrics[key]
+    text = _listing(runs, get)
+    return text if len(distinct(runs, get)) == 1 else f"{text} (differs between jobs)"
+
+
+def _grid_point(cell: Cell) -> str:
+    word = "target ε" if cell.axis == TARGET else "achieved ε"
+    return f"{word} {format_epsilon(cell.epsilon)}"
+
+
+def _what_was_run(summary: Summary) -> list[str]:
+    sweep, runs = summary.sweep, summary.sweep.runs
+    methods = distinct(runs, lambda run: (run.metrics["method"], run.metrics["aggregator"]))
+    grid = sorted({c.epsilon for c in summary.cells if c.axis != NON_PRIVATE})
+    versions = sorted({key for run in runs for key in run.metrics["versions"]})
+    lines = [
+        "## What was run", "",
+        f"- Relation: `neighbors={sweep.relation}` ({RELATION_TEXT[sweep.relation]}).",
+        f"- δ = {sweep.delta:g}.",
+        f"- Public queries per run: {_values(runs, 'queries')}.",
+        f"- Data: {_values(runs, 'data')}; teachers: {_values(runs, 'num_teachers')}; "
+        f"labels: {_values(runs, 'num_labels')}.",
+        "- Methods (conf/aggregator):",
+        *(f"  - `{method}`: {aggregator}" for method, aggregator in sorted(methods)),
+        f"- Seeds: {_listing(runs, lambda run: run.metrics['seed'])}.",
+        f"- ε grid: {', '.join(f'{x:g}' for x in grid) or 'none (non-private runs only)'}.",
+        f"- Jobs: {len(runs) + len(sweep.failed)} ({len(runs)} finished, {len(sweep.failed)} failed).",
+        f"- Sweep overrides: {' '.join(f'`{o}`' for o in sweep.overrides) or 'none'}.",
+        "- Versions: " + "; ".join(f"{key} {_listing(runs, lambda run: run.metrics['versions'].get(key))}"
+                                   for key in versions) + ".",
+    ]
+    return lines
+
+
+def _headline(summary: Summary, lines: tuple[Headline, ...]) -> list[str]:
+    out = ["## Headline", ""]
+    threshold = lines[0].threshold if lines else None
+    if threshold is None:
+        return out + ["No true-labels reference in this sweep (reference runs were off), so the headline "
+                      "(the ε at which the student reaches "
+                      f"{HEADLINE_FRACTION:.0%} of the non-private student's accuracy) cannot be computed."]
+    reference = summary.references["true_labels"]["student_accuracy"]
+    out += [f"Smallest ε on the grid at which the student's mean accuracy reaches {HEADLINE_FRACTION:.0%} of the "
+            f"student trained on the true labels ({HEADLINE_FRACTION:g} × {reference.mean:.4f} = {threshold:.4f}); "
+            f"{_privacy(summary)}:", ""]
+    for line in lines:
+        if line.best is None:
+            out.append(f"- **{line.method}**: non-private runs only, no ε.")
+        elif line.reached is not None:
+            out.append(f"- **{line.method}**: {_grid_point(line.reached)} (student accuracy "
+                       f"{format_stat(line.reached.stats['student_accuracy'])}).")
+        else:
+            out.append(f"- **{line.method}**: not reached on this grid (best: "
+                       f"{format_stat(line.best.stats['student_accuracy'])} at {_grid_point(line.best)}).")
+    return out
+
+
+def _calibration(summary: Summary) -> list[str]:
+    targeted = [run for run in summary.sweep.runs if run.metrics["target_epsilon"] is not None]
+    out = ["## Calibration", ""]
+    if not targeted:
+        return out + ["No run had a target ε (the noise came from the configs)."]
+    misses = [run for run in targeted if calibration_miss(run.metrics)]
+    if not misses:
+        return out + [f"All {len(targeted)} runs with a target ε achieved it within "
+                      f"{CALIBRATION_TOLERANCE:.0%} ({_privacy(summary)})."]
+    out += [f"**{len(misses)} of {len(targeted)} runs miss their target ε by more than "
+            f"{CALIBRATION_TOLERANCE:.0%}** ({_privacy(summary)}):", ""]
+    for run in misses:
+        m, error = run.metrics, calibration_error(run.metrics)
+        direction = "spent MORE than the target" if error > 0 else "spent less than the target"
+        out.append(f"- job `{run.job}` ({m['method']}, seed {m['seed']}): "
+                   f"target {format_epsilon(m['target_epsilon'])}, achieved {format_epsilon(m['epsilon'])} "
+                   f"({error:+.2%}): {direction}.")
+    return out
+
+
+def _failed(summary: Summary) -> list[str]:
+    failed = summary.sweep.failed
+    if not failed:
+        return []
+    out = ["## Failed jobs", "", f"{len(failed)} job(s) wrote no metrics.json (the job raised or was killed); "
+           "they are not in the tables. See each directory's log:", ""]
+    out += [f"- directory `{job.job}/`: {' '.join(f'`{o}`' for o in job.overrides) or 'no overrides'}"
+            for job in failed]
+    return out + [""]
+
+
+def _yaml(data: Any) -> list[str]:
+    return ["```yaml", yaml.safe_dump(data, sort_keys=False, default_flow_style=False, allow_unicode=True).rstrip(),
+            "```"]
+
+
+def _configs(summary: Summary) -> list[str]:
+    runs = summary.sweep.runs
+    out = ["## Configs", "", "The `aggregator` config of the first job of each method:", ""]
+    for method in summary.methods:
+        first = next(run for run in runs if run.metrics["method"] == method)
+        out += [f"`{method}` (job `{first.job}`):", ""]
+        out += _yaml(first.config["aggregator"]) if "aggregator" in first.config else [
+            "(no `aggregator` key in the job config)"]
+        out.append("")
+    first = runs[0]
+    out += ["<details><summary>Composed config of job "
+            f"<code>{first.job}</code> (the other jobs differ by their overrides, listed in the job table)</summary>",
+            "", *_yaml(first.config), "", "</details>"]
+    return out
+
+
+def render_report(summary: Summary, headline: tuple[Headline, ...]) -> str:
+    """The text of report.md."""
+    privacy = _privacy(summary)
+    lines = [f"# PATE sweep report: {privacy}", "",
+             f"Every ε in this report is an (ε, δ)-DP guarantee under `neighbors={summary.sweep.relation}` "
+             f"with δ = {summary.sweep.delta:g}, computed by the accountant from what each run released.", ""]
+    lines += _what_was_run(summary) + [""]
+    lines += _headline(summary, headline) + [""]
+    lines += ["## Results", "",
+              f"Per method and ε ({privacy}): mean ± sample std (ddof=1) over seeds; \"calibration\" checks "
+              f"every run's achieved ε against its target ({CALIBRATION_TOLERANCE:.0%} tolerance). "
+              "Released-label F1 is measured on the answered queries only.", "",
+              results_table(summary)]
+    if summary.references:
+        lines += ["## Reference lines (no privacy cost)", "",
+                  "Identical across the jobs of one seed; mean ± std over seeds.", "", reference_table(summary)]
+    lines += _calibration(summary) + [""]
+    lines += _failed(summary)
+    if summary.warnings:
+        lines += ["## Warnings", "", *(f"- {w}" for w in summary.warnings), ""]
+    lines += ["## Plots", "", *(f"![{spec.metric} vs epsilon]({spec.filename})" for spec in PLOTS), ""]
+    lines += ["## Jobs", "", jobs_table(summary.sweep)]
+    lines += _configs(summary)
+    return "\n".join(lines) + "\n"

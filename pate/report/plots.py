@@ -1,0 +1,94 @@
+"""Metric-vs-epsilon figures of a sweep: one error-bar series per private method on a log-x axis.
+
+Figures are built on matplotlib's object API (``Figure``, no pyplot): no global state, no display needed,
+and the PNG is rendered by the Agg canvas. Error bars are the sample std over seeds; reference lines
+(no privacy cost) are drawn horizontally with a band of +- one std over seeds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from matplotlib.figure import Figure
+
+from pate.report.summary import ACHIEVED, HEADLINE_FRACTION, NON_PRIVATE, TARGET, Summary
+from pate.report.tables import METRIC_LABELS, REFERENCE_LABELS
+
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")
+_REFERENCE_STYLE = {"true_labels": dict(color="black", linestyle="-"),
+                    "majority_vote": dict(color="tab:gray", linestyle="--")}
+
+
+@dataclass(frozen=True)
+class PlotSpec:
+    """One figure: the metric on the y-axis and the reference lines drawn for it."""
+
+    filename: str
+    metric: str
+    references: tuple[str, ...]
+    threshold: bool = False  # draw HEADLINE_FRACTION x the true-labels student accuracy
+
+
+PLOTS = (
+    PlotSpec("accuracy_vs_epsilon.png", "student_accuracy", ("true_labels", "majority_vote"), threshold=True),
+    PlotSpec("label_f1_vs_epsilon.png", "label_f1", ("majority_vote",)),
+    PlotSpec("answered_vs_epsilon.png", "answered_fraction", ()),
+)
+
+
+def _x_label(summary: Summary) -> str:
+    axes = [a for a in summary.axes if a != NON_PRIVATE]
+    privacy = f"(neighbors={summary.sweep.relation}, δ={summary.sweep.delta:g})"
+    if axes == [TARGET]:
+        return f"target ε of the calibration {privacy}"
+    if axes == [ACHIEVED]:
+        return f"achieved ε {privacy}"
+    return f"ε: calibration target, or achieved where the run had no target {privacy}"
+
+
+def plot_metric_vs_epsilon(summary: Summary, spec: PlotSpec) -> Figure:
+    """The figure for `spec`: one labelled error-bar series per private method (ax.containers, in method
+    order), horizontal lines for non-private methods and the requested references."""
+    metric_label = METRIC_LABELS[spec.metric]
+    fig = Figure(figsize=(8.0, 6.0), layout="constrained")
+    ax = fig.add_subplot()
+    grid = sorted({c.epsilon for c in summary.cells if c.axis != NON_PRIVATE})
+    for i, method in enumerate(summary.methods):
+        cells = [c for c in summary.cells if c.method == method]
+        private = sorted((c for c in cells if c.axis != NON_PRIVATE), key=lambda c: c.epsilon)
+        style = dict(marker=_MARKERS[i % len(_MARKERS)], color=f"C{i % 10}")
+        if private:
+            stats = [c.stats[spec.metric] for c in private]
+            ax.errorbar([c.epsilon for c in private], [s.mean for s in stats], yerr=[s.std or 0.0 for s in stats],
+                        label=method, capsize=3, linewidth=1.5, markersize=5, **style)
+        for cell in (c for c in cells if c.axis == NON_PRIVATE):
+            ax.axhline(cell.stats[spec.metric].mean, linestyle=":", color=style["color"],
+                       label=f"{method} (non-private)")
+    for name in spec.references:
+        stat = summary.references.get(name, {}).get(spec.metric)
+        if stat is None:
+            continue
+        ref_style = _REFERENCE_STYLE.get(name, dict(color="tab:brown", linestyle="-."))
+        ax.axhline(stat.mean, linewidth=1.2, label=f"reference: {REFERENCE_LABELS.get(name, name)}", **ref_style)
+        if stat.std:
+            ax.axhspan(stat.mean - stat.std, stat.mean + stat.std, color=ref_style["color"], alpha=0.12, linewidth=0)
+    true_accuracy = summary.references.get("true_labels", {}).get("student_accuracy")
+    if spec.threshold and true_accuracy is not None:
+        ax.axhline(HEADLINE_FRACTION * true_accuracy.mean, color="black", linestyle=":", linewidth=1.0,
+                   label=f"{HEADLINE_FRACTION:.0%} of the true-labels student")
+    ax.set_xscale("log")
+    if grid:
+        ax.set_xticks(grid, [f"{x:g}" for x in grid])
+        ax.minorticks_off()
+    ax.set_xlabel(_x_label(summary))
+    ax.set_ylabel(f"{metric_label} (mean ± std over seeds)")
+    ax.set_title(f"{metric_label[0].upper()}{metric_label[1:]} vs ε — "
+                 f"neighbors={summary.sweep.relation}, δ={summary.sweep.delta:g}")
+    ax.grid(True, which="major", alpha=0.3)
+    fig.legend(loc="outside lower center", ncols=2, fontsize="small", frameon=False)
+    return fig
+
+
+def make_plots(summary: Summary) -> dict[str, Figure]:
+    """filename -> figure, for every plot in PLOTS."""
+    return {spec.filename: plot_metric_vs_epsilon(summary, spec) for spec in PLOTS}

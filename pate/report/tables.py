@@ -1,0 +1,163 @@
+"""Fixed-format tables of a sweep: results.csv (one row per job) and the markdown tables of report.md.
+
+Rows are sorted deterministically and numbers are printed in fixed formats, with no timestamps or absolute
+paths, so two sweeps with the same configs and seeds give byte-identical tables.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from typing import Any, Iterable, Mapping
+
+from pate.report.collect import SCHEMA, Sweep, job_sort_key
+from pate.report.summary import (ACHIEVED, NON_PRIVATE, REFERENCE_METRICS, TABLE_METRICS, TARGET, Cell, Stat,
+                                 Summary, calibration_error, calibration_miss)
+
+METRIC_LABELS = {
+    "student_accuracy": "student accuracy",
+    "student_f1": "student F1",
+    "label_f1": "released-label F1",
+    "answered_fraction": "answered fraction",
+    "mean_k": "mean k",
+}
+REFERENCE_LABELS = {
+    "true_labels": "student on the true labels (non-private)",
+    "majority_vote": "teacher majority vote (non-private)",
+}
+# Column order of results.csv: the schema's order, with derived calibration columns after epsilon;
+# nested objects (noise, reference, versions, artifacts) become dotted columns, sorted within each.
+_CSV_LEADING = ("job", "status")
+_CSV_DERIVED_AFTER = {"epsilon": ("epsilon_rel_error", "calibration_miss")}
+
+
+def format_value(value: Any) -> str:
+    """CSV cell: '' for null, true/false, integers as is, floats to 6 significant digits."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+def format_epsilon(epsilon: float) -> str:
+    return f"{epsilon:.3f}"
+
+
+def format_stat(stat: Stat | None, digits: int = 4) -> str:
+    """'mean ± std' with `digits` decimals; the mean alone for one seed; 'n/a' for a null metric."""
+    if stat is None:
+        return "n/a"
+    if stat.std is None:
+        return f"{stat.mean:.{digits}f}"
+    return f"{stat.mean:.{digits}f} ± {stat.std:.{digits}f}"
+
+
+def _flatten(prefix: str, value: Any) -> dict[str, Any]:
+    if isinstance(value, Mapping):
+        flat: dict[str, Any] = {}
+        for key in sorted(value):
+            flat.update(_flatten(f"{prefix}.{key}", value[key]))
+        return flat
+    return {prefix: value}
+
+
+def _csv_record(metrics: Mapping[str, Any]) -> dict[str, Any]:
+    record: dict[str, Any] = {}
+    for key in list(SCHEMA) + sorted(set(metrics) - set(SCHEMA)):
+        record.update(_flatten(key, metrics[key]) if isinstance(metrics[key], Mapping) else {key: metrics[key]})
+    record["epsilon_rel_error"] = calibration_error(metrics)
+    record["calibration_miss"] = calibration_miss(metrics)
+    return record
+
+
+def _csv_columns(records: Iterable[Mapping[str, Any]]) -> list[str]:
+    present = set().union(*records)
+    columns = list(_CSV_LEADING)
+    for key in SCHEMA:
+        if key in present:
+            columns.append(key)
+        columns.extend(sorted(c for c in present if c.startswith(key + ".")))
+        columns.extend(_CSV_DERIVED_AFTER.get(key, ()))
+    known = set(columns)
+    columns.extend(sorted(c for c in present - known if c != "overrides"))
+    columns.append("overrides")
+    return columns
+
+
+def results_csv(summary: Summary) -> str:
+    """One row per job: finished runs in table order (method, epsilon, seed), then failed jobs in job order."""
+    records = []
+    for cell in summary.cells:
+        for run in sorted(cell.runs, key=lambda r: (r.metrics["seed"], job_sort_key(r.job))):
+            records.append({"job": run.job, "status": "finished", **_csv_record(run.metrics),
+                            "overrides": " ".join(run.overrides)})
+    for job in summary.sweep.failed:
+        records.append({"job": job.job, "status": "failed", "overrides": " ".join(job.overrides)})
+    columns = _csv_columns(records)
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(columns)
+    for record in records:
+        writer.writerow(format_value(record.get(column)) for column in columns)
+    return out.getvalue()
+
+
+def _markdown(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def _target_text(cell: Cell) -> str:
+    if cell.axis == NON_PRIVATE:
+        return "non-private"
+    if cell.axis == ACHIEVED:
+        return "none (noise from config)"
+    return format_epsilon(cell.epsilon)
+
+
+def _calibration_text(cell: Cell) -> str:
+    if cell.axis != TARGET:
+        return "no target"
+    misses = cell.calibration_misses
+    return "within 1%" if misses == 0 else f"{misses} of {len(cell.runs)} runs off by >1%"
+
+
+def results_table(summary: Summary) -> str:
+    """Mean ± std over seeds per (method, epsilon) cell, with the achieved epsilon and the calibration check."""
+    header = ["method", "target ε", "achieved ε", "calibration", "seeds"] + [METRIC_LABELS[m] for m in TABLE_METRICS]
+    rows = []
+    for cell in summary.cells:
+        rows.append([cell.method, _target_text(cell), format_stat(cell.stats["epsilon"], 3),
+                     _calibration_text(cell), str(len(cell.runs))]
+                    + [format_stat(cell.stats[m]) for m in TABLE_METRICS])
+    return _markdown(header, rows)
+
+
+def reference_table(summary: Summary) -> str:
+    """Reference lines (no privacy cost): mean ± std over seeds."""
+    header = ["reference", "seeds"] + [METRIC_LABELS[m] for m in REFERENCE_METRICS]
+    rows = []
+    for name in sorted(summary.references):
+        stats = summary.references[name]
+        seeds = max(stat.n for stat in stats.values())
+        rows.append([REFERENCE_LABELS.get(name, name), str(seeds)]
+                    + [format_stat(stats.get(m)) for m in REFERENCE_METRICS])
+    return _markdown(header, rows)
+
+
+def jobs_table(sweep: Sweep) -> str:
+    """Every job directory of the sweep (relative names), finished or failed, in job order."""
+    entries = [(run.job, "finished", run.metrics["method"], format_value(run.metrics["seed"]),
+                format_value(run.metrics["target_epsilon"]), format_value(run.metrics["epsilon"]), run.overrides)
+               for run in sweep.runs]
+    entries += [(job.job, "**failed**", "", "", "", "", job.overrides) for job in sweep.failed]
+    entries.sort(key=lambda e: job_sort_key(e[0]))
+    rows = [[job, status, method, seed, target, eps, " ".join(f"`{o}`" for o in overrides)]
+            for job, status, method, seed, target, eps, overrides in entries]
+    return _markdown(["job", "status", "method", "seed", "target ε", "achieved ε", "overrides"], rows)

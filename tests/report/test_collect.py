@@ -1,0 +1,84 @@
+"""Reading a sweep directory: finished and failed jobs, schema checks, refusal of mixed relations/deltas."""
+
+import json
+
+import pytest
+
+from pate.report import collect_sweep
+
+
+def test_collects_finished_runs_and_failed_job_in_job_order(sweep_dir):
+    sweep = collect_sweep(sweep_dir)
+    assert [run.job for run in sweep.runs] == [str(i) for i in range(8)]
+    assert [job.job for job in sweep.failed] == ["8"]
+    assert sweep.failed[0].overrides == ("aggregator=stable_topk_paper", "target_epsilon=8.0", "seed=0")
+    assert (sweep.relation, sweep.delta) == ("replace", 1e-6)
+    assert sweep.overrides[0] == "aggregator=stable_topk_paper,gaussian_pate"
+    assert sweep.runs[2].config["aggregator"]["_target_"] == "pate.aggregators.stable_topk_paper"
+
+
+def test_numeric_job_names_sort_numerically(tmp_path, sweep_factory):
+    sweep = collect_sweep(sweep_factory(tmp_path / "s", epsilons=(0.5, 1.0, 2.0, 4.0, 8.0), seeds=(0,)))
+    assert [run.job for run in sweep.runs] == [str(i) for i in range(10)]  # "10" would sort before "2" as text
+
+
+def test_launcher_folders_are_not_jobs(sweep_dir):
+    (sweep_dir / ".submitit" / "123").mkdir(parents=True)
+    assert len(collect_sweep(sweep_dir).runs) == 8
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("epsilon", None, "epsilon=None"),
+    ("neighbors", "swap", "neighbors='swap'"),
+    ("delta", 1.5, "delta=1.5"),
+    ("student_accuracy", None, "student_accuracy=None"),
+    ("seed", 0.5, "seed=0.5"),
+    ("private", 1, "private=1"),
+])
+def test_schema_violation_names_file_key_and_value(sweep_dir, key, value, message):
+    path = sweep_dir / "3" / "metrics.json"
+    metrics = json.loads(path.read_text())
+    metrics[key] = value
+    path.write_text(json.dumps(metrics))
+    with pytest.raises(ValueError, match=message) as err:
+        collect_sweep(sweep_dir)
+    assert str(path) in str(err.value)
+
+
+def test_missing_key_and_broken_json_are_errors(sweep_dir):
+    path = sweep_dir / "1" / "metrics.json"
+    metrics = json.loads(path.read_text())
+    del metrics["label_f1"]
+    path.write_text(json.dumps(metrics))
+    with pytest.raises(ValueError, match=r"missing keys \['label_f1'\]"):
+        collect_sweep(sweep_dir)
+    path.write_text("{")
+    with pytest.raises(ValueError, match="not valid JSON"):
+        collect_sweep(sweep_dir)
+
+
+def test_not_a_sweep_directory(tmp_path):
+    with pytest.raises(ValueError, match="no multirun.yaml"):
+        collect_sweep(tmp_path)
+
+
+def test_all_jobs_failed_is_an_error_listing_them(tmp_path, sweep_factory):
+    sweep = sweep_factory(tmp_path / "s")
+    for metrics in sweep.glob("*/metrics.json"):
+        metrics.unlink()
+    with pytest.raises(ValueError, match=r"no finished job .*'0', '1'"):
+        collect_sweep(sweep)
+
+
+def test_mixed_relations_are_refused(sweep_dir, job_factory):
+    make_metrics, write_job = job_factory
+    write_job(sweep_dir, "9", ["neighbors=add_remove"], make_metrics("gaussian_pate", 1.0, 5, relation="add_remove"))
+    with pytest.raises(ValueError, match=r"mixes neighbors .*'add_remove' in jobs \['9'\]"):
+        collect_sweep(sweep_dir)
+
+
+def test_mixed_deltas_are_refused(sweep_dir, job_factory):
+    make_metrics, write_job = job_factory
+    write_job(sweep_dir, "9", ["delta=1e-5"], make_metrics("gaussian_pate", 1.0, 5, delta=1e-5))
+    with pytest.raises(ValueError, match=r"mixes delta .*1e-05 in jobs \['9'\]"):
+        collect_sweep(sweep_dir)
