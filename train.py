@@ -33,6 +33,7 @@ from pate.stages import (
     read_queries, read_votes,
 )
 from student.stages import build_student
+from teachers.ensemble import train_teachers
 from teachers.stages import build_teachers, build_votes
 
 log = logging.getLogger("train")
@@ -77,6 +78,43 @@ def prepare_aggregator(cfg: DictConfig):
     return aggregator, multiplier, asked
 
 
+def teachers_stage(cfg: DictConfig, partition: Stage, data, parts, progress: bool) -> Stage:
+    """The teacher ensemble: keyed by the teacher config and the partition, not by anything downstream."""
+    return Stage("teachers", {"teacher": _plain(cfg.teacher), "precision": str(cfg.trainer.precision)},
+                 lambda work, _: build_teachers(work, cfg.teacher, cfg.trainer, data.images, data.labels, parts,
+                                                progress=progress),
+                 {"partition": partition})
+
+
+def parse_shard(shard: str, num_teachers: int) -> range:
+    """``"i/n"`` -> the teacher ids of shard i of n (every n-th teacher from i)."""
+    try:
+        index, count = (int(x) for x in str(shard).split("/"))
+    except ValueError:
+        index, count = -1, 0
+    if not (count >= 1 and 0 <= index < count):
+        raise ValueError(f"teacher_shard={shard!r}; expected 'i/n' with 0 <= i < n, e.g. teacher_shard=3/16")
+    return range(index, num_teachers, count)
+
+
+def train_teacher_shard(cfg: DictConfig, store: ArtifactStore, teachers: Stage, data, parts, progress: bool):
+    """Train one shard of the teachers into the teachers stage's resumable build directory and stop.
+
+    A cluster array job runs ``teacher_shard=0/n ... n-1/n`` in parallel (the cache directory on a shared
+    file system); the next ordinary run finds every teacher there, skips their training and seals the
+    artifact. Teachers are saved atomically one by one, so shards never see each other's partial files.
+    """
+    ids = parse_shard(cfg.teacher_shard, len(parts))
+    if store.path(teachers).exists():
+        log.info("teachers %s already complete; nothing to train for shard %s", teachers.key, cfg.teacher_shard)
+    else:
+        work = store.work_path(teachers)
+        work.mkdir(parents=True, exist_ok=True)
+        train_teachers(cfg.teacher, cfg.trainer, data.images, data.labels, parts, work, teacher_ids=list(ids),
+                       progress=progress)
+    return {"teacher_shard": str(cfg.teacher_shard), "teachers": teachers.key, "trained": len(ids)}
+
+
 def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict[str, Any]:
     """Run every stage (reusing cached artifacts) and write ``metrics.json`` into ``output_dir``."""
     output_dir = Path(output_dir if output_dir is not None else cfg.paths.output_dir)
@@ -97,17 +135,17 @@ def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict[str, Any]
 
     # ---- the stage graph; nothing below is built until store.get asks for it
     store = ArtifactStore(cache)
-    ident = data_identity(cfg.data)
+    ident = data_identity(_plain(cfg.data))
     partition = Stage("partition", {"data": ident, "num_teachers": num_teachers, "seed": int(cfg.partition.seed)},
                       lambda work, _: build_partition(work, data, num_teachers, int(cfg.partition.seed)))
     queries = Stage("queries", {"data": ident, "num_queries": num_queries, "seed": int(cfg.data.query_seed)},
                     lambda work, _: build_queries(work, data, num_queries, int(cfg.data.query_seed)))
     parts = read_partition(store.get(partition))
+    if cfg.get("teacher_shard"):
+        return train_teacher_shard(cfg, store, teachers_stage(cfg, partition, data, parts, progress), data, parts,
+                                   progress)
     query_indices, eval_indices = read_queries(store.get(queries))
-    teachers = Stage("teachers", {"teacher": _plain(cfg.teacher), "precision": str(cfg.trainer.precision)},
-                     lambda work, _: build_teachers(work, cfg.teacher, cfg.trainer, data.images, data.labels, parts,
-                                                    progress=progress),
-                     {"partition": partition})
+    teachers = teachers_stage(cfg, partition, data, parts, progress)
     votes_stage = Stage("votes", {"format": 1},
                         lambda work, up: build_votes(work, up["teachers"].path, num_teachers, cfg.teacher, cfg.trainer,
                                                      data.images, data.labels, query_indices, eval_indices,
@@ -213,7 +251,7 @@ def summary(m: dict[str, Any]) -> str:
 @hydra.main(version_base="1.3", config_path="conf", config_name="train")
 def main(cfg: DictConfig) -> float | None:
     metrics = run(cfg)
-    return metrics["student_accuracy"]  # the objective for Hydra sweepers that optimise
+    return metrics.get("student_accuracy")  # the objective for Hydra sweepers that optimise
 
 
 if __name__ == "__main__":

@@ -142,6 +142,10 @@ class ArtifactStore:
     def path(self, stage: Stage) -> Path:
         return self.root / stage.name / stage.key
 
+    def work_path(self, stage: Stage) -> Path:
+        """The resumable build directory of ``stage`` (what a cluster shard writes into before the final build)."""
+        return self.path(stage).with_name(stage.key + ".partial")
+
     def get(self, stage: Stage) -> Artifact:
         """The verified artifact of ``stage``, building it (and what it needs) first if necessary."""
         final = self.path(stage)
@@ -155,7 +159,7 @@ class ArtifactStore:
             if found is not None:
                 return found
             inputs = {name: self.get(up) for name, up in stage.upstream.items()}
-            work = final.with_name(final.name + ".partial")
+            work = self.work_path(stage)
             work.mkdir(exist_ok=True)
             log.info("%s: building %s", stage.name, final)
             stage.build(work, inputs)

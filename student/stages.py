@@ -18,7 +18,13 @@ def build_student(work: Path, student_cfg, trainer_cfg, images, labels, query_in
                   released: np.ndarray, answered: np.ndarray, eval_indices: np.ndarray, seed: int,
                   log_dir: Path, progress: bool = True) -> None:
     """Train on the answered public queries with their released labels; evaluate on ``eval_indices``.
-    Writes ``student.json`` with the student's metrics."""
+    Writes ``student.json`` with the student's metrics; when no query was answered there is nothing to
+    train on, and the metrics are null (not a made-up score) with a note saying why."""
+    if not answered.any():
+        atomic_write_json(work / "student.json", {
+            "student_accuracy": None, "student_f1": None, "student_per_attribute_accuracy": None,
+            "student_train_size": 0, "note": "no public query was answered, so no student was trained"})
+        return
     metrics = train_student(student_cfg, trainer_cfg, images, query_indices[answered], released[answered],
                             eval_indices, labels[eval_indices], seed=seed, log_dir=log_dir, progress=progress)
     atomic_write_json(work / "student.json", metrics)

@@ -25,8 +25,8 @@ SCHEMA = {
     "epsilon": "number?", "epsilon_order": "number?", "target_epsilon": "number?",
     "noise": "object?", "noise_multiplier": "number?",
     "seed": "integer", "queries": "integer", "answered": "integer", "answered_fraction": "number",
-    "mean_k": "number?", "label_f1": "number", "label_accuracy": "number",
-    "student_accuracy": "number", "student_f1": "number", "teacher_accuracy": "number",
+    "mean_k": "number?", "label_f1": "number?", "label_accuracy": "number?",
+    "student_accuracy": "number?", "student_f1": "number?", "teacher_accuracy": "number",
     "majority_class_accuracy": "number", "num_teachers": "integer", "num_labels": "integer", "data": "string",
     "reference": "object?", "versions": "object", "artifacts": "object",
 }

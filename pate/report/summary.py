@@ -47,7 +47,7 @@ class Cell:
 
     axis: TARGET (epsilon is the calibration target), ACHIEVED (epsilon is the achieved epsilon of runs
     without a target, to 6 significant digits) or NON_PRIVATE (epsilon is None).
-    stats: metric name -> Stat over the runs, or None where the metric is null in every run
+    stats: metric name -> Stat over the runs where it is not null, or None where it is null in every run
     ("epsilon" is the achieved epsilon).
     """
 
@@ -125,12 +125,10 @@ def _cell(method: str, axis: str, epsilon: float | None, runs: list[Run]) -> Cel
                 f"The report averages over seeds only: sweep that setting in separate sweeps")
     stats: dict[str, Stat | None] = {}
     for key in ("epsilon",) + TABLE_METRICS:
-        values = [run.metrics[key] for run in runs]
-        nulls = [run.job for run in runs if run.metrics[key] is None]
-        if nulls and len(nulls) < len(runs):
-            raise ValueError(f"{key} is null in jobs {nulls} but not in the other jobs of method={method!r} "
-                             f"at epsilon ({axis})={epsilon}; expected all or none null")
-        stats[key] = None if nulls else Stat.of(values)
+        # A metric is null where a run had nothing to measure (no query answered: no released labels to
+        # score, no student to train); the statistic is over the runs that have it, and its n says how many.
+        values = [run.metrics[key] for run in runs if run.metrics[key] is not None]
+        stats[key] = Stat.of(values) if values else None
     return Cell(method, axis, epsilon, tuple(runs), stats)
 
 

@@ -135,8 +135,13 @@ def results_table(summary: Summary) -> str:
     for cell in summary.cells:
         rows.append([cell.method, _target_text(cell), format_stat(cell.stats["epsilon"], 3),
                      _calibration_text(cell), str(len(cell.runs))]
-                    + [format_stat(cell.stats[m]) for m in TABLE_METRICS])
+                    + [_partial(format_stat(cell.stats[m]), cell.stats[m], len(cell.runs)) for m in TABLE_METRICS])
     return _markdown(header, rows)
+
+
+def _partial(text: str, stat, runs: int) -> str:
+    """Mark a statistic taken over fewer runs than the cell has (the others answered no query)."""
+    return text if stat is None or stat.n == runs else f"{text} (n={stat.n})"
 
 
 def reference_table(summary: Summary) -> str:

@@ -1,0 +1,106 @@
+"""End-to-end runs of train.py's pipeline on tiny synthetic data, cache reuse, and configuration errors."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import student.stages
+import teachers.stages
+import train
+from hydra.errors import MissingConfigException
+
+from pate.data import SPLITS
+from pate.stages import load_data
+from tests.conftest import compose_config
+
+
+def _fail(*args, **kwargs):
+    raise AssertionError("this stage should have been served from the cache")
+
+
+def test_default_config_composes_with_every_group():
+    cfg = compose_config()
+    assert cfg.aggregator._target_ == "pate.aggregators.StableTopK"
+    assert cfg.privacy.neighbors == "replace"
+    for experiment in ("paper_celeba", "paper_synthetic", "eps_sweep"):
+        compose_config([f"experiment={experiment}"])
+
+
+def test_end_to_end_metrics(tiny_cfg, tmp_path):
+    metrics = train.run(tiny_cfg(), output_dir=tmp_path)
+    on_disk = json.loads((tmp_path / "metrics.json").read_text())
+    assert on_disk == json.loads(json.dumps(metrics))
+    for key in ("epsilon", "delta", "neighbors", "aggregator", "queries", "answered_fraction", "label_f1",
+                "student_accuracy", "student_f1", "teacher_accuracy"):
+        assert key in metrics, key
+    assert metrics["neighbors"] == "replace" and metrics["delta"] == 1e-6
+    assert metrics["queries"] == 40 and 0 <= metrics["answered_fraction"] <= 1
+    assert 0 < metrics["epsilon"] < np.inf
+    assert 0 <= metrics["student_accuracy"] <= 1 and 0 <= metrics["teacher_accuracy"] <= 1
+    assert "replace" in metrics["privacy"] and "1e-06" in metrics["privacy"]
+
+
+def test_changing_only_the_aggregator_reuses_teachers_and_votes(tiny_cfg, tmp_path, monkeypatch):
+    first = train.run(tiny_cfg(), output_dir=tmp_path / "a")
+    monkeypatch.setattr(teachers.stages, "train_teachers", _fail)
+    monkeypatch.setattr(teachers.stages, "predict_votes", _fail)
+    second = train.run(tiny_cfg("aggregator=stable_topk_paper"), output_dir=tmp_path / "b")
+    assert second["artifacts"]["votes"] == first["artifacts"]["votes"]
+    assert second["artifacts"]["aggregate"] != first["artifacts"]["aggregate"]
+    # a new seed reuses them too, and a calibrated target epsilon is met
+    third = train.run(tiny_cfg("seed=1", "privacy.target_epsilon=20"), output_dir=tmp_path / "c")
+    assert third["epsilon"] == pytest.approx(20, rel=0.01) and third["epsilon"] <= 20
+
+
+def test_changing_the_teacher_retrains(tiny_cfg, tmp_path):
+    first = train.run(tiny_cfg(), output_dir=tmp_path / "a")
+    other = train.run(tiny_cfg("teacher.optimizer.lr=0.01"), output_dir=tmp_path / "b")
+    assert other["artifacts"]["teachers"] != first["artifacts"]["teachers"]
+    assert other["artifacts"]["partition"] == first["artifacts"]["partition"]
+
+
+def test_student_sees_only_public_queries(tiny_cfg, tmp_path, monkeypatch):
+    seen = {}
+    real = student.stages.train_student
+
+    def spy(student_cfg, trainer_cfg, images, train_indices, train_labels, eval_indices, eval_labels, **kw):
+        seen["train"], seen["eval"] = np.asarray(train_indices), np.asarray(eval_indices)
+        return real(student_cfg, trainer_cfg, images, train_indices, train_labels, eval_indices, eval_labels, **kw)
+
+    monkeypatch.setattr(student.stages, "train_student", spy)
+    # a seed no other test uses, so that the student stage is not served from the cache
+    metrics = train.run(tiny_cfg("seed=123"), output_dir=tmp_path)
+    cfg = tiny_cfg()
+    data = load_data(cfg.data, Path(cfg.paths.cache_dir) / "tensors", progress=False)
+    assert "train" in seen, "the student stage did not run"
+    assert np.all(data.split[seen["train"]] == SPLITS["test"]), "a student training index is not a public query"
+    assert len(seen["train"]) == metrics["answered"]
+    assert np.intersect1d(seen["train"], seen["eval"]).size == 0
+
+
+def test_unknown_aggregator_is_refused_with_the_choices():
+    with pytest.raises(MissingConfigException, match="gaussian_pate"):
+        compose_config(["aggregator=no_such_method"])
+
+
+@pytest.mark.parametrize("overrides, match", [
+    (["partition.num_teachers=100000"], "num_teachers=100000"),
+    (["data.num_queries=100000"], "num_queries=100000"),
+    (["privacy.target_epsilon=0.001", "aggregator=stable_topk_paper"], "target_epsilon=0.001"),
+    (["teacher.model._target_=teachers.models.NoSuchNet"], "teacher model"),
+    (["aggregator.sigma=-1", "aggregator=gaussian_pate"], "sigma"),
+    (["privacy.neighbors=swap"], "neighbors"),
+])
+def test_bad_configuration_fails_before_training(tiny_cfg, tmp_path, monkeypatch, overrides, match):
+    monkeypatch.setattr(teachers.stages, "train_teachers", _fail)
+    with pytest.raises(ValueError, match=match):
+        train.run(tiny_cfg(*overrides), output_dir=tmp_path)
+
+
+def test_missing_celeba_root_says_how_to_point_to_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(teachers.stages, "train_teachers", _fail)
+    cfg = compose_config(["data=celeba", f"data.root={tmp_path / 'nowhere'}"], tmp_path)
+    with pytest.raises((ValueError, FileNotFoundError), match="data.root"):
+        train.run(cfg, output_dir=tmp_path / "run")
