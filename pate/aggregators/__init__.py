@@ -1,0 +1,13 @@
+"""Multi-label labellers built from the mechanisms: StableTopK (Zhu & Wang 2022), GaussianPATE, TauPATE.
+
+All follow the protocol of ``pate.aggregators.base``: immutable, ``agg(votes, rng) -> AggregationResult``,
+``agg.rdp(orders)``, ``agg.delta_per_query``, ``agg.neighbors``, ``agg.name``, ``agg.scale_noise(m)``,
+``agg.noise_parameters()``.
+"""
+
+from pate.aggregators.base import AggregationResult, Aggregator
+from pate.aggregators.gaussian_pate import GaussianPATE
+from pate.aggregators.stable_topk import StableTopK, StableTopKResult
+from pate.aggregators.tau_pate import TauPATE
+
+__all__ = ["AggregationResult", "Aggregator", "GaussianPATE", "StableTopK", "StableTopKResult", "TauPATE"]

@@ -1,0 +1,28 @@
+"""Private selection on vote histograms, vectorised over a batch of Q queries with one numpy Generator.
+
+* ``gaps``: sorted counts padded with the public constants T and 0, their gaps, the top-k set;
+* ``GapSelection``: report-noisy-max over the gaps (Gumbel / Gaussian / Laplace noise) -> k;
+* ``GapTest``: propose-test-release on the chosen gap (Gaussian / Laplace) -> answer or not;
+* ``noisy_threshold``: the Gaussian noisy threshold of multi-label PATE.
+
+Every mechanism object is immutable and carries its per-query cost (``rdp``, ``delta_per_query``,
+``neighbors``, ``name``), so ``pate.privacy.Ledger`` composes it directly.
+"""
+
+from pate.mechanisms.gap_selection import SELECTIONS, GapSelection
+from pate.mechanisms.gaps import count_gaps, sorted_padded_counts, top_k_labels
+from pate.mechanisms.noise import sample_noise
+from pate.mechanisms.noisy_threshold import noisy_threshold
+from pate.mechanisms.ptr import TESTS, GapTest
+
+__all__ = [
+    "SELECTIONS",
+    "TESTS",
+    "GapSelection",
+    "GapTest",
+    "count_gaps",
+    "noisy_threshold",
+    "sample_noise",
+    "sorted_padded_counts",
+    "top_k_labels",
+]
