@@ -55,13 +55,15 @@ def plot_metric_vs_epsilon(summary: Summary, spec: PlotSpec) -> Figure:
     grid = sorted({c.epsilon for c in summary.cells if c.axis != NON_PRIVATE})
     for i, method in enumerate(summary.methods):
         cells = [c for c in summary.cells if c.method == method]
-        private = sorted((c for c in cells if c.axis != NON_PRIVATE), key=lambda c: c.epsilon)
+        # a cell whose runs answered no query has no value for answer-based metrics: no point drawn there
+        private = sorted((c for c in cells if c.axis != NON_PRIVATE and c.stats[spec.metric] is not None),
+                         key=lambda c: c.epsilon)
         style = dict(marker=_MARKERS[i % len(_MARKERS)], color=f"C{i % 10}")
         if private:
             stats = [c.stats[spec.metric] for c in private]
             ax.errorbar([c.epsilon for c in private], [s.mean for s in stats], yerr=[s.std or 0.0 for s in stats],
                         label=method, capsize=3, linewidth=1.5, markersize=5, **style)
-        for cell in (c for c in cells if c.axis == NON_PRIVATE):
+        for cell in (c for c in cells if c.axis == NON_PRIVATE and c.stats[spec.metric] is not None):
             ax.axhline(cell.stats[spec.metric].mean, linestyle=":", color=style["color"],
                        label=f"{method} (non-private)")
     for name in spec.references:

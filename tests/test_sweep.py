@@ -1,0 +1,60 @@
+"""A tiny accuracy-vs-epsilon sweep through Hydra's multirun: calibrated runs, the report callback's files."""
+
+import csv
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+METHODS, EPSILONS, SEEDS = ("gaussian_pate", "tau_pate"), (100.0, 200.0), (0, 1)
+
+
+@pytest.fixture(scope="module")
+def sweep_dir(shared_root) -> Path:
+    out = shared_root / "sweep"
+    cmd = [sys.executable, "train.py", "-m", "debug=tiny", "references=true",
+           f"aggregator={','.join(METHODS)}", f"privacy.target_epsilon={','.join(map(str, EPSILONS))}",
+           f"seed={','.join(map(str, SEEDS))}", f"paths.root_dir={shared_root}", f"hydra.sweep.dir={out}"]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return out
+
+
+def test_sweep_writes_every_report_file(sweep_dir):
+    for name in ("report.md", "results.csv", "accuracy_vs_epsilon.png", "label_f1_vs_epsilon.png",
+                 "answered_vs_epsilon.png"):
+        assert (sweep_dir / name).stat().st_size > 0, name
+    for png in sweep_dir.glob("*.png"):
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", png
+
+
+def test_results_csv_has_one_calibrated_row_per_run(sweep_dir):
+    with open(sweep_dir / "results.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == len(METHODS) * len(EPSILONS) * len(SEEDS)
+    assert {(r["method"], float(r["target_epsilon"]), int(r["seed"])) for r in rows} == {
+        (m, e, s) for m in METHODS for e in EPSILONS for s in SEEDS}
+    for r in rows:
+        assert r["neighbors"] == "replace" and float(r["delta"]) == 1e-6
+        target, achieved = float(r["target_epsilon"]), float(r["epsilon"])
+        assert achieved <= target * (1 + 1e-9) and achieved == pytest.approx(target, rel=0.01)
+
+
+def test_report_names_the_relation_and_every_method(sweep_dir):
+    text = (sweep_dir / "report.md").read_text()
+    assert "replace" in text and "1e-06" in text
+    for method in METHODS:
+        assert method in text
+
+
+def test_each_plot_has_one_series_per_method(sweep_dir):
+    from pate.report import collect_sweep, summarize
+    from pate.report.plots import PLOTS, plot_metric_vs_epsilon
+
+    summary = summarize(collect_sweep(sweep_dir))
+    for spec in PLOTS:
+        fig = plot_metric_vs_epsilon(summary, spec)
+        labels = [c.get_label() for c in fig.axes[0].containers]
+        assert sorted(labels) == sorted(METHODS), (spec.filename, labels)
