@@ -22,11 +22,36 @@ from pate.privacy.curves import gaussian_rdp
 from pate.privacy.sensitivity import check_relation, count_l2_sensitivity
 from pate.votes import check_vote_counts
 
-__all__ = ["GaussianPATE"]
+__all__ = ["GaussianPATE", "NoisyThresholdCost"]
+
+
+class NoisyThresholdCost:
+    """What every noisy-count-against-T/2 labeller shares (GaussianPATE, TauPATE): the threshold, and the
+    Gaussian mechanism's cost on the labeller's own L2 ``sensitivity``. Needs ``sigma``, ``num_teachers``
+    and ``sensitivity`` from the class."""
+
+    @property
+    def threshold(self) -> float:
+        """T / 2: the majority of the ensemble."""
+        return self.num_teachers / 2.0
+
+    def rdp(self, orders) -> np.ndarray:
+        """alpha Delta^2 / (2 sigma^2) per query, Delta the labeller's L2 sensitivity (Mironov 2017, Prop. 7)."""
+        return gaussian_rdp(orders, self.sigma, self.sensitivity)
+
+    @property
+    def delta_per_query(self) -> float:
+        return 0.0
+
+    def noise_parameters(self) -> dict[str, float]:
+        return {"sigma": self.sigma}
+
+    def scale_noise(self, multiplier: float):
+        return dataclasses.replace(self, sigma=self.sigma * _checks.positive("multiplier", multiplier))
 
 
 @dataclass(frozen=True)
-class GaussianPATE:
+class GaussianPATE(NoisyThresholdCost):
     """GaussianPATE(num_labels, num_teachers, sigma, neighbors="replace").
 
     ``__call__(votes, rng)`` takes vote counts int ``[Q, L]`` (numpy, or a torch tensor converted with
@@ -47,32 +72,13 @@ class GaussianPATE:
         check_relation(self.neighbors)
 
     @property
-    def threshold(self) -> float:
-        """T / 2: the majority of the ensemble."""
-        return self.num_teachers / 2.0
-
-    @property
     def sensitivity(self) -> float:
         """L2 sensitivity of the count vector: sqrt(L)."""
         return count_l2_sensitivity(self.num_labels, self.neighbors)
 
-    def rdp(self, orders) -> np.ndarray:
-        """alpha L / (2 sigma^2) per query."""
-        return gaussian_rdp(orders, self.sigma, self.sensitivity)
-
-    @property
-    def delta_per_query(self) -> float:
-        return 0.0
-
     @property
     def name(self) -> str:
         return f"GaussianPATE(sigma={self.sigma:g}, neighbors={self.neighbors})"
-
-    def noise_parameters(self) -> dict[str, float]:
-        return {"sigma": self.sigma}
-
-    def scale_noise(self, multiplier: float) -> "GaussianPATE":
-        return dataclasses.replace(self, sigma=self.sigma * _checks.positive("multiplier", multiplier))
 
     def __call__(self, votes, rng: np.random.Generator) -> AggregationResult:
         counts = check_vote_counts(votes, self.num_labels, self.num_teachers)

@@ -23,7 +23,6 @@ The per-teacher votes are required: counts [Q, L] do not say which teacher voted
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from dataclasses import dataclass
 from typing import ClassVar
@@ -31,9 +30,9 @@ from typing import ClassVar
 import numpy as np
 
 from pate.aggregators.base import AggregationResult, check_rng
+from pate.aggregators.gaussian_pate import NoisyThresholdCost
 from pate.mechanisms.noisy_threshold import noisy_threshold
 from pate.privacy import _checks
-from pate.privacy.curves import gaussian_rdp
 from pate.privacy.sensitivity import check_relation, clipped_vote_l2_sensitivity
 from pate.votes import PackedVotes, as_numpy, check_vote_bits
 
@@ -73,7 +72,7 @@ def clipped_counts(votes, tau: float, norm: str) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class TauPATE:
+class TauPATE(NoisyThresholdCost):
     """TauPATE(num_labels, num_teachers, sigma, tau, norm="l1", neighbors="replace").
 
     ``tau`` in [1, L]; ``norm`` in {"l1", "l2"}. ``__call__(votes, rng)`` takes per-teacher votes: bool
@@ -102,32 +101,14 @@ class TauPATE:
         set_("tau", float(self.tau))
 
     @property
-    def threshold(self) -> float:
-        """T / 2 (see the module docstring for why the clipping does not rescale it)."""
-        return self.num_teachers / 2.0
-
-    @property
     def sensitivity(self) -> float:
-        """L2 sensitivity of the clipped counts (``clipped_vote_l2_sensitivity``)."""
+        """L2 sensitivity of the clipped counts (``clipped_vote_l2_sensitivity``). The threshold stays T / 2
+        (see the module docstring for why the clipping does not rescale it)."""
         return clipped_vote_l2_sensitivity(self.num_labels, self.tau, self.norm, self.neighbors)
-
-    def rdp(self, orders) -> np.ndarray:
-        """alpha Delta^2 / (2 sigma^2) per query, Delta the clipped L2 sensitivity."""
-        return gaussian_rdp(orders, self.sigma, self.sensitivity)
-
-    @property
-    def delta_per_query(self) -> float:
-        return 0.0
 
     @property
     def name(self) -> str:
         return f"TauPATE(sigma={self.sigma:g}, tau={self.tau:g}, norm={self.norm}, neighbors={self.neighbors})"
-
-    def noise_parameters(self) -> dict[str, float]:
-        return {"sigma": self.sigma}
-
-    def scale_noise(self, multiplier: float) -> "TauPATE":
-        return dataclasses.replace(self, sigma=self.sigma * _checks.positive("multiplier", multiplier))
 
     def _check_votes(self, votes):
         expected = (self.num_teachers, self.num_labels)
