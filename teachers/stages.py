@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from pate.votes import count_votes, pack_votes
-from teachers.ensemble import train_teachers
+from teachers.ensemble import teacher_path, train_teachers
 from teachers.votes import predict_votes
 
 
@@ -23,16 +23,12 @@ def build_teachers(work: Path, teacher_cfg, trainer_cfg, images, labels, parts: 
     train_teachers(teacher_cfg, trainer_cfg, images, labels, parts, work, progress=progress)
 
 
-def teacher_paths(work: Path, num_teachers: int) -> list[Path]:
-    return [work / f"teacher_{i:04d}.pt" for i in range(num_teachers)]
-
-
 def build_votes(work: Path, teacher_dir: Path, num_teachers: int, teacher_cfg, trainer_cfg, images, labels,
                 query_indices: np.ndarray, eval_indices: np.ndarray, progress: bool = True) -> None:
     """Write ``votes.npz``: ``bits`` (packed per-teacher votes [Q, T, ceil(L/8)]), ``counts`` int32 [Q, L],
     ``query_indices`` [Q] and ``teacher_accuracy`` [T] (mean per-attribute accuracy on the evaluation split)."""
     votes, accuracy = predict_votes(
-        teacher_paths(teacher_dir, num_teachers), teacher_cfg, trainer_cfg, images,
+        [teacher_path(teacher_dir, i) for i in range(num_teachers)], teacher_cfg, trainer_cfg, images,
         query_indices, eval_indices, labels[eval_indices], progress=progress,
     )
     np.savez(work / "votes.npz", bits=pack_votes(votes), counts=count_votes(votes).astype(np.int32),

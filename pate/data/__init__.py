@@ -1,0 +1,15 @@
+"""Data layer: CelebA's on-disk format (reader and memory-mapped tensor cache), the built-in synthetic CelebA
+generated in that format, and who-sees-what (teacher partition, public-query split)."""
+
+from pate.data.celeba import (
+    ATTRIBUTE_NAMES, SPLITS, CelebAArrays, check_celeba_root, load_celeba, read_attributes, read_partition,
+)
+from pate.data.partition import partition_teachers, split_public
+from pate.data.synthetic import generate_synthetic_celeba
+from pate.data.synthetic_attributes import PREVALENCE, sample_attributes
+
+__all__ = [
+    "ATTRIBUTE_NAMES", "SPLITS", "CelebAArrays", "check_celeba_root", "read_attributes", "read_partition",
+    "load_celeba", "generate_synthetic_celeba", "sample_attributes", "PREVALENCE", "partition_teachers",
+    "split_public",
+]

@@ -1,0 +1,352 @@
+"""CelebA in its own on-disk format, read strictly, decoded once into a memory-mapped uint8 tensor cache.
+
+The layout (Liu et al., "Deep Learning Face Attributes in the Wild", ICCV 2015; the "Align&Cropped" release)::
+
+    root/img_align_celeba/000001.jpg ...     178 x 218 (w x h) aligned faces
+    root/list_attr_celeba.txt                line 1: N; line 2: the 40 attribute names;
+                                             then N rows "000001.jpg -1  1 ..." (values +1 / -1)
+    root/list_eval_partition.txt             N rows "000001.jpg 0" (0 train, 1 val, 2 test)
+
+The built-in synthetic set (``pate.data.synthetic``) is written in exactly this layout, so one reader serves
+both. Decoding a JPEG per sample per epoch would dominate CPU training, so ``load_celeba`` decodes every image
+once into ``[N, 3, S, S]`` uint8 and memory-maps it; worker processes and later runs share the pages.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import logging
+import multiprocessing
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+from tqdm import tqdm
+
+from pate.artifacts import atomic_write_json
+
+log = logging.getLogger(__name__)
+
+ATTRIBUTE_NAMES: tuple[str, ...] = (
+    "5_o_Clock_Shadow", "Arched_Eyebrows", "Attractive", "Bags_Under_Eyes", "Bald", "Bangs", "Big_Lips",
+    "Big_Nose", "Black_Hair", "Blond_Hair", "Blurry", "Brown_Hair", "Bushy_Eyebrows", "Chubby", "Double_Chin",
+    "Eyeglasses", "Goatee", "Gray_Hair", "Heavy_Makeup", "High_Cheekbones", "Male", "Mouth_Slightly_Open",
+    "Mustache", "Narrow_Eyes", "No_Beard", "Oval_Face", "Pale_Skin", "Pointy_Nose", "Receding_Hairline",
+    "Rosy_Cheeks", "Sideburns", "Smiling", "Straight_Hair", "Wavy_Hair", "Wearing_Earrings", "Wearing_Hat",
+    "Wearing_Lipstick", "Wearing_Necklace", "Wearing_Necktie", "Young",
+)
+SPLITS: dict[str, int] = {"train": 0, "val": 1, "test": 2}  # CelebA's list_eval_partition codes
+
+IMAGE_DIR = "img_align_celeba"
+ATTRIBUTE_FILE = "list_attr_celeba.txt"
+PARTITION_FILE = "list_eval_partition.txt"
+_HOW_TO_POINT = "pass data=celeba data.root=/path/to/celeba (the directory holding {members})"
+# Bump when the decoding (crop, resize) changes: it is part of every cache key, so old caches are not reused.
+_CACHE_FORMAT = 1
+
+
+# ------------------------------------------------------------------------------------------ the files
+def check_celeba_root(root: str | os.PathLike) -> Path:
+    """The resolved ``root`` after checking that it holds CelebA's three members.
+
+    Raises ``FileNotFoundError`` naming the missing path(s) and saying how to point the pipeline at real data.
+    """
+    path = Path(root).expanduser().resolve()
+    members = ", ".join([IMAGE_DIR + "/", ATTRIBUTE_FILE, PARTITION_FILE])
+    hint = _HOW_TO_POINT.format(members=members)
+    if not path.is_dir():
+        raise FileNotFoundError(f"CelebA root {str(path)!r} does not exist or is not a directory; {hint}")
+    missing = [
+        str(path / name)
+        for name, ok in ((IMAGE_DIR, (path / IMAGE_DIR).is_dir()), (ATTRIBUTE_FILE, (path / ATTRIBUTE_FILE).is_file()),
+                         (PARTITION_FILE, (path / PARTITION_FILE).is_file()))
+        if not ok
+    ]
+    if missing:
+        raise FileNotFoundError(f"CelebA root {str(path)!r} lacks {', '.join(missing)}; {hint}")
+    return path
+
+
+def read_attributes(root: str | os.PathLike) -> tuple[list[str], np.ndarray]:
+    """(filenames, labels uint8 [N, 40]) from ``list_attr_celeba.txt``, with +1 -> 1 and -1 -> 0.
+
+    Strict: the count on line 1 must equal the number of rows, line 2 must list exactly ``ATTRIBUTE_NAMES``
+    in order, every row must hold a file name and 40 values each ``1``/``+1``/``-1``, and no file name may
+    repeat. Anything else raises ``ValueError`` naming the file and the (1-based) line.
+    """
+    path = check_celeba_root(root) / ATTRIBUTE_FILE
+    raw = path.read_bytes()
+    head = raw.split(b"\n", 2)
+    if len(head) < 2 or not head[1].strip():
+        raise ValueError(f"{path}: expected a count line and a header line")
+    try:
+        count = int(head[0].strip())
+    except ValueError:
+        raise ValueError(f"{path}, line 1: expected the number of images, found {head[0].decode(errors='replace')!r}") from None
+    names = tuple(head[1].decode(errors="replace").split())
+    if names != ATTRIBUTE_NAMES:
+        raise ValueError(
+            f"{path}, line 2: expected CelebA's 40 attribute names in CelebA's order {ATTRIBUTE_NAMES}, found {names}"
+        )
+    body = head[2] if len(head) == 3 else b""
+    starts, ends, fields = _tokens(body)
+    rows = fields.size
+    if rows != count:
+        raise ValueError(f"{path}: line 1 announces {count} images but the file holds {rows} rows")
+    width = 1 + len(ATTRIBUTE_NAMES)
+    if np.any(fields != width):
+        r = int(np.flatnonzero(fields != width)[0])
+        raise ValueError(f"{path}, line {r + 3}: expected a file name and {width - 1} values, found {fields[r]} fields")
+    starts, ends = starts.reshape(rows, width), ends.reshape(rows, width)
+    filenames = [body[a:b].decode() for a, b in zip(starts[:, 0].tolist(), ends[:, 0].tolist())]
+    # Each value token is "1", "+1" or "-1": check its length and characters without making 8 M strings.
+    chars = np.frombuffer(body + b" ", dtype=np.uint8)
+    first, second, length = chars[starts[:, 1:]], chars[starts[:, 1:] + 1], ends[:, 1:] - starts[:, 1:]
+    one, plus, minus = ord("1"), ord("+"), ord("-")
+    valid = ((length == 1) & (first == one)) | ((length == 2) & ((first == plus) | (first == minus)) & (second == one))
+    if not valid.all():
+        r, c = np.argwhere(~valid)[0]
+        token = body[starts[r, c + 1]:ends[r, c + 1]].decode(errors="replace")
+        raise ValueError(f"{path}, line {r + 3}: value {token!r} for {ATTRIBUTE_NAMES[c]}; expected +1 (or 1) or -1")
+    _check_unique(filenames, path)
+    return filenames, (first != minus).astype(np.uint8)
+
+
+def _tokens(text: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(start, end) of every whitespace-separated token of ``text``, and the number of tokens on each line
+    (trailing blank lines dropped)."""
+    chars = np.frombuffer(text, dtype=np.uint8)
+    blank = chars <= 32  # space, tab, CR, LF (and other control characters)
+    edges = np.diff(np.concatenate(([True], blank, [True])).astype(np.int8))
+    starts, ends = np.flatnonzero(edges == -1), np.flatnonzero(edges == 1)
+    before_line_end = np.searchsorted(starts, np.flatnonzero(chars == ord("\n")))
+    per_line = np.diff(np.concatenate(([0], before_line_end, [starts.size])))
+    filled = np.flatnonzero(per_line)
+    return starts, ends, per_line[: filled[-1] + 1 if filled.size else 0]
+
+
+def read_partition(root: str | os.PathLike, filenames: Sequence[str]) -> np.ndarray:
+    """int8 [N] split codes (``SPLITS``) from ``list_eval_partition.txt``, aligned to ``filenames``.
+
+    The partition file must name exactly the images of ``filenames`` (any order), once each, with a code in
+    {0, 1, 2}; otherwise ``ValueError`` naming the file and the offending line or image.
+    """
+    path = check_celeba_root(root) / PARTITION_FILE
+    codes: dict[str, int] = {}
+    valid = {str(v) for v in SPLITS.values()}
+    for i, line in enumerate(path.read_text().splitlines()):
+        fields = line.split()
+        if not fields:
+            continue
+        if len(fields) != 2 or fields[1] not in valid:
+            raise ValueError(
+                f"{path}, line {i + 1}: expected '<file name> <code>' with code in {sorted(valid)}, found {line!r}"
+            )
+        if fields[0] in codes:
+            raise ValueError(f"{path}, line {i + 1}: image {fields[0]!r} listed twice")
+        codes[fields[0]] = int(fields[1])
+    missing = [name for name in filenames if name not in codes]
+    if missing or len(codes) != len(filenames):
+        extra = sorted(set(codes) - set(filenames))
+        raise ValueError(
+            f"{path} does not match {ATTRIBUTE_FILE}: {len(missing)} image(s) without a split (first: {missing[:3]}), "
+            f"{len(extra)} image(s) not in the attribute file (first: {extra[:3]})"
+        )
+    return np.array([codes[name] for name in filenames], dtype=np.int8)
+
+
+def _check_unique(filenames: Sequence[str], path: Path) -> None:
+    if len(set(filenames)) == len(filenames):
+        return
+    seen: set[str] = set()
+    for i, name in enumerate(filenames):
+        if name in seen:
+            raise ValueError(f"{path}, line {i + 3}: image {name!r} listed twice")
+        seen.add(name)
+
+
+# --------------------------------------------------------------------------------------- the arrays
+@dataclass(frozen=True)
+class CelebAArrays:
+    """The decoded dataset: images share row order with labels, split and filenames."""
+
+    images: np.memmap  # uint8 [N, 3, S, S], read-only
+    labels: np.ndarray  # uint8 [N, 40], 1 where the attribute is present
+    split: np.ndarray  # int8 [N], CelebA's codes (SPLITS)
+    filenames: tuple[str, ...]
+    attribute_names: tuple[str, ...]
+
+    def indices(self, split_name: str) -> np.ndarray:
+        """Row indices (int64, ascending) of one of CelebA's official splits: 'train', 'val' or 'test'."""
+        if split_name not in SPLITS:
+            raise ValueError(f"split_name={split_name!r}; expected one of {sorted(SPLITS)}")
+        return np.flatnonzero(self.split == SPLITS[split_name])
+
+    def __len__(self) -> int:
+        return len(self.filenames)
+
+
+def decode_image(path: str | os.PathLike, image_size: int) -> np.ndarray:
+    """One image as uint8 [3, image_size, image_size].
+
+    Crop: the central square of side min(w, h) (for CelebA's 178 x 218 aligned faces: all 178 columns and rows
+    20..197, so the aligned face stays centred and only forehead/neck margins are lost), then an antialiased
+    (Lanczos) resize to ``image_size``. For JPEGs the decoder is first asked for a DCT-downscaled draft no
+    smaller than ``image_size`` on the short side, which is both faster and itself an antialiasing step.
+    """
+    with Image.open(path) as img:
+        img.draft("RGB", (image_size, image_size))
+        img = img.convert("RGB")
+        w, h = img.size
+        side = min(w, h)
+        left, top = (w - side) // 2, (h - side) // 2
+        # crop, then resize: resize(box=...) would let the filter reach outside the square
+        img = img.crop((left, top, left + side, top + side)).resize((image_size, image_size), Image.Resampling.LANCZOS)
+        return np.asarray(img, dtype=np.uint8).transpose(2, 0, 1)
+
+
+def _decode_chunk(args: tuple[list[str], int]) -> np.ndarray:
+    paths, image_size = args
+    return np.stack([decode_image(p, image_size) for p in paths])
+
+
+def load_celeba(
+    root: str | os.PathLike,
+    image_size: int,
+    cache_dir: str | os.PathLike,
+    num_workers: int = 0,
+    progress: bool = True,
+) -> CelebAArrays:
+    """Read CelebA (or the synthetic set) at ``root`` into ``CelebAArrays`` backed by a tensor cache.
+
+    The first call decodes every image once (``decode_image``: central square crop, antialiased resize) into
+    ``cache_dir/celeba-<S>px-<key>.npy``, where the key hashes the resolved root, ``image_size`` and the size
+    and mtime of the attribute file (a regenerated or replaced dataset gets a new cache). The file is written
+    under a temporary name and renamed into place, then a JSON sidecar records its shape, byte size and
+    BLAKE2b checksum. Every call re-verifies the sidecar, size and checksum; a cache that fails is logged and
+    rebuilt, never used. ``num_workers > 0`` decodes in that many processes.
+    """
+    if not isinstance(image_size, (int, np.integer)) or isinstance(image_size, bool) or image_size < 1:
+        raise ValueError(f"image_size={image_size!r}; expected a positive integer (pixels per side)")
+    if not isinstance(num_workers, (int, np.integer)) or num_workers < 0:
+        raise ValueError(f"num_workers={num_workers!r}; expected an integer >= 0")
+    path = check_celeba_root(root)
+    filenames, labels = read_attributes(path)
+    split = read_partition(path, filenames)
+    if not filenames:
+        raise ValueError(f"{path / ATTRIBUTE_FILE} lists no images")
+    shape = (len(filenames), 3, int(image_size), int(image_size))
+
+    attr_stat = (path / ATTRIBUTE_FILE).stat()
+    identity = {"format": _CACHE_FORMAT, "root": str(path), "image_size": int(image_size),
+                "attribute_file_bytes": attr_stat.st_size, "attribute_file_mtime_ns": attr_stat.st_mtime_ns}
+    key = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
+    cache_dir = Path(cache_dir).expanduser()
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    data_file = cache_dir / f"celeba-{image_size}px-{key}.npy"
+    sidecar = data_file.with_suffix(".json")
+
+    with exclusive_lock(data_file.with_suffix(".lock")):
+        problem = _cache_problem(data_file, sidecar, identity, shape)
+        if problem is not None:
+            if problem != "absent":
+                log.warning("tensor cache %s is not usable (%s); rebuilding it", data_file, problem)
+            _build_cache(data_file, sidecar, identity, [path / IMAGE_DIR / f for f in filenames], shape,
+                         num_workers, progress)
+    images = np.load(data_file, mmap_mode="r")
+    return CelebAArrays(images=images, labels=labels, split=split, filenames=tuple(filenames),
+                        attribute_names=ATTRIBUTE_NAMES)
+
+
+# ---------------------------------------------------------------------------------- the tensor cache
+def _checksum(path: Path, chunk: int = 1 << 24) -> str:
+    h = hashlib.blake2b(digest_size=16)
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _cache_problem(data_file: Path, sidecar: Path, identity: dict, shape: tuple[int, ...]) -> str | None:
+    """None when the cache is complete and intact, else a short reason ('absent' when never built)."""
+    if not data_file.exists() and not sidecar.exists():
+        return "absent"
+    try:
+        meta = json.loads(sidecar.read_text())
+    except (OSError, ValueError) as err:
+        return f"unreadable sidecar {sidecar.name}: {err}"
+    if meta.get("identity") != identity or tuple(meta.get("shape", ())) != shape or meta.get("dtype") != "uint8":
+        return f"sidecar describes {meta.get('shape')} {meta.get('dtype')} for {meta.get('identity')}"
+    if not data_file.exists():
+        return "data file missing"
+    if data_file.stat().st_size != meta.get("bytes"):
+        return f"size {data_file.stat().st_size} bytes, sidecar says {meta.get('bytes')}"
+    if _checksum(data_file) != meta.get("blake2b"):
+        return "checksum mismatch"
+    return None
+
+
+def _build_cache(data_file: Path, sidecar: Path, identity: dict, paths: list[Path], shape: tuple[int, ...],
+                 num_workers: int, progress: bool) -> None:
+    sidecar.unlink(missing_ok=True)  # from here on, a crash leaves a cache that is detected as damaged
+    tmp = data_file.with_name(f".{data_file.name}.tmp-{os.getpid()}")
+    try:
+        out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.uint8, shape=shape)
+        size = shape[-1]
+        chunk = 256
+        jobs = [([str(p) for p in paths[i:i + chunk]], size) for i in range(0, len(paths), chunk)]
+        bar = tqdm(total=len(paths), desc=f"decoding images to {size}px", unit="img", disable=not progress)
+        with bar, process_pool(num_workers) as pool:
+            start = 0
+            for block in (pool.imap(_decode_chunk, jobs) if pool is not None else map(_decode_chunk, jobs)):
+                out[start:start + len(block)] = block
+                start += len(block)
+                bar.update(len(block))
+        out.flush()
+        del out
+        os.replace(tmp, data_file)
+    finally:
+        tmp.unlink(missing_ok=True)
+    meta = {"identity": identity, "shape": list(shape), "dtype": "uint8", "bytes": data_file.stat().st_size,
+            "blake2b": _checksum(data_file)}
+    atomic_write_json(sidecar, meta)
+
+
+@contextmanager
+def process_pool(num_workers: int) -> Iterator[multiprocessing.pool.Pool | None]:
+    """A process pool of ``num_workers`` (None for in-process work when 0).
+
+    Fork where the platform has it: the workers only decode or draw with PIL and numpy (no torch, no
+    OpenMP), which is safe in a forked child even when the parent runs torch threads, and unlike spawn or
+    forkserver it does not re-import the caller's main module (a script without an ``if __name__ ==
+    "__main__"`` guard would otherwise run again in every worker).
+    """
+    if num_workers == 0:
+        yield None
+        return
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    with multiprocessing.get_context(method).Pool(num_workers) as pool:
+        yield pool
+
+
+@contextmanager
+def exclusive_lock(path: Path) -> Iterator[None]:
+    """Hold ``flock`` on ``path`` so that parallel jobs build a shared file once (the others wait, then reuse)."""
+    with open(path, "a+") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+__all__ = [
+    "ATTRIBUTE_NAMES", "SPLITS", "IMAGE_DIR", "ATTRIBUTE_FILE", "PARTITION_FILE", "CelebAArrays",
+    "check_celeba_root", "read_attributes", "read_partition", "decode_image", "load_celeba",
+]

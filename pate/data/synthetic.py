@@ -1,0 +1,168 @@
+"""The built-in synthetic CelebA: rendered faces written in CelebA's own on-disk layout.
+
+``generate_synthetic_celeba`` samples the attributes (``synthetic_attributes``), renders one JPEG per face
+(``synthetic_render``) and writes ``img_align_celeba/``, ``list_attr_celeba.txt`` and
+``list_eval_partition.txt`` exactly as CelebA ships them, so the one reader in ``pate.data.celeba`` (and any
+CelebA tool) reads it. Like CelebA's official partition, the splits are contiguous blocks: train first, then
+val, then test (the rows are i.i.d., so this is a random split).
+
+Life cycle of the directory, so that a killed or repeated run is safe:
+
+1. under an exclusive lock (parallel jobs generate once; the others wait, then reuse),
+2. an existing completion marker ``.synthetic_celeba.json`` with the same parameters -> reuse untouched;
+   with other parameters -> ``ValueError`` (never overwrite a dataset other runs may rely on);
+3. otherwise the directory must be empty or carry the in-progress marker of an interrupted generation
+   (then it is cleared and regenerated); a non-empty directory without either marker is refused, since it
+   may hold real CelebA or other data;
+4. write the in-progress marker, the images, the two list files (atomically), then the completion marker
+   last, and drop the in-progress marker.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from pate.artifacts import atomic_write_json, atomic_write_text
+from pate.data.celeba import (
+    ATTRIBUTE_FILE, ATTRIBUTE_NAMES, IMAGE_DIR, PARTITION_FILE, SPLITS, exclusive_lock, process_pool,
+)
+from pate.data.synthetic_attributes import LATENT_NAMES, sample_attributes
+from pate.data.synthetic_render import render_face
+
+log = logging.getLogger(__name__)
+
+MARKER = ".synthetic_celeba.json"
+IN_PROGRESS = ".synthetic_celeba.in_progress.json"
+_LOCK = ".synthetic_celeba.lock"
+# Bump when the attribute model or the renderer changes what a given (parameters, seed) produces; it is
+# recorded with the parameters, so a dataset made by other code is reported as a parameter mismatch.
+GENERATOR_VERSION = 1
+_CHUNK = 250  # images per worker task
+
+
+def generate_synthetic_celeba(
+    root: str | os.PathLike,
+    num_images: int,
+    image_size: int = 64,
+    split_fractions: Sequence[float] = (0.8, 0.05, 0.15),
+    seed: int = 0,
+    num_workers: int = 0,
+    progress: bool = True,
+) -> Path:
+    """Generate (or reuse) a synthetic CelebA of ``num_images`` faces of ``image_size`` px under ``root``.
+
+    ``split_fractions`` are the (train, val, test) shares; every split with a positive share gets at least
+    one image. Deterministic per ``seed``: the same parameters give byte-identical files, whatever
+    ``num_workers``. Returns the resolved root.
+    """
+    params = _check_params(num_images, image_size, split_fractions, seed, num_workers)
+    root = Path(root).expanduser().resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    with exclusive_lock(root / _LOCK):
+        marker = root / MARKER
+        if marker.exists():
+            found = json.loads(marker.read_text()).get("params")
+            if found != params:
+                raise ValueError(
+                    f"{root} already holds a synthetic CelebA generated with {found}, but {params} was requested; "
+                    f"point data.root at another directory or delete {root}"
+                )
+            log.info("reusing the synthetic CelebA in %s", root)
+            return root
+        if not (root / IN_PROGRESS).exists():
+            strangers = sorted(p.name for p in root.iterdir() if p.name != _LOCK)
+            if strangers:
+                raise ValueError(
+                    f"{root} is not empty ({strangers[:5]}) and holds no synthetic-CelebA marker; refusing to "
+                    f"generate into it (it may hold real CelebA or other data). Use an empty or new directory."
+                )
+        else:
+            log.warning("%s holds an interrupted generation; regenerating it", root)
+        atomic_write_json(root / IN_PROGRESS, {"params": params})
+        _clear(root)
+        _generate(root, params, num_workers, progress)
+        atomic_write_json(marker, {"params": params})
+        (root / IN_PROGRESS).unlink()
+    return root
+
+
+def _check_params(num_images, image_size, split_fractions, seed, num_workers) -> dict:
+    def is_int(v) -> bool:
+        return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+
+    if not is_int(num_images) or num_images < 1:
+        raise ValueError(f"num_images={num_images!r}; expected a positive integer")
+    if not is_int(image_size) or image_size < 16:
+        raise ValueError(f"image_size={image_size!r}; expected an integer >= 16 (pixels per side)")
+    if not is_int(seed) or seed < 0:
+        raise ValueError(f"seed={seed!r}; expected a non-negative integer")
+    if not is_int(num_workers) or num_workers < 0:
+        raise ValueError(f"num_workers={num_workers!r}; expected an integer >= 0")
+    fractions = [float(f) for f in split_fractions]
+    if len(fractions) != 3 or min(fractions) < 0 or not math.isclose(sum(fractions), 1.0, abs_tol=1e-6):
+        raise ValueError(f"split_fractions={tuple(split_fractions)}; expected three shares (train, val, test) >= 0 summing to 1")
+    counts = _split_counts(int(num_images), fractions)
+    empty = [name for name, f, n in zip(SPLITS, fractions, counts) if f > 0 and n == 0]
+    if empty:
+        raise ValueError(f"num_images={num_images} leaves the {empty} split(s) empty with split_fractions={fractions}")
+    return {"num_images": int(num_images), "image_size": int(image_size), "split_fractions": fractions,
+            "seed": int(seed), "generator_version": GENERATOR_VERSION}
+
+
+def _split_counts(num_images: int, fractions: Sequence[float]) -> list[int]:
+    val, test = round(fractions[1] * num_images), round(fractions[2] * num_images)
+    return [num_images - val - test, val, test]
+
+
+def _clear(root: Path) -> None:
+    shutil.rmtree(root / IMAGE_DIR, ignore_errors=True)
+    for name in (ATTRIBUTE_FILE, PARTITION_FILE):
+        (root / name).unlink(missing_ok=True)
+
+
+def _file_names(num_images: int) -> list[str]:
+    width = max(6, len(str(num_images)))  # CelebA: 000001.jpg ... 202599.jpg
+    return [f"{i + 1:0{width}d}.jpg" for i in range(num_images)]
+
+
+def _generate(root: Path, params: dict, num_workers: int, progress: bool) -> None:
+    n, size, seed = params["num_images"], params["image_size"], params["seed"]
+    sample = sample_attributes(n, np.random.default_rng([seed, 0]))
+    names = _file_names(n)
+    image_dir = root / IMAGE_DIR
+    image_dir.mkdir()
+    jobs = [(str(image_dir), names[i:i + _CHUNK], i, sample.true[i:i + _CHUNK], sample.latents[i:i + _CHUNK], size, seed)
+            for i in range(0, n, _CHUNK)]
+    with tqdm(total=n, desc=f"rendering synthetic CelebA ({size}px)", unit="img", disable=not progress) as bar, \
+            process_pool(num_workers) as pool:
+        for done in (pool.imap_unordered(_render_chunk, jobs) if pool is not None else map(_render_chunk, jobs)):
+            bar.update(done)
+
+    split = np.repeat(list(SPLITS.values()), _split_counts(n, params["split_fractions"]))
+    attr_lines = [str(n), " ".join(ATTRIBUTE_NAMES)]
+    attr_lines += [name + "".join(f" {v:2d}" for v in row) for name, row in zip(names, 2 * sample.labels.astype(int) - 1)]
+    atomic_write_text(root / ATTRIBUTE_FILE, "\n".join(attr_lines) + "\n")
+    atomic_write_text(root / PARTITION_FILE, "".join(f"{name} {code}\n" for name, code in zip(names, split)))
+
+
+def _render_chunk(job) -> int:
+    """Render and save one block of images (runs in a worker process)."""
+    image_dir, names, start, true, latents, size, seed = job
+    for k, name in enumerate(names):
+        rng = np.random.default_rng([seed, 1, start + k])  # per image, so any chunking gives the same file
+        attributes = dict(zip(ATTRIBUTE_NAMES, true[k].astype(bool)))
+        img = render_face(attributes, dict(zip(LATENT_NAMES, latents[k])), size, rng)
+        img.save(os.path.join(image_dir, name), "JPEG", quality=int(rng.integers(80, 96)))
+    return len(names)
+
+
+__all__ = ["generate_synthetic_celeba", "MARKER", "IN_PROGRESS", "GENERATOR_VERSION"]

@@ -1,0 +1,259 @@
+"""Training the teacher ensemble: one model per partition, each saved as soon as it is done.
+
+Teacher i is a function of (teacher config, teacher.seed, i, partition[i]) only: its seed is derived from
+(teacher.seed, i), never from the order of training, so with ``trainer.deterministic`` a shard of teachers
+trained by a cluster array job is bit-identical (same hardware and software) to the same teachers trained
+in one run.
+
+Resume: ``work_dir/teacher_{i:04d}.pt`` is written atomically when teacher i finishes. A rerun reuses every
+file that loads and matches what would be trained now (index, seed, partition checksum, config, parameter
+shapes, checksum of the parameters); any other file is retrained with a warning saying why.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import time
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import pytorch_lightning as pl
+import torch
+from omegaconf import DictConfig, OmegaConf
+from pytorch_lightning.loggers import CSVLogger, TensorBoardLogger
+from tqdm.auto import tqdm
+
+from teachers.data import IndexedImages, check_images, check_indices, check_labels, make_loader
+from teachers.models import net_from_config
+from teachers.module import module_from_config
+
+log = logging.getLogger(__name__)
+
+_LOGGERS = ("csv", "tensorboard")
+
+
+def build_trainer(
+    trainer_cfg: DictConfig, max_epochs: int, log_dir: Path | None = None, progress: bool = False
+) -> pl.Trainer:
+    """A Lightning Trainer from a conf/trainer node: no checkpoints (stages save their own outputs), no model
+    summary, Lightning's progress bar only when ``progress``, and a CSV (or TensorBoard) logger writing to
+    ``log_dir`` (no logger when ``log_dir`` is None)."""
+    if not isinstance(max_epochs, int) or max_epochs < 1:
+        raise ValueError(f"max_epochs must be a positive integer, got {max_epochs!r}")
+    kind = trainer_cfg.get("logger", "csv")
+    if kind not in _LOGGERS:
+        raise ValueError(f"trainer.logger must be one of {_LOGGERS}, got {kind!r}")
+    logger = False
+    if log_dir is not None:
+        if kind == "tensorboard":
+            try:
+                import tensorboard  # noqa: F401  (TensorBoardLogger fails late and obscurely without it)
+            except ImportError as err:
+                raise ImportError(
+                    "trainer.logger=tensorboard needs the tensorboard package: pip install -e '.[tensorboard]'"
+                ) from err
+            logger = TensorBoardLogger(save_dir=str(log_dir), name="")
+        else:
+            logger = CSVLogger(save_dir=str(log_dir), name="")
+    return pl.Trainer(
+        accelerator=trainer_cfg.accelerator,
+        devices=trainer_cfg.devices,
+        precision=trainer_cfg.precision,
+        deterministic=trainer_cfg.deterministic,
+        max_epochs=max_epochs,
+        logger=logger,
+        default_root_dir=None if log_dir is None else str(log_dir),
+        enable_checkpointing=False,
+        enable_model_summary=False,
+        enable_progress_bar=progress,
+        # train/loss is logged per epoch; this only silences the warning about short epochs.
+        log_every_n_steps=1,
+    )
+
+
+@contextmanager
+def expected_warnings_hidden() -> Iterator[None]:
+    """Hide two warnings that are expected here and say nothing actionable: Lightning's note that the module's
+    validation_step is unused (stages fit without validation) and pytorch-lightning 2.6 using torch's
+    deprecated ``LeafSpec`` (printed once per teacher otherwise)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="You defined a `validation_step` but have no `val_dataloader`")
+        warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated")
+        yield
+
+
+def fit(trainer: pl.Trainer, module: pl.LightningModule, loader) -> None:
+    """``trainer.fit`` without validation, with :func:`expected_warnings_hidden`."""
+    with expected_warnings_hidden():
+        trainer.fit(module, loader)
+
+
+def teacher_seed(base_seed: int, teacher: int) -> int:
+    """The seed of teacher ``teacher``: a 32-bit word of numpy's SeedSequence([base_seed, teacher]), so that
+    teachers get well-separated streams and no teacher's seed depends on which others are trained."""
+    if not isinstance(base_seed, int) or base_seed < 0:
+        raise ValueError(f"teacher.seed must be a non-negative integer, got {base_seed!r}")
+    return int(np.random.SeedSequence([base_seed, teacher]).generate_state(1)[0])
+
+
+def teacher_path(work_dir: Path, teacher: int) -> Path:
+    return Path(work_dir) / f"teacher_{teacher:04d}.pt"
+
+
+def _indices_sha256(indices: np.ndarray) -> str:
+    return hashlib.sha256(np.ascontiguousarray(indices, dtype=np.int64).tobytes()).hexdigest()
+
+
+def _state_sha256(state: dict[str, torch.Tensor]) -> str:
+    """SHA-256 over names, dtypes, shapes and raw bytes of a state dict. torch.load does not verify the
+    data of a zip record, so a flipped byte inside a tensor would otherwise load silently."""
+    h = hashlib.sha256()
+    for name in sorted(state):
+        tensor = state[name].detach().cpu().contiguous()
+        h.update(f"{name}|{tensor.dtype}|{tuple(tensor.shape)}|".encode())
+        h.update(tensor.reshape(-1).view(torch.uint8).numpy().tobytes())
+    return h.hexdigest()
+
+
+def _atomic_torch_save(obj, path: Path) -> None:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    with open(tmp, "wb") as fh:
+        torch.save(obj, fh)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def _problem_with(path: Path, identity: dict, shapes: dict[str, tuple]) -> str | None:
+    """None if ``path`` holds a usable teacher with this identity and these parameter shapes, else why not."""
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=True)
+        state, meta = payload["state_dict"], payload["meta"]
+    except Exception as err:  # torch.load raises many types on a damaged file (zip, pickle, EOF, KeyError)
+        first_line = (str(err).strip().splitlines() or [""])[0][:200]
+        return f"unreadable, {type(err).__name__}: {first_line}"
+    for key, value in identity.items():
+        if meta.get(key) != value:
+            return f"meta[{key!r}] is {meta.get(key)!r}, expected {value!r}"
+    found = {k: tuple(v.shape) for k, v in state.items()}
+    if found != shapes:
+        return "its parameters do not match the configured model"
+    if meta.get("state_sha256") != _state_sha256(state):
+        return "checksum mismatch: its parameters changed after saving"
+    return None
+
+
+@contextmanager
+def _quiet_lightning() -> Iterator[None]:
+    """Hide Lightning's per-Trainer info lines ("GPU available: ...") while many teachers train under one bar."""
+    loggers = [logging.getLogger(name) for name in ("pytorch_lightning", "lightning.pytorch", "lightning_fabric")]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        for lg, level in zip(loggers, levels, strict=True):
+            lg.setLevel(level)
+
+
+def train_teachers(
+    teacher_cfg: DictConfig,
+    trainer_cfg: DictConfig,
+    images: np.ndarray,
+    labels: np.ndarray,
+    partition: Sequence[np.ndarray],
+    work_dir: Path,
+    teacher_ids: Sequence[int] | None = None,
+    progress: bool = True,
+) -> list[Path]:
+    """Train teacher i on ``images[partition[i]]`` with ``labels[partition[i]]`` for each i in ``teacher_ids``
+    (default: all), skipping teachers already saved in ``work_dir``.
+
+    Each file holds ``{"state_dict": the network's parameters on CPU, "meta": {...}}``; CSV logs go to
+    ``work_dir/logs/teacher_{i:04d}/``. Returns the paths of all ``len(partition)`` teachers; raises
+    RuntimeError if a requested one is missing at the end.
+    """
+    check_images(images)
+    labels = check_labels(labels, images.shape[0])
+    num_teachers = len(partition)
+    if num_teachers < 1:
+        raise ValueError("partition must hold at least one part (one per teacher), got none")
+    ids = range(num_teachers) if teacher_ids is None else [int(i) for i in teacher_ids]
+    bad = [i for i in ids if not 0 <= i < num_teachers]
+    if bad:
+        raise ValueError(f"teacher_ids must lie in [0, {num_teachers}), got {bad}")
+    ids = sorted(set(ids))
+    parts = {i: check_indices(partition[i], images.shape[0], f"partition[{i}]") for i in ids}
+    empty = [i for i in ids if parts[i].size == 0]
+    if empty:
+        raise ValueError(f"partition parts {empty} are empty: every teacher needs at least one training record")
+
+    work_dir = Path(work_dir)
+    work_dir.mkdir(parents=True, exist_ok=True)
+    config = OmegaConf.to_container(teacher_cfg, resolve=True)
+    shapes = {k: tuple(v.shape) for k, v in net_from_config(teacher_cfg.model).state_dict().items()}
+    identities = {
+        i: {
+            "teacher": i,
+            "seed": teacher_seed(teacher_cfg.seed, i),
+            "indices_sha256": _indices_sha256(parts[i]),
+            "config": config,
+        }
+        for i in ids
+    }
+    todo = []
+    for i in ids:
+        path = teacher_path(work_dir, i)
+        if not path.exists():
+            todo.append(i)
+        elif (problem := _problem_with(path, identities[i], shapes)) is not None:
+            warnings.warn(f"teacher file {path} is not usable ({problem}); retraining teacher {i}", stacklevel=2)
+            todo.append(i)
+
+    reused = len(ids) - len(todo)
+    log.info("teachers: %d of %d requested already trained, %d to train", reused, len(ids), len(todo))
+    bar = tqdm(total=len(ids), initial=reused, desc="teachers", unit="teacher", disable=not progress)
+    with _quiet_lightning(), bar:
+        for i in todo:
+            _train_one(teacher_cfg, trainer_cfg, images, labels, parts[i], identities[i], work_dir)
+            bar.update()
+
+    missing = [i for i in ids if not teacher_path(work_dir, i).exists()]
+    if missing:
+        raise RuntimeError(f"teachers {missing} were requested but are missing from {work_dir}")
+    return [teacher_path(work_dir, i) for i in range(num_teachers)]
+
+
+def _train_one(teacher_cfg, trainer_cfg, images, labels, indices, identity: dict, work_dir: Path) -> None:
+    i, seed = identity["teacher"], identity["seed"]
+    pl.seed_everything(seed, workers=True, verbose=False)
+    net = net_from_config(teacher_cfg.model)
+    module = module_from_config(teacher_cfg, net)
+    dataset = IndexedImages(images, indices, labels[indices])
+    loader = make_loader(dataset, teacher_cfg.batch_size, shuffle=True, seed=seed, num_workers=trainer_cfg.num_workers)
+    trainer = build_trainer(trainer_cfg, teacher_cfg.max_epochs, log_dir=work_dir / "logs" / f"teacher_{i:04d}")
+    start = time.perf_counter()
+    fit(trainer, module, loader)
+    state = {k: v.detach().cpu() for k, v in net.state_dict().items()}
+    if not all(torch.isfinite(v).all() for v in state.values() if v.is_floating_point()):
+        raise RuntimeError(
+            f"teacher {i} diverged: its parameters are not finite after training (lower teacher.optimizer.lr?)"
+        )
+    meta = dict(
+        identity,
+        num_train=len(indices),
+        train_loss=float(trainer.callback_metrics["train/loss"]),
+        seconds=time.perf_counter() - start,
+        accelerator=str(trainer_cfg.accelerator),
+        precision=str(trainer_cfg.precision),
+        torch=str(torch.__version__),
+        lightning=str(pl.__version__),
+        state_sha256=_state_sha256(state),
+    )
+    _atomic_torch_save({"state_dict": state, "meta": meta}, teacher_path(work_dir, i))

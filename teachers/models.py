@@ -1,0 +1,77 @@
+"""The model zoo of teachers and students: plain ``nn.Module``s mapping float images to logits.
+
+Every model maps a normalised float batch ``[B, 3, S, S]`` (see :func:`teachers.data.to_float`) to logits
+``[B, num_labels]``, ends in a global average pool so that it accepts any image size, and is built from
+scratch: nothing is ever downloaded.
+"""
+
+from __future__ import annotations
+
+from itertools import pairwise
+
+from hydra.utils import instantiate
+from omegaconf import DictConfig
+from torch import nn
+from torchvision.models import resnet18, resnet50
+
+_RESNETS = {18: resnet18, 50: resnet50}
+_STEMS = ("small", "imagenet")
+
+
+def _conv_bn_relu(c_in: int, c_out: int) -> nn.Sequential:
+    return nn.Sequential(nn.Conv2d(c_in, c_out, 3, padding=1, bias=False), nn.BatchNorm2d(c_out), nn.ReLU(inplace=True))
+
+
+class SmallCNN(nn.Module):
+    """Four conv-bn-relu blocks (widths w, 2w, 4w, 8w), each followed by a 2x2 max-pool, then a global
+    average pool and a linear layer. About 0.4 M parameters at w=32; tens of MFLOPs per 32 px image, so
+    a teacher trains in seconds on a laptop CPU.
+    """
+
+    def __init__(self, num_labels: int = 40, width: int = 32):
+        super().__init__()
+        if not isinstance(num_labels, int) or num_labels < 1:
+            raise ValueError(f"num_labels must be a positive integer, got {num_labels!r}")
+        if not isinstance(width, int) or width < 1:
+            raise ValueError(f"width must be a positive integer, got {width!r}")
+        widths = [3, width, 2 * width, 4 * width, 8 * width]
+        blocks = [nn.Sequential(_conv_bn_relu(c_in, c_out), nn.MaxPool2d(2)) for c_in, c_out in pairwise(widths)]
+        self.features = nn.Sequential(*blocks)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.head = nn.Linear(widths[-1], num_labels)
+
+    def forward(self, x):
+        return self.head(self.pool(self.features(x)).flatten(1))
+
+
+def resnet(depth: int, num_labels: int = 40, width: int | None = None, stem: str = "small") -> nn.Module:
+    """torchvision ResNet-18 or ResNet-50, randomly initialised (``weights=None``), fc -> ``num_labels``.
+
+    ``stem="small"`` (default) replaces ImageNet's 7x7 stride-2 convolution and 3x3 max-pool (4x downsampling,
+    meant for 224 px) with a 3x3 stride-1 convolution and no pool, as is usual for 32-64 px inputs (CIFAR
+    ResNets, He et al. 2016, section 4.2): with the ImageNet stem a 32 px image is 1x1 after layer4 and a
+    64 px one 2x2. ``stem="imagenet"`` keeps torchvision's stem, for full-resolution images.
+
+    ``width`` exists for config symmetry with :class:`SmallCNN`; torchvision fixes the stage widths
+    (64, 128, 256, 512), so only ``None`` or 64 is accepted.
+    """
+    if depth not in _RESNETS:
+        raise ValueError(f"depth must be one of {sorted(_RESNETS)}, got {depth!r}")
+    if width not in (None, 64):
+        raise ValueError(f"width must be None (torchvision's base width 64) for a ResNet, got {width!r}")
+    if stem not in _STEMS:
+        raise ValueError(f"stem must be one of {_STEMS}, got {stem!r}")
+    if not isinstance(num_labels, int) or num_labels < 1:
+        raise ValueError(f"num_labels must be a positive integer, got {num_labels!r}")
+    net = _RESNETS[depth](weights=None, num_classes=num_labels)
+    if stem == "small":
+        net.conv1 = nn.Conv2d(3, net.conv1.out_channels, kernel_size=3, stride=1, padding=1, bias=False)
+        # The same initialisation torchvision gives every other convolution of the network.
+        nn.init.kaiming_normal_(net.conv1.weight, mode="fan_out", nonlinearity="relu")
+        net.maxpool = nn.Identity()
+    return net
+
+
+def net_from_config(model_cfg: DictConfig) -> nn.Module:
+    """The network a ``model`` node of conf/teacher or conf/student describes (``_target_`` plus arguments)."""
+    return instantiate(model_cfg)

@@ -1,0 +1,105 @@
+"""The one LightningModule of the project: multi-label training of any ``nn.Module`` from the zoo.
+
+Teachers and the student both use it. Following Lightning's style guide the network is passed in; the
+module owns the loss (binary cross-entropy on logits, one independent Bernoulli per label), the optimiser
+(AdamW with a per-step cosine decay to zero), the uint8 -> float conversion, the augmentation and the
+metrics, named ``split/metric``.
+
+A label is predicted present iff sigmoid(logit) > 0.5, i.e. logit > 0: the same rule the vote stage uses.
+"""
+
+from __future__ import annotations
+
+import pytorch_lightning as pl
+import torch
+from omegaconf import DictConfig
+from torch import nn
+from torch.nn import functional as F
+from torchmetrics.classification import MultilabelAccuracy, MultilabelF1Score
+
+from teachers.data import to_float
+
+
+def random_hflip(images: torch.Tensor) -> torch.Tensor:
+    """Flip each image of the batch left-right with probability 1/2 (torch's global RNG, seeded by Lightning)."""
+    flip = torch.rand(images.shape[0], device=images.device) < 0.5
+    return torch.where(flip[:, None, None, None], images.flip(-1), images)
+
+
+class MultiLabelModule(pl.LightningModule):
+    """BCE-with-logits training of ``net`` (float [B, 3, S, S] -> logits [B, num_labels]).
+
+    Logs ``train/loss``; ``val/acc``, ``val/f1`` in validation; ``test/acc``, ``test/f1`` in testing, where acc
+    is the mean over labels of the per-label accuracy (macro) and f1 the macro F1. After ``trainer.test``,
+    ``test_per_attribute_accuracy`` holds the accuracy of each label (a float tensor [num_labels]).
+    """
+
+    def __init__(self, net: nn.Module, num_labels: int, lr: float, weight_decay: float, augment: bool = False):
+        super().__init__()
+        if lr <= 0:
+            raise ValueError(f"lr must be positive, got {lr!r}")
+        if weight_decay < 0:
+            raise ValueError(f"weight_decay must be non-negative, got {weight_decay!r}")
+        self.save_hyperparameters(ignore=["net"])
+        self.net = net
+        self.metrics = nn.ModuleDict(
+            {
+                f"{split}_{name}": metric(num_labels=num_labels, average="macro")
+                for split in ("val", "test")
+                for name, metric in (("acc", MultilabelAccuracy), ("f1", MultilabelF1Score))
+            }
+        )
+        self.test_acc_per_attribute = MultilabelAccuracy(num_labels=num_labels, average=None)
+        self.test_per_attribute_accuracy: torch.Tensor | None = None
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        """uint8 images -> logits."""
+        return self.net(to_float(images))
+
+    def training_step(self, batch, batch_idx):
+        images, targets = batch
+        x = to_float(images)
+        if self.hparams.augment:
+            x = random_hflip(x)
+        loss = F.binary_cross_entropy_with_logits(self.net(x), targets)
+        self.log("train/loss", loss, on_step=False, on_epoch=True, prog_bar=True, batch_size=len(targets))
+        return loss
+
+    def _evaluate(self, batch, split: str) -> None:
+        images, targets = batch
+        # Probabilities, not logits: torchmetrics applies its own sigmoid only when values leave [0, 1].
+        probs = torch.sigmoid(self(images))
+        targets = targets.int()
+        for name in ("acc", "f1"):
+            metric = self.metrics[f"{split}_{name}"]
+            metric(probs, targets)
+            self.log(f"{split}/{name}", metric, on_step=False, on_epoch=True, prog_bar=split == "val")
+        if split == "test":
+            self.test_acc_per_attribute.update(probs, targets)
+
+    def validation_step(self, batch, batch_idx):
+        self._evaluate(batch, "val")
+
+    def test_step(self, batch, batch_idx):
+        self._evaluate(batch, "test")
+
+    def on_test_epoch_end(self) -> None:
+        self.test_per_attribute_accuracy = self.test_acc_per_attribute.compute().detach().cpu()
+        self.test_acc_per_attribute.reset()
+
+    def configure_optimizers(self):
+        optimizer = torch.optim.AdamW(self.net.parameters(), lr=self.hparams.lr, weight_decay=self.hparams.weight_decay)
+        total_steps = max(1, int(self.trainer.estimated_stepping_batches))
+        scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=total_steps)
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
+
+
+def module_from_config(cfg: DictConfig, net: nn.Module) -> MultiLabelModule:
+    """The module a conf/teacher or conf/student node describes (optimizer, augment, model.num_labels)."""
+    return MultiLabelModule(
+        net,
+        num_labels=cfg.model.num_labels,
+        lr=cfg.optimizer.lr,
+        weight_decay=cfg.optimizer.weight_decay,
+        augment=cfg.augment,
+    )

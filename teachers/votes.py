@@ -1,0 +1,111 @@
+"""The vote stage's predictions: every teacher's binary vote on every public query.
+
+Teachers are loaded one at a time (memory stays that of one model plus the images), run batched under
+``torch.inference_mode`` on the trainer's device and precision. Teacher t votes for label l on query q iff
+sigmoid(logit) > 0.5, i.e. logit > 0 -- the rule :class:`teachers.module.MultiLabelModule` scores with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from pathlib import Path
+
+import numpy as np
+import torch
+from omegaconf import DictConfig
+from torch import nn
+from torchmetrics.functional.classification import multilabel_accuracy
+from tqdm.auto import tqdm
+
+from teachers.data import check_images, check_indices, check_labels, to_float
+from teachers.models import net_from_config
+
+
+def device_of(trainer_cfg: DictConfig) -> torch.device:
+    """``trainer.accelerator`` as a torch device: "cpu" -> cpu, "gpu" or "cuda" -> the current CUDA device."""
+    accelerator = trainer_cfg.accelerator
+    if accelerator == "cpu":
+        return torch.device("cpu")
+    if accelerator in ("gpu", "cuda"):
+        if not torch.cuda.is_available():
+            raise RuntimeError(f"trainer.accelerator={accelerator!r} but torch sees no CUDA device")
+        return torch.device("cuda")
+    raise ValueError(f"trainer.accelerator must be 'cpu' or 'gpu' for inference, got {accelerator!r}")
+
+
+def autocast_for(device: torch.device, precision) -> AbstractContextManager:
+    """Autocast matching Lightning's ``precision`` setting: bf16 for "bf16-*", fp16 for "16-*", else off."""
+    precision = str(precision)
+    dtype = torch.bfloat16 if precision.startswith("bf16") else torch.float16 if precision.startswith("16") else None
+    return torch.autocast(device.type, dtype=dtype, enabled=dtype is not None)
+
+
+def load_teacher(path: str | Path, teacher_cfg: DictConfig) -> nn.Module:
+    """The network saved by :func:`teachers.ensemble.train_teachers` at ``path``, in eval mode, on CPU."""
+    net = net_from_config(teacher_cfg.model)
+    payload = torch.load(path, map_location="cpu", weights_only=True)
+    net.load_state_dict(payload["state_dict"])
+    return net.eval()
+
+
+@torch.inference_mode()
+def predict_logits(net: nn.Module, images: torch.Tensor, batch_size: int) -> torch.Tensor:
+    """float32 logits [n, L] of ``net`` on uint8 ``images`` [n, 3, S, S] (on the net's device), in batches."""
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+    return torch.cat([net(to_float(images[s : s + batch_size])).float() for s in range(0, len(images), batch_size)])
+
+
+def predict_votes(
+    paths: Sequence[str | Path],
+    teacher_cfg: DictConfig,
+    trainer_cfg: DictConfig,
+    images: np.ndarray,
+    query_indices: np.ndarray,
+    eval_indices: np.ndarray,
+    eval_labels: np.ndarray,
+    batch_size: int = 512,
+    progress: bool = True,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Votes of the teachers at ``paths`` on ``images[query_indices]`` and their accuracy on the evaluation set.
+
+    Returns ``votes``, bool [Q, T, L] (teacher t votes label l on query q), and ``teacher_accuracy``, float
+    [T]: each teacher's mean over labels of its per-label accuracy on ``images[eval_indices]`` against
+    ``eval_labels`` (aligned with ``eval_indices``, shape [E, L]).
+    """
+    check_images(images)
+    paths = [Path(p) for p in paths]
+    if not paths:
+        raise ValueError("paths must name at least one teacher file, got none")
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing:
+        raise FileNotFoundError(f"{len(missing)} teacher file(s) missing, e.g. {missing[:3]}: train them first")
+    query_indices = check_indices(query_indices, images.shape[0], "query_indices")
+    eval_indices = check_indices(eval_indices, images.shape[0], "eval_indices")
+    if eval_indices.size == 0:
+        raise ValueError("eval_indices must be non-empty: teacher accuracy is measured on them")
+    eval_labels = check_labels(eval_labels, len(eval_indices), "eval_labels")
+    num_labels = eval_labels.shape[1]
+    if teacher_cfg.model.num_labels != num_labels:
+        raise ValueError(
+            f"eval_labels have {num_labels} labels but teacher.model.num_labels is {teacher_cfg.model.num_labels}"
+        )
+
+    device = device_of(trainer_cfg)
+    num_queries = len(query_indices)
+    rows = np.concatenate([query_indices, eval_indices])
+    x = torch.from_numpy(np.ascontiguousarray(images[rows])).to(device)
+    y = torch.from_numpy(eval_labels.astype(np.int64)).to(device)
+    votes = np.empty((num_queries, len(paths), num_labels), dtype=bool)
+    accuracy = np.empty(len(paths), dtype=np.float64)
+    for t, path in enumerate(tqdm(paths, desc="votes", unit="teacher", disable=not progress)):
+        net = load_teacher(path, teacher_cfg).to(device)
+        with autocast_for(device, trainer_cfg.precision):
+            predicted = predict_logits(net, x, batch_size) > 0
+        votes[:, t] = predicted[:num_queries].cpu().numpy()
+        accuracy[t] = multilabel_accuracy(
+            predicted[num_queries:].long(), y, num_labels=num_labels, average="macro"
+        ).item()
+        del net  # before the next teacher is loaded: at most one model in memory
+    return votes, accuracy

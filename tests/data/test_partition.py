@@ -1,0 +1,83 @@
+"""Teacher partition and public-query split: disjoint, covering, balanced, deterministic per seed."""
+
+import numpy as np
+import pytest
+
+from pate.data.partition import partition_teachers, split_public
+
+# Record ids need not be 0..n-1: the training split of CelebA is a subset of all rows.
+RECORDS = np.arange(1000, dtype=np.int64) * 3 + 7
+
+
+@pytest.mark.parametrize("n, num_teachers", [(1000, 1), (1000, 7), (1000, 250), (1000, 1000), (37, 5)])
+def test_parts_are_disjoint_covering_balanced_sorted(n, num_teachers):
+    parts = partition_teachers(RECORDS[:n], num_teachers, seed=3)
+    assert len(parts) == num_teachers
+    joined = np.concatenate(parts)
+    assert joined.size == n and np.array_equal(np.sort(joined), RECORDS[:n])  # covering, and so disjoint
+    sizes = [len(p) for p in parts]
+    assert max(sizes) - min(sizes) <= 1
+    assert all(np.all(np.diff(p) > 0) for p in parts)
+
+
+def test_partition_is_deterministic_per_seed_and_differs_across_seeds():
+    a = partition_teachers(RECORDS, 20, seed=5)
+    b = partition_teachers(RECORDS, 20, seed=5)
+    c = partition_teachers(RECORDS, 20, seed=6)
+    assert all(np.array_equal(x, y) for x, y in zip(a, b))
+    assert not all(np.array_equal(x, y) for x, y in zip(a, c))
+
+
+def test_partition_uses_default_rng_permutation():
+    """The documented recipe: shuffle with default_rng(seed).permutation, cut into array_split pieces."""
+    perm = RECORDS[np.random.default_rng(11).permutation(RECORDS.size)]
+    expected = [np.sort(p) for p in np.array_split(perm, 9)]
+    assert all(np.array_equal(x, y) for x, y in zip(partition_teachers(RECORDS, 9, seed=11), expected))
+
+
+def test_each_record_is_equally_likely_to_land_with_each_teacher():
+    """Over 3000 seeds record 0 of 10 (5 teachers of 2) should sit with each teacher 600 times; binomial sd is
+    sqrt(3000 * 0.2 * 0.8) ~ 21.9, and 5 sd = 110 bounds every count (fixed seeds, so no flakiness)."""
+    counts = np.zeros(5, dtype=int)
+    for seed in range(3000):
+        parts = partition_teachers(np.arange(10), 5, seed)
+        counts[[0 in p for p in parts].index(True)] += 1
+    assert np.all(np.abs(counts - 600) < 110), counts
+
+
+@pytest.mark.parametrize("num_teachers", [0, -1, 1001, 2.5, True])
+def test_partition_rejects_bad_num_teachers(num_teachers):
+    with pytest.raises(ValueError, match=r"num_teachers=.*1000 records"):
+        partition_teachers(RECORDS, num_teachers, seed=0)
+
+
+def test_partition_rejects_bad_indices_and_seed():
+    with pytest.raises(ValueError, match="repeated"):
+        partition_teachers(np.array([1, 2, 2]), 2, seed=0)
+    with pytest.raises(ValueError, match="1-D integer"):
+        partition_teachers(np.array([0.5, 1.5]), 1, seed=0)
+    with pytest.raises(ValueError, match="seed"):
+        partition_teachers(RECORDS, 2, seed=-1)
+
+
+@pytest.mark.parametrize("num_queries", [1, 600, 999])
+def test_split_public_is_disjoint_covering_and_sized(num_queries):
+    queries, evaluation = split_public(RECORDS, num_queries, seed=2)
+    assert len(queries) == num_queries and len(evaluation) == RECORDS.size - num_queries
+    assert np.intersect1d(queries, evaluation).size == 0
+    assert np.array_equal(np.sort(np.concatenate([queries, evaluation])), RECORDS)
+    assert np.all(np.diff(queries) > 0) and np.all(np.diff(evaluation) > 0)
+
+
+def test_split_public_is_deterministic_per_seed_and_differs_across_seeds():
+    q1, e1 = split_public(RECORDS, 100, seed=4)
+    q2, e2 = split_public(RECORDS, 100, seed=4)
+    q3, _ = split_public(RECORDS, 100, seed=5)
+    assert np.array_equal(q1, q2) and np.array_equal(e1, e2)
+    assert not np.array_equal(q1, q3)
+
+
+@pytest.mark.parametrize("num_queries", [0, -3, 1000, 1001, 1.0])
+def test_split_public_rejects_bad_num_queries(num_queries):
+    with pytest.raises(ValueError, match=r"num_queries=.*1000 held-out records"):
+        split_public(RECORDS, num_queries, seed=0)

@@ -1,0 +1,53 @@
+"""End to end on an easy synthetic signal: trained teachers and a trained student beat the majority baseline."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from student.train import train_student
+from teachers.ensemble import train_teachers
+from teachers.votes import predict_votes
+
+from .conftest import brightness_task, compose_config, majority_baseline
+
+LEARN = [
+    "~aggregator",
+    "teacher.max_epochs=10",
+    "teacher.batch_size=32",
+    "teacher.model.width=8",
+    "student.max_epochs=10",
+    "student.batch_size=32",
+    "student.model.width=8",
+]
+
+
+def test_teachers_and_student_learn_an_easy_signal(tmp_path):
+    cfg = compose_config(LEARN)
+    images, labels = brightness_task(num_images=700, size=16, seed=0)
+    train, query, evaluate = np.arange(0, 400), np.arange(400, 500), np.arange(500, 700)
+    baseline = majority_baseline(labels[train], labels[evaluate])
+
+    paths = train_teachers(
+        cfg.teacher, cfg.trainer, images, labels, [train[:200], train[200:]], tmp_path, progress=False
+    )
+    votes, teacher_accuracy = predict_votes(
+        paths, cfg.teacher, cfg.trainer, images, query, evaluate, labels[evaluate], progress=False
+    )
+    assert baseline < 0.75
+    assert (teacher_accuracy > baseline + 0.1).all(), (teacher_accuracy, baseline)
+
+    # The student learns from the teachers' majority vote on the queries (a noiseless stand-in for an aggregator).
+    consensus = votes.sum(axis=1) * 2 > votes.shape[1]
+    result = train_student(
+        cfg.student,
+        cfg.trainer,
+        images,
+        query,
+        consensus,
+        evaluate,
+        labels[evaluate],
+        seed=0,
+        log_dir=tmp_path / "student",
+        progress=False,
+    )
+    assert result["student_accuracy"] > baseline + 0.05, (result["student_accuracy"], baseline)
