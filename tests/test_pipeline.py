@@ -22,7 +22,8 @@ def _fail(*args, **kwargs):
 
 def test_default_config_composes_with_every_group():
     cfg = compose_config()
-    assert cfg.aggregator._target_ == "pate.aggregators.StableTopK"
+    assert cfg.aggregator._target_ == "pate.aggregators.GaussianPATE"
+    assert cfg.privacy.target_epsilon == 1000
     assert cfg.privacy.neighbors == "replace"
     for experiment in ("paper_celeba", "paper_synthetic", "eps_sweep"):
         compose_config([f"experiment={experiment}"])

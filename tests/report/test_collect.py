@@ -31,7 +31,7 @@ def test_launcher_folders_are_not_jobs(sweep_dir):
     ("epsilon", None, "epsilon=None"),
     ("neighbors", "swap", "neighbors='swap'"),
     ("delta", 1.5, "delta=1.5"),
-    ("student_accuracy", None, "student_accuracy=None"),
+    ("student_accuracy", "high", "student_accuracy=.high."),
     ("seed", 0.5, "seed=0.5"),
     ("private", 1, "private=1"),
 ])

@@ -6,6 +6,7 @@ import pytest
 
 from pate.report import Stat, collect_sweep, headline, summarize
 from pate.report.summary import ACHIEVED, NON_PRIVATE, TARGET, calibration_miss
+from pate.report.tables import results_table
 
 
 def test_stat_closed_form():
@@ -121,10 +122,15 @@ def test_same_seed_twice_in_a_cell_is_refused(sweep_dir, job_factory):
         summarize(collect_sweep(sweep_dir))
 
 
-def test_metric_null_in_some_runs_of_a_cell_is_refused(sweep_dir, job_factory):
+def test_metric_null_in_some_runs_is_averaged_over_the_others(sweep_dir, job_factory):
+    """A run that answered no query has no label F1 or student: the cell's statistic is over the runs that
+    have one, its n says how many, and the table marks it."""
     make_metrics, write_job = job_factory
     metrics = make_metrics("gaussian_pate", 1.0, 2)
-    metrics["mean_k"] = 3.0
+    metrics.update(label_f1=None, student_accuracy=None, student_f1=None, answered=0, answered_fraction=0.0)
     write_job(sweep_dir, "9", [], metrics)
-    with pytest.raises(ValueError, match=r"mean_k is null in jobs \['4', '5'\]"):
-        summarize(collect_sweep(sweep_dir))
+    summary = summarize(collect_sweep(sweep_dir))
+    cell = next(c for c in summary.cells if c.method == "gaussian_pate" and c.epsilon == 1.0)
+    assert len(cell.runs) == 3
+    assert cell.stats["label_f1"].n == 2 and cell.stats["answered_fraction"].n == 3
+    assert "(n=2)" in results_table(summary)
