@@ -138,6 +138,8 @@ class ArtifactStore:
 
     def __init__(self, root: str | os.PathLike):
         self.root = Path(root)
+        # artifacts this store built or verified: a stage read twice in one run is hashed once
+        self._seen: dict[Path, Artifact] = {}
 
     def path(self, stage: Stage) -> Path:
         return self.root / stage.name / stage.key
@@ -149,9 +151,12 @@ class ArtifactStore:
     def get(self, stage: Stage) -> Artifact:
         """The verified artifact of ``stage``, building it (and what it needs) first if necessary."""
         final = self.path(stage)
+        if final in self._seen and final.exists():
+            return self._seen[final]
         found = self._verified(stage, final)
         if found is not None:
             log.info("%s: reusing %s", stage.name, final)
+            self._seen[final] = found
             return found
         final.parent.mkdir(parents=True, exist_ok=True)
         with _exclusive_lock(final.with_name(final.name + ".lock")):
@@ -165,7 +170,8 @@ class ArtifactStore:
             stage.build(work, inputs)
             self._write_manifest(stage, work, inputs)
             os.replace(work, final)
-        return Artifact(stage.name, stage.key, final)
+        self._seen[final] = Artifact(stage.name, stage.key, final)
+        return self._seen[final]
 
     def _verified(self, stage: Stage, final: Path) -> Artifact | None:
         if not final.exists():
@@ -199,6 +205,7 @@ class ArtifactStore:
 
     def remove(self, stage: Stage) -> None:
         """Delete an artifact (for tests and for users forcing a rebuild)."""
+        self._seen.pop(self.path(stage), None)
         shutil.rmtree(self.path(stage), ignore_errors=True)
 
 

@@ -32,6 +32,16 @@ def test_key_depends_on_config_and_upstream_only():
     assert Stage("a", {"x": 1, "y": 2}, Counter()).key == Stage("a", {"y": 2, "x": 1}, Counter()).key
 
 
+def test_one_run_verifies_each_artifact_once(tmp_path, monkeypatch):
+    store = ArtifactStore(tmp_path)
+    stage = Stage("a", {}, Counter())
+    store.get(stage)
+    fresh = ArtifactStore(tmp_path)
+    fresh.get(stage)
+    monkeypatch.setattr("pate.artifacts._check_manifest", lambda path: pytest.fail("hashed twice"))
+    fresh.get(stage)
+
+
 def test_builds_once_then_reuses(tmp_path):
     store = ArtifactStore(tmp_path)
     build_a, build_b = Counter("a"), Counter("b")
@@ -61,7 +71,7 @@ def test_damaged_artifact_is_moved_aside_and_rebuilt(tmp_path):
     stage = Stage("a", {}, build)
     art = store.get(stage)
     (art.path / "out.txt").write_text("tampered")
-    art2 = store.get(stage)
+    art2 = ArtifactStore(tmp_path).get(stage)  # the next run verifies what it reuses
     assert build.calls == 2
     assert art2.file("out.txt").read_text() == "x"
     assert (tmp_path / "a" / f"{stage.key}.damaged-0" / "out.txt").read_text() == "tampered"
@@ -72,7 +82,7 @@ def test_missing_manifest_counts_as_damaged(tmp_path):
     build = Counter()
     stage = Stage("a", {}, build)
     (store.get(stage).path / MANIFEST).unlink()
-    store.get(stage)
+    ArtifactStore(tmp_path).get(stage)
     assert build.calls == 2
 
 
