@@ -17,7 +17,7 @@ import numpy as np
 
 from pate.aggregators.base import AggregationResult, check_rng
 from pate.mechanisms.noisy_threshold import noisy_threshold
-from pate.privacy import _checks
+from pate.privacy import checks
 from pate.privacy.curves import gaussian_rdp
 from pate.privacy.sensitivity import check_relation, count_l2_sensitivity
 from pate.votes import check_vote_counts
@@ -47,7 +47,7 @@ class NoisyThresholdCost:
         return {"sigma": self.sigma}
 
     def scale_noise(self, multiplier: float):
-        return dataclasses.replace(self, sigma=self.sigma * _checks.positive("multiplier", multiplier))
+        return dataclasses.replace(self, sigma=self.sigma * checks.positive("multiplier", multiplier))
 
 
 @dataclass(frozen=True)
@@ -66,9 +66,9 @@ class GaussianPATE(NoisyThresholdCost):
 
     def __post_init__(self):
         set_ = functools.partial(object.__setattr__, self)  # frozen dataclass: fields are normalised once, here
-        set_("num_labels", _checks.positive_int("num_labels", self.num_labels))
-        set_("num_teachers", _checks.positive_int("num_teachers", self.num_teachers))
-        set_("sigma", _checks.positive("sigma", self.sigma))
+        set_("num_labels", checks.positive_int("num_labels", self.num_labels))
+        set_("num_teachers", checks.positive_int("num_teachers", self.num_teachers))
+        set_("sigma", checks.positive("sigma", self.sigma))
         check_relation(self.neighbors)
 
     @property

@@ -27,7 +27,7 @@ from pate.mechanisms.gap_selection import GapSelection, check_max_k, check_regul
 from pate.mechanisms.gaps import count_gaps, sorted_padded_counts, top_k_labels
 from pate.mechanisms.noise import noise_parameter
 from pate.mechanisms.ptr import GapTest, check_test
-from pate.privacy import _checks
+from pate.privacy import checks
 from pate.privacy.sensitivity import check_relation
 from pate.votes import check_vote_counts
 
@@ -85,8 +85,8 @@ class StableTopK:
         # Every argument is checked here, under the name it has in this signature, before the
         # component mechanisms (which check again under their own names) are built.
         set_ = functools.partial(object.__setattr__, self)  # frozen dataclass: fields are normalised once, here
-        set_("num_labels", _checks.positive_int("num_labels", self.num_labels))
-        set_("num_teachers", _checks.positive_int("num_teachers", self.num_teachers))
+        set_("num_labels", checks.positive_int("num_labels", self.num_labels))
+        set_("num_teachers", checks.positive_int("num_teachers", self.num_teachers))
         check_selection(self.selection)
         select_value = noise_parameter(
             self.selection == "gumbel", self.sigma_select, self.eps_select, "sigma_select", "eps_select",
@@ -98,7 +98,7 @@ class StableTopK:
             self.test == "laplace", self.sigma_test, self.eps_test, "sigma_test", "eps_test", f"test={self.test!r}"
         )
         set_("eps_test" if self.test == "laplace" else "sigma_test", test_value)
-        set_("delta_t", _checks.open_unit("delta_t", self.delta_t))
+        set_("delta_t", checks.open_unit("delta_t", self.delta_t))
         check_relation(self.neighbors)
         set_("regularizer", check_regularizer(self.regularizer, self.num_labels))
         set_("max_k", check_max_k(self.max_k, self.num_labels))
@@ -153,7 +153,7 @@ class StableTopK:
 
     def scale_noise(self, multiplier: float) -> "StableTopK":
         """Every noise scale times ``multiplier``: sigma_select, sigma_test multiplied; eps_select, eps_test divided."""
-        multiplier = _checks.positive("multiplier", multiplier)
+        multiplier = checks.positive("multiplier", multiplier)
         scaled = {
             name: value * multiplier if name.startswith("sigma") else value / multiplier
             for name, value in self.noise_parameters().items()

@@ -32,7 +32,7 @@ import numpy as np
 from pate.aggregators.base import AggregationResult, check_rng
 from pate.aggregators.gaussian_pate import NoisyThresholdCost
 from pate.mechanisms.noisy_threshold import noisy_threshold
-from pate.privacy import _checks
+from pate.privacy import checks
 from pate.privacy.sensitivity import check_relation, clipped_vote_l2_sensitivity
 from pate.votes import PackedVotes, as_numpy, check_vote_bits
 
@@ -92,9 +92,9 @@ class TauPATE(NoisyThresholdCost):
 
     def __post_init__(self):
         set_ = functools.partial(object.__setattr__, self)  # frozen dataclass: fields are normalised once, here
-        set_("num_labels", _checks.positive_int("num_labels", self.num_labels))
-        set_("num_teachers", _checks.positive_int("num_teachers", self.num_teachers))
-        set_("sigma", _checks.positive("sigma", self.sigma))
+        set_("num_labels", checks.positive_int("num_labels", self.num_labels))
+        set_("num_teachers", checks.positive_int("num_teachers", self.num_teachers))
+        set_("sigma", checks.positive("sigma", self.sigma))
         check_relation(self.neighbors)
         # Checks tau in [1, L] and norm, naming them.
         clipped_vote_l2_sensitivity(self.num_labels, self.tau, self.norm, self.neighbors)

@@ -44,7 +44,7 @@ import numpy as np
 
 from pate.mechanisms.gaps import count_gaps, sorted_padded_counts
 from pate.mechanisms.noise import noise_parameter, sample_noise
-from pate.privacy import _checks
+from pate.privacy import checks
 from pate.privacy.curves import (
     exponential_mechanism_rdp,
     gaussian_rdp,
@@ -97,7 +97,7 @@ def check_max_k(max_k, num_labels: int) -> int | None:
     """``max_k`` (kbar) in [1, num_labels], or None for no restriction."""
     if max_k is None:
         return None
-    max_k = _checks.positive_int("max_k", max_k)
+    max_k = checks.positive_int("max_k", max_k)
     if max_k > num_labels:
         raise ValueError(f"max_k must be an integer in [1, num_labels={num_labels}], got {max_k!r}")
     return max_k
@@ -128,8 +128,8 @@ class GapSelection:
 
     def __post_init__(self):
         set_ = functools.partial(object.__setattr__, self)  # frozen dataclass: fields are normalised once, here
-        set_("num_labels", _checks.positive_int("num_labels", self.num_labels))
-        set_("num_teachers", _checks.positive_int("num_teachers", self.num_teachers))
+        set_("num_labels", checks.positive_int("num_labels", self.num_labels))
+        set_("num_teachers", checks.positive_int("num_teachers", self.num_teachers))
         check_selection(self.selection)
         value = noise_parameter(
             self.selection == "gumbel", self.sigma, self.epsilon, "sigma", "epsilon", f"selection={self.selection!r}"
@@ -197,7 +197,7 @@ class GapSelection:
 
     def scale_noise(self, multiplier: float) -> "GapSelection":
         """The same mechanism with its noise scale multiplied by ``multiplier`` (epsilon divided by it)."""
-        multiplier = _checks.positive("multiplier", multiplier)
+        multiplier = checks.positive("multiplier", multiplier)
         if self.selection == "gumbel":
             return dataclasses.replace(self, epsilon=self.epsilon / multiplier)
         return dataclasses.replace(self, sigma=self.sigma * multiplier)

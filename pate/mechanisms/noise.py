@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pate.privacy import _checks
+from pate.privacy import checks
 
 __all__ = ["NOISES", "noise_parameter", "sample_noise"]
 
@@ -60,4 +60,4 @@ def noise_parameter(takes_epsilon: bool, sigma, epsilon, sigma_name: str, epsilo
         )
     if wanted is None:
         raise ValueError(f"{wanted_name} is required by {user} (a finite number > 0), got None")
-    return _checks.positive(wanted_name, wanted)
+    return checks.positive(wanted_name, wanted)

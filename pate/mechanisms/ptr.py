@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pate.mechanisms.noise import noise_parameter, sample_noise
-from pate.privacy import _checks
+from pate.privacy import checks
 from pate.privacy.curves import gaussian_rdp, laplace_rdp
 from pate.privacy.sensitivity import check_relation, gap_sensitivity
 
@@ -74,7 +74,7 @@ class GapTest:
             self.test == "laplace", self.sigma, self.epsilon, "sigma", "epsilon", f"test={self.test!r}"
         )
         set_("epsilon" if self.test == "laplace" else "sigma", value)
-        set_("delta_t", _checks.open_unit("delta_t", self.delta_t))
+        set_("delta_t", checks.open_unit("delta_t", self.delta_t))
         check_relation(self.neighbors)
 
     # ------------------------------------------------------------------ facts
@@ -116,7 +116,7 @@ class GapTest:
 
     def scale_noise(self, multiplier: float) -> "GapTest":
         """The same test with its noise scale multiplied by ``multiplier`` (epsilon divided by it)."""
-        multiplier = _checks.positive("multiplier", multiplier)
+        multiplier = checks.positive("multiplier", multiplier)
         if self.test == "gaussian":
             return dataclasses.replace(self, sigma=self.sigma * multiplier)
         return dataclasses.replace(self, epsilon=self.epsilon / multiplier)

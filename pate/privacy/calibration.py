@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from pate.privacy import _checks
+from pate.privacy import checks
 from pate.privacy.ledger import Ledger
 from pate.privacy.orders import DEFAULT_ORDERS
 
@@ -33,10 +33,10 @@ def calibrate_noise(mechanism, target_epsilon: float, delta: float, count: int, 
     floor, when the target cannot be met: delta <= count * delta_per_query (no delta left for the
     conversion), or epsilon at m = 1e6 still exceeds the target.
     """
-    target_epsilon = _checks.positive("target_epsilon", target_epsilon)
-    delta = _checks.open_unit("delta", delta)
-    count = _checks.positive_int("count", count)
-    rtol = _checks.open_unit("rtol", rtol)
+    target_epsilon = checks.positive("target_epsilon", target_epsilon)
+    delta = checks.open_unit("delta", delta)
+    count = checks.positive_int("count", count)
+    rtol = checks.open_unit("rtol", rtol)
 
     def unreachable(floor: str) -> ValueError:
         return ValueError(

@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from pate.privacy import _checks
+from pate.privacy import checks
 
 __all__ = ["epsilon_from_rdp", "epsilon_from_rdp_classic", "delta_from_rdp"]
 
 
 def _curve(orders, rdp) -> tuple[np.ndarray, np.ndarray]:
-    orders = _checks.orders_array(orders)
+    orders = checks.orders_array(orders)
     if orders.ndim != 1:
         raise ValueError(f"orders must be a 1-D array, got shape {orders.shape}")
-    return orders, _checks.rdp_array(rdp, orders)
+    return orders, checks.rdp_array(rdp, orders)
 
 
 def _tv_bound_holds(rdp: np.ndarray, delta: float) -> np.ndarray:
@@ -48,7 +48,7 @@ def epsilon_from_rdp(orders, rdp, delta: float) -> tuple[float, float]:
     gives 0, and a negative value of the formula is reported as 0.
     """
     orders, rdp = _curve(orders, rdp)
-    delta = _checks.open_unit("delta", delta)
+    delta = checks.open_unit("delta", delta)
     eps = rdp + np.log1p(-1.0 / orders) - (np.log(delta) + np.log(orders)) / (orders - 1.0)
     eps = np.where(_tv_bound_holds(rdp, delta), 0.0, np.maximum(eps, 0.0))
     best = int(np.argmin(eps))
@@ -64,7 +64,7 @@ def epsilon_from_rdp_classic(orders, rdp, delta: float) -> tuple[float, float]:
     (Lemma 4, Lemma 17). Kept for comparison with the literature; ``epsilon_from_rdp`` is tighter.
     """
     orders, rdp = _curve(orders, rdp)
-    delta = _checks.open_unit("delta", delta)
+    delta = checks.open_unit("delta", delta)
     eps = rdp + np.log(1.0 / delta) / (orders - 1.0)
     best = int(np.argmin(eps))
     return float(eps[best]), float(orders[best])
@@ -81,7 +81,7 @@ def delta_from_rdp(orders, rdp, epsilon: float) -> tuple[float, float]:
     delta)[0] > 0, delta_from_rdp(..., eps)[0] == delta up to rounding.
     """
     orders, rdp = _curve(orders, rdp)
-    epsilon = _checks.non_negative("epsilon", epsilon)
+    epsilon = checks.non_negative("epsilon", epsilon)
     with np.errstate(divide="ignore"):  # log(0) = -inf where rdp == 0: identical outputs, delta = 0
         log_tv = 0.5 * np.log(-np.expm1(-rdp))
     log_delta = (orders - 1.0) * (rdp - epsilon + np.log1p(-1.0 / orders)) - np.log(orders)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pate.privacy import _checks
+from pate.privacy import checks
 
 __all__ = [
     "gaussian_rdp",
@@ -26,9 +26,9 @@ def gaussian_rdp(orders, sigma: float, sensitivity: float) -> np.ndarray:
     Source: Mironov 2017, "Renyi Differential Privacy", Proposition 7 (exact: the Renyi divergence
     of two Gaussians with common covariance sigma^2 I and means at distance s).
     """
-    orders = _checks.orders_array(orders)
-    sigma = _checks.positive("sigma", sigma)
-    sensitivity = _checks.positive("sensitivity", sensitivity)
+    orders = checks.orders_array(orders)
+    sigma = checks.positive("sigma", sigma)
+    sensitivity = checks.positive("sensitivity", sensitivity)
     return orders * (sensitivity**2 / (2.0 * sigma**2))
 
 
@@ -47,9 +47,9 @@ def laplace_rdp(orders, scale: float, sensitivity: float) -> np.ndarray:
     of linear functions of t divided by alpha - 1, hence convex, and g(0) = 0, so g is superadditive
     on [0, inf): sum_i g(t_i) <= g(sum_i t_i) <= g(s / scale). The same curve therefore holds.
     """
-    orders = _checks.orders_array(orders)
-    scale = _checks.positive("scale", scale)
-    sensitivity = _checks.positive("sensitivity", sensitivity)
+    orders = checks.orders_array(orders)
+    scale = checks.positive("scale", scale)
+    sensitivity = checks.positive("sensitivity", sensitivity)
     eps = sensitivity / scale
     am1 = orders - 1.0
     return eps + np.log1p(am1 / (2.0 * orders - 1.0) * np.expm1(-(2.0 * orders - 1.0) * eps)) / am1
@@ -75,8 +75,8 @@ def pure_dp_rdp(orders, epsilon: float) -> np.ndarray:
     computed in log space and passed to logaddexp(0, log x) = log1p(x): exact to rounding for tiny
     eps (no cancellation) and free of overflow at large alpha * eps.
     """
-    orders = _checks.orders_array(orders)
-    epsilon = _checks.positive("epsilon", epsilon)
+    orders = checks.orders_array(orders)
+    epsilon = checks.positive("epsilon", epsilon)
     am1 = orders - 1.0
     log_x = (
         am1 * epsilon
@@ -100,8 +100,8 @@ def exponential_mechanism_rdp(orders, epsilon: float) -> np.ndarray:
     lies in an interval of length eps), hence the second. Zhu & Wang 2022, Proposition 7 states the
     same two bounds for their Algorithm 1 (Gumbel(2 / eps) noise on gaps of sensitivity 1).
     """
-    orders = _checks.orders_array(orders)
-    epsilon = _checks.positive("epsilon", epsilon)
+    orders = checks.orders_array(orders)
+    epsilon = checks.positive("epsilon", epsilon)
     return np.minimum(pure_dp_rdp(orders, epsilon), orders * (epsilon**2 / 8.0))
 
 
@@ -116,7 +116,7 @@ def report_noisy_max_rdp(orders, base_rdp, num_candidates: int) -> np.ndarray:
     scalar mechanism's curve on ``orders`` for the sensitivity the theorem assumes, which the
     caller takes from ``pate.privacy.sensitivity``. m = 1 leaves the curve unchanged.
     """
-    orders = _checks.orders_array(orders)
-    base_rdp = _checks.rdp_array(base_rdp, orders, name="base_rdp")
-    num_candidates = _checks.positive_int("num_candidates", num_candidates)
+    orders = checks.orders_array(orders)
+    base_rdp = checks.rdp_array(base_rdp, orders, name="base_rdp")
+    num_candidates = checks.positive_int("num_candidates", num_candidates)
     return base_rdp + np.log(num_candidates) / (orders - 1.0)

@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from pate.privacy import _checks
+from pate.privacy import checks
 from pate.privacy.conversion import delta_from_rdp, epsilon_from_rdp, epsilon_from_rdp_classic
 from pate.privacy.orders import DEFAULT_ORDERS
 from pate.privacy.sensitivity import check_relation
@@ -65,7 +65,7 @@ class Ledger:
     """
 
     def __init__(self, orders=DEFAULT_ORDERS, neighbors: str | None = None):
-        orders = _checks.orders_array(orders)
+        orders = checks.orders_array(orders)
         if orders.ndim != 1:
             raise ValueError(f"orders must be a 1-D array, got shape {orders.shape}")
         self._orders = _read_only(orders)
@@ -108,7 +108,7 @@ class Ledger:
         ``orders``, no NaN, >= 0; +inf allowed), delta_per_query (finite, >= 0) and the relation
         (a ledger never mixes relations). Returns the ledger, so calls chain.
         """
-        count = _checks.non_negative_int("count", count)
+        count = checks.non_negative_int("count", count)
         name = str(getattr(mechanism, "name", type(mechanism).__name__))
         relation = getattr(mechanism, "neighbors", None)
         if relation is not None:
@@ -118,8 +118,8 @@ class Ledger:
                     f"cannot compose {name} with neighbors={relation!r} into a ledger whose neighbors="
                     f"{self._neighbors!r}: costs under different relations do not compose"
                 )
-        curve = _checks.rdp_array(mechanism.rdp(self._orders), self._orders, name=f"{name}.rdp(orders)")
-        delta_per_query = _checks.non_negative(f"{name}.delta_per_query", mechanism.delta_per_query)
+        curve = checks.rdp_array(mechanism.rdp(self._orders), self._orders, name=f"{name}.rdp(orders)")
+        delta_per_query = checks.non_negative(f"{name}.delta_per_query", mechanism.delta_per_query)
 
         if count > 0:  # count == 0 must not turn an infinite entry into 0 * inf = NaN
             self._rdp = self._rdp + count * curve
@@ -131,7 +131,7 @@ class Ledger:
 
     # ------------------------------------------------------------- conversion
     def _conditional_delta(self, delta: float) -> float:
-        delta = _checks.open_unit("delta", delta)
+        delta = checks.open_unit("delta", delta)
         if delta <= self._delta_t:
             raise ValueError(
                 f"delta={delta!r} must exceed the accumulated approximate-RDP delta_t={self._delta_t!r} "
@@ -191,16 +191,16 @@ class Ledger:
         """Replace this ledger's state (orders included) by ``state``, validated first."""
         if not isinstance(state, dict) or state.get("format") != _STATE_FORMAT:
             raise ValueError(f"state must be a Ledger state dict with format {_STATE_FORMAT}, got {state!r:.200}")
-        orders = _checks.orders_array(state["orders"], name="state['orders']")
+        orders = checks.orders_array(state["orders"], name="state['orders']")
         if orders.ndim != 1:
             raise ValueError(f"state['orders'] must be 1-D, got shape {orders.shape}")
-        rdp = _checks.rdp_array([float(value) for value in state["rdp"]], orders, name="state['rdp']")
-        delta_t = _checks.non_negative("state['delta_t']", state["delta_t"])
+        rdp = checks.rdp_array([float(value) for value in state["rdp"]], orders, name="state['rdp']")
+        delta_t = checks.non_negative("state['delta_t']", state["delta_t"])
         neighbors = None if state["neighbors"] is None else check_relation(state["neighbors"])
         history = [
             LedgerEntry(
                 name=str(entry["name"]),
-                count=_checks.non_negative_int("state['history'] count", entry["count"]),
+                count=checks.non_negative_int("state['history'] count", entry["count"]),
                 neighbors=None if entry["neighbors"] is None else check_relation(entry["neighbors"]),
             )
             for entry in state["history"]

@@ -21,7 +21,7 @@ import numbers
 
 import numpy as np
 
-from pate.privacy import _checks
+from pate.privacy import checks
 
 __all__ = [
     "RELATIONS",
@@ -44,7 +44,7 @@ def check_relation(neighbors) -> str:
 
 
 def _check_num_labels(num_labels) -> int:
-    return _checks.positive_int("num_labels", num_labels)
+    return checks.positive_int("num_labels", num_labels)
 
 
 def _check_norm(norm) -> str:

@@ -1,4 +1,4 @@
-"""Argument checks shared by the privacy core.
+"""Argument checks shared by the privacy core, the mechanisms and the aggregators.
 
 Every check raises ``ValueError`` naming the argument, the value and what was expected, before any
 compute is spent; nothing is clipped or coerced silently (bools are refused where numbers are expected).
