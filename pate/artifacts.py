@@ -22,7 +22,6 @@ Guarantees:
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import logging
@@ -33,6 +32,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from pate.io import atomic_write_json as _atomic_write_json
+from pate.io import exclusive_lock, sha256_file
 
 log = logging.getLogger(__name__)
 
@@ -96,14 +98,6 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"stage config value {value!r} of type {type(value).__name__} is not JSON-serialisable")
 
 
-def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(chunk):
-            h.update(block)
-    return h.hexdigest()
-
-
 def code_version() -> dict[str, str]:
     """Package version and, when run from a git checkout, the commit (with ``-dirty`` for local edits)."""
     from pate import __version__
@@ -121,16 +115,9 @@ def code_version() -> dict[str, str]:
     return version
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and ``os.replace``."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
 def atomic_write_json(path: Path, obj: Any) -> None:
-    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=_json_default) + "\n")
+    """``pate.io.atomic_write_json`` that also serialises numpy values and paths."""
+    _atomic_write_json(path, obj, default=_json_default)
 
 
 class ArtifactStore:
@@ -159,7 +146,7 @@ class ArtifactStore:
             self._seen[final] = found
             return found
         final.parent.mkdir(parents=True, exist_ok=True)
-        with _exclusive_lock(final.with_name(final.name + ".lock")):
+        with exclusive_lock(final.with_name(final.name + ".lock")):
             found = self._verified(stage, final)  # another process may have built it while we waited
             if found is not None:
                 return found
@@ -223,19 +210,3 @@ def _check_manifest(path: Path) -> str | None:
         if p.stat().st_size != meta["bytes"] or sha256_file(p) != meta["sha256"]:
             return f"checksum mismatch in {name}"
     return None
-
-
-class _exclusive_lock:
-    """``fcntl.flock`` on a lock file for the duration of a build."""
-
-    def __init__(self, path: Path):
-        self.path = path
-
-    def __enter__(self):
-        self.fh = open(self.path, "a+")
-        fcntl.flock(self.fh, fcntl.LOCK_EX)
-        return self
-
-    def __exit__(self, *exc):
-        fcntl.flock(self.fh, fcntl.LOCK_UN)
-        self.fh.close()

@@ -14,7 +14,6 @@ once into ``[N, 3, S, S]`` uint8 and memory-maps it; worker processes and later 
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import logging
@@ -29,7 +28,7 @@ import numpy as np
 from PIL import Image
 from tqdm import tqdm
 
-from pate.artifacts import atomic_write_json
+from pate.io import atomic_write_json, exclusive_lock
 
 log = logging.getLogger(__name__)
 
@@ -333,17 +332,6 @@ def process_pool(num_workers: int) -> Iterator[multiprocessing.pool.Pool | None]
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
     with multiprocessing.get_context(method).Pool(num_workers) as pool:
         yield pool
-
-
-@contextmanager
-def exclusive_lock(path: Path) -> Iterator[None]:
-    """Hold ``flock`` on ``path`` so that parallel jobs build a shared file once (the others wait, then reuse)."""
-    with open(path, "a+") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 __all__ = [

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from pate.artifacts import atomic_write_json, atomic_write_text
+from pate.io import atomic_write_json, atomic_write_text
 from pate.data.celeba import (
     ATTRIBUTE_FILE, ATTRIBUTE_NAMES, IMAGE_DIR, PARTITION_FILE, SPLITS, exclusive_lock, process_pool,
 )

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import io
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
+from pate.io import atomic_write_bytes
 from pate.report.collect import collect_sweep
 from pate.report.markdown import render_report
 from pate.report.plots import make_plots
@@ -37,18 +36,6 @@ class Report:
         return lines + list(self.summary.warnings)
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    """Write to a temporary file in the same directory, then rename over `path` (a reader never sees half)."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
 def write_report(sweep_dir: str | Path, out_dir: str | Path | None = None) -> Report:
     """Read the sweep at `sweep_dir` and write its report into `out_dir` (default: the sweep directory).
 
@@ -66,5 +53,5 @@ def write_report(sweep_dir: str | Path, out_dir: str | Path | None = None) -> Re
     out = Path(sweep_dir if out_dir is None else out_dir)
     out.mkdir(parents=True, exist_ok=True)
     for name, data in contents.items():
-        _write_atomic(out / name, data)
+        atomic_write_bytes(out / name, data)
     return Report({name: out / name for name in contents}, summary)
