@@ -115,3 +115,15 @@ def test_same_config_and_seed_give_identical_metrics(tiny_cfg, tmp_path):
     drop = ("versions",)
     a, b = ({k: v for k, v in m.items() if k not in drop} for m in runs)
     assert a == b
+
+
+def test_budget_stops_answering_queries(tiny_cfg, tmp_path):
+    """With a budget below what all queries cost, only the affordable prefix of queries is asked; the
+    ledger's epsilon stays within the budget and the rest stay unanswered."""
+    metrics = train.run(tiny_cfg("privacy.budget_epsilon=80"), output_dir=tmp_path)  # all 40 cost 200
+    assert 0 < metrics["queries_asked"] < metrics["queries"]
+    assert metrics["answered"] <= metrics["queries_asked"]
+    assert metrics["epsilon"] <= 80
+    released = np.load(Path(tiny_cfg().paths.cache_dir) / "aggregate" / metrics["artifacts"]["aggregate"]
+                       / "aggregate.npz")
+    assert not released["answered"][metrics["queries_asked"]:].any()
