@@ -127,3 +127,24 @@ def test_budget_stops_answering_queries(tiny_cfg, tmp_path):
     released = np.load(Path(tiny_cfg().paths.cache_dir) / "aggregate" / metrics["artifacts"]["aggregate"]
                        / "aggregate.npz")
     assert not released["answered"][metrics["queries_asked"]:].any()
+
+
+def test_teacher_shards_fill_the_cache_for_the_next_run(tiny_cfg, tmp_path):
+    """Cluster array jobs train disjoint shards into the shared cache; the ordinary run that follows
+    trains nothing again and seals the artifact with the shards' files."""
+    def cfg(*overrides):
+        return tiny_cfg(f"paths.cache_dir={tmp_path / 'cache'}", *overrides)
+
+    shards = [train.run(cfg(f"teacher_shard={i}/2"), output_dir=tmp_path / f"shard{i}") for i in range(2)]
+    assert [s["trained"] for s in shards] == [2, 2]
+    partial = tmp_path / "cache" / "teachers" / f"{shards[0]['teachers']}.partial"
+    mtimes = {f.name: f.stat().st_mtime_ns for f in partial.glob("teacher_*.pt")}
+    assert len(mtimes) == 4
+    metrics = train.run(cfg(), output_dir=tmp_path / "final")
+    final = tmp_path / "cache" / "teachers" / metrics["artifacts"]["teachers"]
+    assert {f.name: f.stat().st_mtime_ns for f in final.glob("teacher_*.pt")} == mtimes
+
+
+def test_bad_shard_is_refused(tiny_cfg, tmp_path):
+    with pytest.raises(ValueError, match="teacher_shard"):
+        train.run(tiny_cfg("teacher_shard=2/2"), output_dir=tmp_path)
