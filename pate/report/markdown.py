@@ -79,8 +79,11 @@ def _headline(summary: Summary, lines: tuple[Headline, ...]) -> list[str]:
             f"student trained on the true labels ({HEADLINE_FRACTION:g} × {reference.mean:.4f} = {threshold:.4f}); "
             f"{_privacy(summary)}:", ""]
     for line in lines:
-        if line.best is None:
+        if not line.private:
             out.append(f"- **{line.method}**: non-private runs only, no ε.")
+        elif line.best is None:
+            out.append(f"- **{line.method}**: not reached on this grid (no query answered at any ε of the grid, "
+                       f"so no student was trained).")
         elif line.reached is not None:
             out.append(f"- **{line.method}**: {_grid_point(line.reached)} (student accuracy "
                        f"{format_stat(line.reached.stats['student_accuracy'])}).")

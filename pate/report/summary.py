@@ -68,13 +68,16 @@ class Headline:
 
     threshold: fraction x the true-labels student's mean accuracy, None without that reference.
     reached: the cell of the smallest grid epsilon at or above the threshold, None when not reached.
-    best: the private cell with the highest mean student accuracy (context for "not reached").
+    best: the private cell with the highest mean student accuracy (context for "not reached"); None when no
+    private cell has a student (no query answered anywhere).
+    private: whether the method has private runs at all.
     """
 
     method: str
     threshold: float | None
     reached: Cell | None
     best: Cell | None
+    private: bool = True  # False for a method with non-private runs only
 
 
 @dataclass(frozen=True)
@@ -192,11 +195,15 @@ def headline(summary: Summary, fraction: float = HEADLINE_FRACTION) -> tuple[Hea
     threshold = None if reference is None else fraction * reference.mean
     lines = []
     for method in summary.methods:
-        private = [c for c in summary.cells if c.method == method and c.axis != NON_PRIVATE]
-        private.sort(key=lambda c: c.epsilon)
+        # cells where some run answered no query have no student there: they can be "best", but reach the
+        # threshold only when every run of the cell has a student
+        scored = sorted((c for c in summary.cells if c.method == method and c.axis != NON_PRIVATE
+                         and c.stats["student_accuracy"] is not None), key=lambda c: c.epsilon)
         reached = None
         if threshold is not None:
-            reached = next((c for c in private if c.stats["student_accuracy"].mean >= threshold), None)
-        best = max(private, key=lambda c: c.stats["student_accuracy"].mean, default=None)
-        lines.append(Headline(method, threshold, reached, best))
+            reached = next((c for c in scored if c.stats["student_accuracy"].n == len(c.runs)
+                            and c.stats["student_accuracy"].mean >= threshold), None)
+        best = max(scored, key=lambda c: c.stats["student_accuracy"].mean, default=None)
+        lines.append(Headline(method, threshold, reached, best, any(
+            c.method == method and c.axis != NON_PRIVATE for c in summary.cells)))
     return tuple(lines)

@@ -134,3 +134,17 @@ def test_metric_null_in_some_runs_is_averaged_over_the_others(sweep_dir, job_fac
     assert len(cell.runs) == 3
     assert cell.stats["label_f1"].n == 2 and cell.stats["answered_fraction"].n == 3
     assert "(n=2)" in results_table(summary)
+
+
+def test_headline_of_a_method_that_never_answered(sweep_dir, job_factory):
+    """A method with no answered query anywhere has no student: the headline says not reached, no crash."""
+    make_metrics, write_job = job_factory
+    for job, eps in (("9", 1.0), ("10", 2.0)):
+        metrics = make_metrics("stable_topk_paper", eps, 0)
+        metrics["method"] = "stable_topk_gumbel"
+        metrics.update(label_f1=None, label_accuracy=None, student_accuracy=None, student_f1=None, mean_k=None,
+                       answered=0, answered_fraction=0.0)
+        write_job(sweep_dir, job, [], metrics)
+    lines = {line.method: line for line in headline(summarize(collect_sweep(sweep_dir)))}
+    assert lines["stable_topk_gumbel"].private
+    assert lines["stable_topk_gumbel"].reached is None and lines["stable_topk_gumbel"].best is None
