@@ -43,6 +43,15 @@ def _grid_point(cell: Cell) -> str:
     return f"{word} {format_epsilon(cell.epsilon)}"
 
 
+def _method_line(method: str, aggregators: list[str]) -> str:
+    """One line per method: its aggregator, or -- when calibration gave each ε its own noise -- how many
+    settings there were and the first of them (every run's noise is in results.csv)."""
+    if len(aggregators) == 1:
+        return f"  - `{method}`: {aggregators[0]}"
+    return (f"  - `{method}`: {len(aggregators)} noise settings (calibrated per ε; each run's in results.csv), "
+            f"e.g. {aggregators[0]}")
+
+
 def _what_was_run(summary: Summary) -> list[str]:
     sweep, runs = summary.sweep, summary.sweep.runs
     methods = distinct(runs, lambda run: (run.metrics["method"], run.metrics["aggregator"]))
@@ -56,7 +65,8 @@ def _what_was_run(summary: Summary) -> list[str]:
         f"- Data: {_values(runs, 'data')}; teachers: {_values(runs, 'num_teachers')}; "
         f"labels: {_values(runs, 'num_labels')}.",
         "- Methods (conf/aggregator):",
-        *(f"  - `{method}`: {aggregator}" for method, aggregator in sorted(methods)),
+        *(_method_line(method, [a for m, a in sorted(methods) if m == method])
+          for method in sorted({m for m, _ in methods})),
         f"- Seeds: {_listing(runs, lambda run: run.metrics['seed'])}.",
         f"- ε grid: {', '.join(f'{x:g}' for x in grid) or 'none (non-private runs only)'}.",
         f"- Jobs: {len(runs) + len(sweep.failed)} ({len(runs)} finished, {len(sweep.failed)} failed).",
