@@ -11,7 +11,7 @@ and the majority-class baseline (each attribute's majority value on the training
     python benchmarks/synthetic_difficulty.py                      # 20k images at 64 px, models at 32 px
     python benchmarks/synthetic_difficulty.py --output results.json
 
-Recorded results: see the end of this docstring (filled in from a run on the shared 2-core CPU machine).
+Recorded results: benchmarks/README.md, "Is the synthetic data hard enough".
 """
 
 from __future__ import annotations
@@ -26,18 +26,13 @@ import torch
 from torch import nn
 
 from pate.data import ATTRIBUTE_NAMES, generate_synthetic_celeba, load_celeba, partition_teachers
+from teachers.data import to_float
+from teachers.models import SmallCNN
 
 
-def small_cnn(width: int, num_labels: int = 40) -> nn.Module:
-    """Four conv-bn-relu-maxpool blocks (widths w, 2w, 4w, 8w), global average pool, linear head."""
-    widths = [3, width, 2 * width, 4 * width, 8 * width]
-    blocks = [nn.Sequential(nn.Conv2d(i, o, 3, padding=1, bias=False), nn.BatchNorm2d(o), nn.ReLU(inplace=True),
-                            nn.MaxPool2d(2)) for i, o in zip(widths, widths[1:])]
-    return nn.Sequential(*blocks, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(widths[-1], num_labels))
-
-
-def to_float(images: np.ndarray) -> torch.Tensor:
-    return (torch.from_numpy(np.ascontiguousarray(images)).float() - 127.5) / 64.0
+def as_float(images: np.ndarray) -> torch.Tensor:
+    """The project's own input normalisation (``teachers.data.to_float``) on a numpy uint8 batch."""
+    return to_float(torch.from_numpy(np.ascontiguousarray(images)))
 
 
 def train(images: np.ndarray, labels: np.ndarray, steps: int, batch: int, width: int, seed: int) -> nn.Module:
@@ -45,7 +40,7 @@ def train(images: np.ndarray, labels: np.ndarray, steps: int, batch: int, width:
     drawn epoch by epoch without replacement."""
     gen = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
-    model = small_cnn(width)
+    model = SmallCNN(num_labels=40, width=width)  # the default teacher's network
     opt = torch.optim.Adam(model.parameters(), lr=2e-3, weight_decay=1e-4)
     x_all, y_all = torch.from_numpy(np.ascontiguousarray(images)), torch.from_numpy(labels.astype(np.float32))
     order = torch.empty(0, dtype=torch.long)
@@ -54,7 +49,7 @@ def train(images: np.ndarray, labels: np.ndarray, steps: int, batch: int, width:
         if len(order) < batch:
             order = torch.cat([order, torch.randperm(len(x_all), generator=gen)])
         pick, order = order[:batch], order[batch:]
-        x = (x_all[pick].float() - 127.5) / 64.0
+        x = to_float(x_all[pick])
         flip = torch.rand(len(pick), generator=gen) < 0.5
         x = torch.where(flip[:, None, None, None], x.flip(-1), x)
         loss = nn.functional.binary_cross_entropy_with_logits(model(x), y_all[pick])
@@ -67,7 +62,7 @@ def train(images: np.ndarray, labels: np.ndarray, steps: int, batch: int, width:
 @torch.no_grad()
 def predict(model: nn.Module, images: np.ndarray) -> np.ndarray:
     model.eval()
-    return np.concatenate([(model(to_float(images[i:i + 500])) > 0).numpy() for i in range(0, len(images), 500)])
+    return np.concatenate([(model(as_float(images[i:i + 500])) > 0).numpy() for i in range(0, len(images), 500)])
 
 
 def main(argv=None) -> dict:
