@@ -25,8 +25,15 @@ def test_default_config_composes_with_every_group():
     assert cfg.aggregator._target_ == "pate.aggregators.GaussianPATE"
     assert cfg.privacy.target_epsilon == 1000
     assert cfg.privacy.neighbors == "replace"
-    for experiment in ("paper_celeba", "paper_synthetic", "eps_sweep"):
-        compose_config([f"experiment={experiment}"])
+    for experiment in ("paper_celeba", "paper_synthetic"):
+        cfg = compose_config([f"experiment={experiment}"])
+        assert cfg.privacy.target_epsilon is None and cfg.aggregator.selection == "gaussian"
+    paper = compose_config(["experiment=paper_celeba"])
+    assert (paper.partition.num_teachers, paper.data.num_queries) == (800, 600)
+    assert (paper.aggregator.sigma_select, paper.aggregator.sigma_test, paper.aggregator.delta_t) == (50, 60, 1e-9)
+    assert paper.privacy.delta == 1e-6 and paper.teacher.model.depth == 50
+    sweep = compose_config(["experiment=eps_sweep"])
+    assert sweep.references
 
 
 def test_end_to_end_metrics(tiny_cfg, tmp_path):
