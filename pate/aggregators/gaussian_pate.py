@@ -30,6 +30,14 @@ class NoisyThresholdCost:
     Gaussian mechanism's cost on the labeller's own L2 ``sensitivity``. Needs ``sigma``, ``num_teachers``
     and ``sensitivity`` from the class."""
 
+    def _check_common_fields(self) -> None:
+        """Normalise num_labels, num_teachers and sigma and check the relation (frozen dataclass: once, here)."""
+        set_ = functools.partial(object.__setattr__, self)
+        set_("num_labels", checks.positive_int("num_labels", self.num_labels))
+        set_("num_teachers", checks.positive_int("num_teachers", self.num_teachers))
+        set_("sigma", checks.positive("sigma", self.sigma))
+        check_relation(self.neighbors)
+
     @property
     def threshold(self) -> float:
         """T / 2: the majority of the ensemble."""
@@ -65,11 +73,7 @@ class GaussianPATE(NoisyThresholdCost):
     requires_teacher_votes: ClassVar[bool] = False  # vote counts [Q, L] suffice
 
     def __post_init__(self):
-        set_ = functools.partial(object.__setattr__, self)  # frozen dataclass: fields are normalised once, here
-        set_("num_labels", checks.positive_int("num_labels", self.num_labels))
-        set_("num_teachers", checks.positive_int("num_teachers", self.num_teachers))
-        set_("sigma", checks.positive("sigma", self.sigma))
-        check_relation(self.neighbors)
+        self._check_common_fields()
 
     @property
     def sensitivity(self) -> float:

@@ -23,7 +23,6 @@ The per-teacher votes are required: counts [Q, L] do not say which teacher voted
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -32,8 +31,7 @@ import numpy as np
 from pate.aggregators.base import AggregationResult, check_rng
 from pate.aggregators.gaussian_pate import NoisyThresholdCost
 from pate.mechanisms.noisy_threshold import noisy_threshold
-from pate.privacy import checks
-from pate.privacy.sensitivity import check_relation, clipped_vote_l2_sensitivity
+from pate.privacy.sensitivity import clipped_vote_l2_sensitivity
 from pate.votes import PackedVotes, as_numpy, check_vote_bits
 
 __all__ = ["TauPATE", "clipped_counts"]
@@ -91,14 +89,10 @@ class TauPATE(NoisyThresholdCost):
     requires_teacher_votes: ClassVar[bool] = True
 
     def __post_init__(self):
-        set_ = functools.partial(object.__setattr__, self)  # frozen dataclass: fields are normalised once, here
-        set_("num_labels", checks.positive_int("num_labels", self.num_labels))
-        set_("num_teachers", checks.positive_int("num_teachers", self.num_teachers))
-        set_("sigma", checks.positive("sigma", self.sigma))
-        check_relation(self.neighbors)
+        self._check_common_fields()
         # Checks tau in [1, L] and norm, naming them.
         clipped_vote_l2_sensitivity(self.num_labels, self.tau, self.norm, self.neighbors)
-        set_("tau", float(self.tau))
+        object.__setattr__(self, "tau", float(self.tau))
 
     @property
     def sensitivity(self) -> float:
