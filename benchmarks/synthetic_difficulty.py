@@ -25,7 +25,12 @@ import numpy as np
 import torch
 from torch import nn
 
-from pate.data import ATTRIBUTE_NAMES, generate_synthetic_celeba, load_celeba, partition_teachers
+from pate.data import (
+    ATTRIBUTE_NAMES,
+    generate_synthetic_celeba,
+    load_celeba,
+    partition_teachers,
+)
 from pate.data.synthetic import MARKER
 from teachers.data import to_float
 from teachers.models import SmallCNN
@@ -119,7 +124,7 @@ def main(argv=None) -> dict:
 
     result = {
         "config": vars(args) | {"output": str(args.output) if args.output else None},
-        "train_images": sizes, "test_images": int(len(test_idx)),
+        "train_images": sizes, "test_images": len(test_idx),
         "mean_accuracy": {c: float(per_attr[c].mean()) for c in cols},
         "per_attribute_accuracy": {c: dict(zip(ATTRIBUTE_NAMES, per_attr[c].round(4).tolist())) for c in cols},
         "generated": not reused, "generate_seconds": generate_s, "decode_seconds": decode_s,

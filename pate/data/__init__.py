@@ -2,14 +2,29 @@
 generated in that format, and who-sees-what (teacher partition, public-query split)."""
 
 from pate.data.celeba import (
-    ATTRIBUTE_NAMES, SPLITS, CelebAArrays, check_celeba_root, load_celeba, read_attributes, read_partition,
+    ATTRIBUTE_NAMES,
+    SPLITS,
+    CelebAArrays,
+    check_celeba_root,
+    load_celeba,
+    read_attributes,
+    read_partition,
 )
 from pate.data.partition import partition_teachers, split_public
 from pate.data.synthetic import generate_synthetic_celeba
 from pate.data.synthetic_attributes import PREVALENCE, sample_attributes
 
 __all__ = [
-    "ATTRIBUTE_NAMES", "SPLITS", "CelebAArrays", "check_celeba_root", "read_attributes", "read_partition",
-    "load_celeba", "generate_synthetic_celeba", "sample_attributes", "PREVALENCE", "partition_teachers",
+    "ATTRIBUTE_NAMES",
+    "PREVALENCE",
+    "SPLITS",
+    "CelebAArrays",
+    "check_celeba_root",
+    "generate_synthetic_celeba",
+    "load_celeba",
+    "partition_teachers",
+    "read_attributes",
+    "read_partition",
+    "sample_attributes",
     "split_public",
 ]

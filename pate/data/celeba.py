@@ -87,7 +87,8 @@ def read_attributes(root: str | os.PathLike) -> tuple[list[str], np.ndarray]:
     try:
         count = int(head[0].strip())
     except ValueError:
-        raise ValueError(f"{path}, line 1: expected the number of images, found {head[0].decode(errors='replace')!r}") from None
+        found = head[0].decode(errors="replace")
+        raise ValueError(f"{path}, line 1: expected the number of images, found {found!r}") from None
     names = tuple(head[1].decode(errors="replace").split())
     if names != ATTRIBUTE_NAMES:
         raise ValueError(
@@ -335,6 +336,15 @@ def process_pool(num_workers: int) -> Iterator[multiprocessing.pool.Pool | None]
 
 
 __all__ = [
-    "ATTRIBUTE_NAMES", "SPLITS", "IMAGE_DIR", "ATTRIBUTE_FILE", "PARTITION_FILE", "CelebAArrays",
-    "check_celeba_root", "read_attributes", "read_partition", "decode_image", "load_celeba",
+    "ATTRIBUTE_FILE",
+    "ATTRIBUTE_NAMES",
+    "IMAGE_DIR",
+    "PARTITION_FILE",
+    "SPLITS",
+    "CelebAArrays",
+    "check_celeba_root",
+    "decode_image",
+    "load_celeba",
+    "read_attributes",
+    "read_partition",
 ]

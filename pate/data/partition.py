@@ -14,14 +14,20 @@ import numpy as np
 def _as_index_array(indices: np.ndarray, name: str) -> np.ndarray:
     arr = np.asarray(indices)
     if arr.ndim != 1 or not (np.issubdtype(arr.dtype, np.integer) or arr.size == 0):
-        raise ValueError(f"{name} must be a 1-D integer array of record indices, got dtype {arr.dtype} shape {arr.shape}")
+        raise ValueError(
+            f"{name} must be a 1-D integer array of record indices, got dtype {arr.dtype} shape {arr.shape}"
+        )
     if np.unique(arr).size != arr.size:
         raise ValueError(f"{name} holds repeated record indices; expected each record once")
     return arr.astype(np.int64, copy=False)
 
 
+def _is_int(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
 def _check_seed(seed: int) -> None:
-    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
+    if not _is_int(seed) or seed < 0:
         raise ValueError(f"seed={seed!r}; expected a non-negative integer")
 
 
@@ -34,7 +40,7 @@ def partition_teachers(indices: np.ndarray, num_teachers: int, seed: int) -> lis
     """
     arr = _as_index_array(indices, "indices")
     _check_seed(seed)
-    if not isinstance(num_teachers, (int, np.integer)) or isinstance(num_teachers, bool) or not 1 <= num_teachers <= arr.size:
+    if not _is_int(num_teachers) or not 1 <= num_teachers <= arr.size:
         raise ValueError(
             f"num_teachers={num_teachers!r} with {arr.size} records; expected an integer with "
             f"1 <= num_teachers <= {arr.size} (every teacher needs at least one record)"
@@ -50,7 +56,7 @@ def split_public(heldout_indices: np.ndarray, num_queries: int, seed: int) -> tu
     """
     arr = _as_index_array(heldout_indices, "heldout_indices")
     _check_seed(seed)
-    if not isinstance(num_queries, (int, np.integer)) or isinstance(num_queries, bool) or not 1 <= num_queries < arr.size:
+    if not _is_int(num_queries) or not 1 <= num_queries < arr.size:
         raise ValueError(
             f"num_queries={num_queries!r} with {arr.size} held-out records; expected an integer with "
             f"1 <= num_queries < {arr.size} so that at least one record is left to evaluate the student"

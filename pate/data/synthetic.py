@@ -31,12 +31,18 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from pate.io import atomic_write_json, atomic_write_text
 from pate.data.celeba import (
-    ATTRIBUTE_FILE, ATTRIBUTE_NAMES, IMAGE_DIR, PARTITION_FILE, SPLITS, exclusive_lock, process_pool,
+    ATTRIBUTE_FILE,
+    ATTRIBUTE_NAMES,
+    IMAGE_DIR,
+    PARTITION_FILE,
+    SPLITS,
+    exclusive_lock,
+    process_pool,
 )
 from pate.data.synthetic_attributes import LATENT_NAMES, sample_attributes
 from pate.data.synthetic_render import render_face
+from pate.io import atomic_write_json, atomic_write_text
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +115,9 @@ def _check_params(num_images, image_size, split_fractions, seed, num_workers) ->
         raise ValueError(f"num_workers={num_workers!r}; expected an integer >= 0")
     fractions = [float(f) for f in split_fractions]
     if len(fractions) != 3 or min(fractions) < 0 or not math.isclose(sum(fractions), 1.0, abs_tol=1e-6):
-        raise ValueError(f"split_fractions={tuple(split_fractions)}; expected three shares (train, val, test) >= 0 summing to 1")
+        raise ValueError(
+            f"split_fractions={tuple(split_fractions)}; expected three shares (train, val, test) >= 0 summing to 1"
+        )
     counts = _split_counts(int(num_images), fractions)
     empty = [name for name, f, n in zip(SPLITS, fractions, counts) if f > 0 and n == 0]
     if empty:
@@ -140,8 +148,8 @@ def _generate(root: Path, params: dict, num_workers: int, progress: bool) -> Non
     names = _file_names(n)
     image_dir = root / IMAGE_DIR
     image_dir.mkdir()
-    jobs = [(str(image_dir), names[i:i + _CHUNK], i, sample.true[i:i + _CHUNK], sample.latents[i:i + _CHUNK], size, seed)
-            for i in range(0, n, _CHUNK)]
+    jobs = [(str(image_dir), names[i:i + _CHUNK], i, sample.true[i:i + _CHUNK], sample.latents[i:i + _CHUNK],
+             size, seed) for i in range(0, n, _CHUNK)]
     with tqdm(total=n, desc=f"rendering synthetic CelebA ({size}px)", unit="img", disable=not progress) as bar, \
             process_pool(num_workers) as pool:
         for done in (pool.imap_unordered(_render_chunk, jobs) if pool is not None else map(_render_chunk, jobs)):
@@ -149,7 +157,8 @@ def _generate(root: Path, params: dict, num_workers: int, progress: bool) -> Non
 
     split = np.repeat(list(SPLITS.values()), _split_counts(n, params["split_fractions"]))
     attr_lines = [str(n), " ".join(ATTRIBUTE_NAMES)]
-    attr_lines += [name + "".join(f" {v:2d}" for v in row) for name, row in zip(names, 2 * sample.labels.astype(int) - 1)]
+    plus_minus = 2 * sample.labels.astype(int) - 1
+    attr_lines += [name + "".join(f" {v:2d}" for v in row) for name, row in zip(names, plus_minus)]
     atomic_write_text(root / ATTRIBUTE_FILE, "\n".join(attr_lines) + "\n")
     atomic_write_text(root / PARTITION_FILE, "".join(f"{name} {code}\n" for name, code in zip(names, split)))
 
@@ -165,4 +174,4 @@ def _render_chunk(job) -> int:
     return len(names)
 
 
-__all__ = ["generate_synthetic_celeba", "MARKER", "IN_PROGRESS", "GENERATOR_VERSION"]
+__all__ = ["GENERATOR_VERSION", "IN_PROGRESS", "MARKER", "generate_synthetic_celeba"]

@@ -301,6 +301,15 @@ def _solve_choice(scores, gate, targets: np.ndarray, options: tuple[str, ...]) -
 
 
 __all__ = [
-    "PREVALENCE", "LATENT_NAMES", "GRAPH", "HARD_CONSTRAINTS", "ANNOTATION_NOISE", "Node", "Choice",
-    "AttributeSample", "sample_attributes", "annotate", "calibrated_intercepts",
+    "ANNOTATION_NOISE",
+    "GRAPH",
+    "HARD_CONSTRAINTS",
+    "LATENT_NAMES",
+    "PREVALENCE",
+    "AttributeSample",
+    "Choice",
+    "Node",
+    "annotate",
+    "calibrated_intercepts",
+    "sample_attributes",
 ]

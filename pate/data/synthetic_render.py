@@ -72,7 +72,7 @@ def render_face(attributes: Mapping[str, bool], latents: Mapping[str, float], im
         return tuple(int(v) for v in g.integers(low, high, size=3))
 
     def mix(c1, c2, t: float):
-        return tuple(int(round(x + (y - x) * t)) for x, y in zip(c1, c2))
+        return tuple(round(x + (y - x) * t) for x, y in zip(c1, c2))
 
     # ---- background: a random base colour and a few large low-contrast shapes
     bg = random_color(scene, 30, 226)
@@ -155,7 +155,8 @@ def render_face(attributes: Mapping[str, bool], latents: Mapping[str, float], im
             r = 0.012 * ears.uniform(1.0, 1.6)
             ey = nose_y + 0.015 + r
             if ears.uniform() < 0.5:
-                draw.ellipse([px(ex - r), px(ey - r), px(ex + r), px(ey + r)], outline=metal, width=max(1, round(ln(0.008))))
+                draw.ellipse([px(ex - r), px(ey - r), px(ex + r), px(ey + r)], outline=metal,
+                             width=max(1, round(ln(0.008))))
             else:
                 draw.ellipse([px(ex - r * 0.7), px(ey - r), px(ex + r * 0.7), px(ey + r * 0.4)], fill=metal)
     face_box = [px(cx - fw), px(cy - fh), px(cx + fw), px(cy + fh)]
@@ -198,7 +199,8 @@ def render_face(attributes: Mapping[str, bool], latents: Mapping[str, float], im
         draw.chord(lower_face, 0, 180, fill=facial_hair_color)
         draw.ellipse([px(cx - 0.45 * fw), px(nose_y + 0.02), px(cx + 0.45 * fw), px(mouth_y + 0.07)], fill=skin)
     if a["Goatee"]:
-        draw.ellipse([px(cx - 0.3 * fw), px(mouth_y + 0.02), px(cx + 0.3 * fw), px(cy + fh * 1.0)], fill=facial_hair_color)
+        draw.ellipse([px(cx - 0.3 * fw), px(mouth_y + 0.02), px(cx + 0.3 * fw), px(cy + fh * 1.0)],
+                     fill=facial_hair_color)
     if a["Sideburns"]:
         for side in (-1, 1):
             x0 = cx + side * 0.96 * fw
@@ -220,7 +222,8 @@ def render_face(attributes: Mapping[str, bool], latents: Mapping[str, float], im
         if a["Receding_Hairline"]:  # bare temples: an M-shaped hairline
             for side in (-1, 1):
                 tx = cx + side * 0.5 * fw
-                draw.ellipse([px(tx - 0.22 * fw), px(cy - 0.98 * fh), px(tx + 0.22 * fw), px(cy - 0.55 * fh)], fill=skin)
+                draw.ellipse([px(tx - 0.22 * fw), px(cy - 0.98 * fh), px(tx + 0.22 * fw), px(cy - 0.55 * fh)],
+                             fill=skin)
         if wavy:  # curls along the crown
             for t in range(200, 341, 20):
                 r = 0.035
@@ -248,11 +251,13 @@ def render_face(attributes: Mapping[str, bool], latents: Mapping[str, float], im
                 pts += hair_edge(cx + side * 1.3 * fw, cy + 1.2 * fh, cx + side * 1.2 * fw, cy - 0.6 * fh, 0.02)
                 draw.polygon(pts, fill=hair_color)
     else:  # bald: a shine on the scalp, sometimes a fringe above the ears
-        draw.ellipse([px(cx - 0.4 * fw), px(cy - 0.95 * fh), px(cx + 0.1 * fw), px(cy - 0.7 * fh)], fill=(255, 255, 255, 60))
+        draw.ellipse([px(cx - 0.4 * fw), px(cy - 0.95 * fh), px(cx + 0.1 * fw), px(cy - 0.7 * fh)],
+                     fill=(255, 255, 255, 60))
         if hair.uniform() < 0.6:
             for side in (-1, 1):
                 x0 = cx + side * 0.98 * fw
-                draw.ellipse([px(x0 - 0.03), px(brow_y - 0.04), px(x0 + 0.03), px(eye_y + 0.03)], fill=facial_hair_color)
+                draw.ellipse([px(x0 - 0.03), px(brow_y - 0.04), px(x0 + 0.03), px(eye_y + 0.03)],
+                             fill=facial_hair_color)
     if a["Wearing_Hat"]:
         hat_color = random_color(hat, 10, 246)
         kind = hat.uniform()
@@ -332,7 +337,8 @@ def render_face(attributes: Mapping[str, bool], latents: Mapping[str, float], im
 
     # ---- eyeglasses (last: they sit in front of everything)
     if a["Eyeglasses"]:
-        frame = jitter(((20, 20, 20), (90, 60, 30), (160, 160, 165), (120, 20, 30))[int(glasses.integers(4))], 10, glasses)
+        frames = ((20, 20, 20), (90, 60, 30), (160, 160, 165), (120, 20, 30))
+        frame = jitter(frames[int(glasses.integers(4))], 10, glasses)
         sun = glasses.uniform() < 0.2
         width = max(2, round(ln(0.011)))
         gr, gh = ew * 1.45, max(eh * 1.6, 0.035)

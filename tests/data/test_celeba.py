@@ -10,7 +10,12 @@ from PIL import Image
 
 from pate.data import celeba
 from pate.data.celeba import (
-    ATTRIBUTE_NAMES, SPLITS, check_celeba_root, load_celeba, read_attributes, read_partition,
+    ATTRIBUTE_NAMES,
+    SPLITS,
+    check_celeba_root,
+    load_celeba,
+    read_attributes,
+    read_partition,
 )
 
 # Non-square like CelebA's 178 x 218 (w x h): the central square is rows 4..23 of 28.
@@ -254,7 +259,10 @@ def test_splits_are_celebas_codes():
     assert ATTRIBUTE_NAMES[0] == "5_o_Clock_Shadow" and ATTRIBUTE_NAMES[20] == "Male" and ATTRIBUTE_NAMES[-1] == "Young"
 
 
-@pytest.mark.parametrize("kwargs, message", [({"image_size": 0}, "image_size=0"), ({"num_workers": -1}, "num_workers=-1")])
+@pytest.mark.parametrize("kwargs, message", [
+    ({"image_size": 0}, "image_size=0"),
+    ({"num_workers": -1}, "num_workers=-1"),
+])
 def test_load_celeba_rejects_bad_arguments(fake_celeba, tmp_path, kwargs, message):
     args = {"image_size": 8, "cache_dir": tmp_path / "cache", **kwargs}
     with pytest.raises(ValueError, match=message):
