@@ -16,11 +16,11 @@ from pate.privacy import checks
 
 __all__ = ["NOISES", "noise_parameter", "sample_noise"]
 
-NOISES = ("gaussian", "laplace", "gumbel")
+NOISES = ("gaussian", "laplace", "gumbel", "exponential")
 
 
 def sample_noise(kind: str, scale: float, shape: int | tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
-    """i.i.d. float64 noise of ``shape``: N(0, scale^2), Laplace(0, scale) or Gumbel(0, scale) (location 0).
+    """i.i.d. float64 noise of ``shape``: N(0, scale^2), Laplace(0, scale), Gumbel(0, scale) or Exponential(scale).
 
     Laplace(scale) is sampled as scale * (E1 - E2) with E1, E2 ~ Exp(1) independent (the difference is
     exactly Laplace(0, 1)); one exponential fill is faster than ``Generator.laplace``. Gumbel(scale) is
@@ -33,6 +33,8 @@ def sample_noise(kind: str, scale: float, shape: int | tuple[int, ...], rng: np.
     elif kind == "laplace":
         pairs = rng.standard_exponential((2, *shape))
         noise = np.subtract(pairs[0], pairs[1], out=pairs[0])
+    elif kind == "exponential":
+        noise = rng.standard_exponential(shape)
     elif kind == "gumbel":
         noise = rng.standard_exponential(shape)
         with np.errstate(divide="ignore"):

@@ -21,6 +21,7 @@ from pate.privacy.sensitivity import (
     clipped_vote_l1_sensitivity,
     clipped_vote_l2_sensitivity,
     count_l2_sensitivity,
+    count_selection_range,
     gap_sensitivity,
 )
 
@@ -34,6 +35,7 @@ __all__ = [
     "clipped_vote_l1_sensitivity",
     "clipped_vote_l2_sensitivity",
     "count_l2_sensitivity",
+    "count_selection_range",
     "delta_from_rdp",
     "epsilon_from_rdp",
     "epsilon_from_rdp_classic",

@@ -28,6 +28,7 @@ __all__ = [
     "check_relation",
     "count_l2_sensitivity",
     "gap_sensitivity",
+    "count_selection_range",
     "clipped_vote_l2_sensitivity",
     "clipped_vote_l1_sensitivity",
 ]
@@ -83,6 +84,24 @@ def gap_sensitivity(neighbors: str) -> float:
     amount in [-1, 1] independently of the other, and the gap moves by at most 2; h = (1, 1),
     h' = (2, 0) (one teacher's vote (0, 1) replaced by (1, 0)) attains 2. This matches Zhu & Wang 2022,
     proof of Proposition 7, for add_remove.
+    """
+    return {"replace": 2.0, "add_remove": 1.0}[check_relation(neighbors)]
+
+
+def count_selection_range(neighbors: str) -> float:
+    """Range constant c of selecting a bin with probability proportional to exp(eta h_i): 1 (add_remove), 2 (replace).
+
+    The mechanism (the exponential mechanism on the counts, or Gumbel(1/eta) noise and argmax; also each
+    step of peeling on a public sub-domain) is (c eta)-bounded-range, hence (c eta)-DP and
+    (c eta)^2/8-zCDP (``pate.privacy.curves.exponential_mechanism_rdp``).
+
+    Proof sketch. Bounded range (Durfee & Rogers 2019, Definition 4.2) bounds
+    sup_i log(p_i / p'_i) - inf_j log(p_j / p'_j) = eta sup_{i,j} ((h_i - h'_i) - (h_j - h'_j)) (the
+    normalisers cancel). add_remove: all h_i - h'_i lie in [0, 1] (or all in [-1, 0]), so the range is
+    at most eta: the counts are a monotone quality score (ibid., Lemma 4.3). replace: each difference
+    lies in [-1, 1] independently, so the range is at most 2 eta, attained by one count up and another
+    down. Equivalently: Delta = 1 under both relations, and Lemma 4.3's factor 2 is saved only for
+    monotone scores.
     """
     return {"replace": 2.0, "add_remove": 1.0}[check_relation(neighbors)]
 

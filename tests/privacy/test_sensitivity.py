@@ -12,6 +12,7 @@ from pate.privacy.sensitivity import (
     clipped_vote_l1_sensitivity,
     clipped_vote_l2_sensitivity,
     count_l2_sensitivity,
+    count_selection_range,
     gap_sensitivity,
 )
 
@@ -109,6 +110,16 @@ def test_clipped_vote_sensitivity_bounds_brute_force(tau, norm, neighbors):
         assert worst_l1 == pytest.approx(bound_l1)
 
 
+@pytest.mark.parametrize("neighbors", RELATIONS)
+def test_count_selection_range_matches_brute_force(neighbors):
+    """The range sup_{i,j} (h_i - h'_i) - (h_j - h'_j) over every single-row change of 3 counts."""
+    changes = _differences(_votes(3), neighbors)
+    if neighbors == "add_remove":
+        changes = changes + [-d for d in changes]
+    worst = max(change.max() - change.min() for change in changes)
+    assert worst == count_selection_range(neighbors)
+
+
 def test_check_relation_accepts_known_relations():
     assert [check_relation(r) for r in RELATIONS] == list(RELATIONS)
 
@@ -119,6 +130,8 @@ def test_unknown_relation_raises(bad):
         check_relation(bad)
     with pytest.raises(ValueError, match="neighbors"):
         gap_sensitivity(bad)
+    with pytest.raises(ValueError, match="neighbors"):
+        count_selection_range(bad)
     with pytest.raises(ValueError, match="neighbors"):
         count_l2_sensitivity(4, bad)
     with pytest.raises(ValueError, match="neighbors"):

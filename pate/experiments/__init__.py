@@ -1,0 +1,1 @@
+"""Experiment runners that are not the PATE pipeline: the private top-k experiments of the papers (``topk``)."""

@@ -1,0 +1,221 @@
+"""Peeling: k private top-1 selections, each on the bins not yet chosen.
+
+* ``gumbel_peel``: exponential-mechanism peeling in one shot. Adding i.i.d. Gumbel(b) noise to every
+  score and returning the m largest is equal in distribution to m rounds of the exponential mechanism
+  with Pr[i] proportional to exp(score_i / b), each on the bins left (Durfee & Rogers 2019, Lemma 4.2).
+* ``EMPeeling`` (EM-CDP): that one-shot Gumbel top-k on the counts, the per-pick epsilon set from a
+  total (epsilon, delta) through zCDP composition (Durfee & Rogers 2019, Section 4; Zhu & Wang 2022,
+  EXP2 "EM-CDP").
+* ``PNFPeeling``: k rounds of permute-and-flip, i.e. report-noisy-max with Exponential noise (Ding, Kifer
+  et al. 2021, "The Permute-and-Flip Mechanism is Identical to Report-Noisy-Max with Exponential
+  Noise"), fresh noise every round; pure DP (Gillenwater et al. 2022's "PNF-peel").
+
+Scale of the noise. Selecting bin i with probability proportional to exp(eta h_i) is
+(c eta)-bounded-range with c = ``count_selection_range(neighbors)`` (1 add_remove, 2 replace), so a pick
+with bounded-range parameter eps uses eta = eps / c, i.e. Gumbel(c / eps). Report-noisy-max with
+Exponential(c / eps) noise (one permute-and-flip round) is eps-DP by the argument of Dwork & Roth 2014,
+Claim 3.9: fix every noise but bin i's; i wins iff its noise exceeds t = max_{j != i}(h_j + Z_j) - h_i,
+and on a neighbour t' <= t + c (add_remove moves all counts the same way by <= 1, replace by <= 1 each
+way, so the difference moves by <= c); the Exponential(b) survival function obeys
+S(t + c) >= exp(-c / b) S(t) for every t (memoryless for t >= 0, S = 1 below 0), so
+Pr'[i] >= exp(-eps) Pr[i], and symmetrically. Peeling on the bins left is the same on a public domain.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from pate.mechanisms.noise import sample_noise
+from pate.mechanisms.topk.base import TopKResult, check_histograms, check_k
+from pate.privacy import checks
+from pate.privacy.calibration import calibrate_noise
+from pate.privacy.composition import zcdp_rho_for
+from pate.privacy.curves import exponential_mechanism_rdp, pure_dp_rdp
+from pate.privacy.ledger import Ledger
+from pate.privacy.sensitivity import check_relation, count_selection_range
+
+__all__ = ["EMPeeling", "PNFPeeling", "em_cdp_pick_epsilon", "gumbel_peel"]
+
+
+def gumbel_peel(scores: np.ndarray, picks: np.ndarray, scale: float, rng: np.random.Generator) -> np.ndarray:
+    """Exponential-mechanism peeling of ``picks[b]`` items from row b of ``scores``, in one shot.
+
+    ``scores`` float64 ``[B, n]`` (-inf marks an item that may not be picked), ``picks`` int ``[B]``
+    (each <= the number of finite scores in its row), ``scale`` the Gumbel scale b (the exponential
+    mechanism with Pr[i] proportional to exp(score_i / b)). Returns int64 ``[B, max(picks)]``: the picked
+    columns in the order peeling would pick them, -1 beyond a row's ``picks``.
+
+    Source: Durfee & Rogers 2019, Lemma 4.2 (one-shot Gumbel top-m = m rounds of the exponential
+    mechanism on the remaining items).
+    """
+    scale = checks.positive("scale", scale)
+    picks = np.asarray(picks, dtype=np.int64)
+    width = int(picks.max(initial=0))
+    if width == 0:
+        return np.full((scores.shape[0], 0), -1, dtype=np.int64)
+    available = np.isfinite(scores).sum(axis=1)
+    if np.any(picks < 0) or np.any(picks > available):
+        raise ValueError(f"picks must lie in [0, the number of allowed items per row], got {picks.tolist()[:10]}")
+    noisy = sample_noise("gumbel", scale, scores.shape, rng)
+    noisy += scores
+    if width < scores.shape[1]:
+        top = np.argpartition(-noisy, width - 1, axis=1)[:, :width]
+    else:
+        top = np.broadcast_to(np.arange(scores.shape[1]), scores.shape)
+    top = np.take_along_axis(top, np.argsort(-np.take_along_axis(noisy, top, 1), axis=1, kind="stable"), 1)
+    return np.where(np.arange(width) < picks[:, None], top, -1)
+
+
+def em_cdp_pick_epsilon(epsilon: float, delta: float, picks: int) -> float:
+    """Per-pick bounded-range epsilon of EM-CDP: picks exponential mechanisms within (epsilon, delta)-DP.
+
+    Each eps_0-bounded-range pick is eps_0^2 / 8-zCDP (Cesar & Rogers 2021, Lemma 17); ``picks`` of them
+    compose to rho = picks eps_0^2 / 8 (Bun & Steinke 2016, Lemma 2.3), and rho-zCDP is
+    (rho + 2 sqrt(rho log(1/delta)), delta)-DP. So eps_0 = sqrt(8 rho / picks) with
+    rho = ``zcdp_rho_for(epsilon, delta)`` = (sqrt(epsilon + log(1/delta)) - sqrt(log(1/delta)))^2.
+    ``picks`` counts every pick of every query (k per query times the number of queries).
+    """
+    picks = checks.positive_int("picks", picks)
+    return math.sqrt(8.0 * zcdp_rho_for(epsilon, delta) / picks)
+
+
+class _PeelingCost:
+    """Shared facts of the peeling mechanisms: k picks of ``pick_epsilon`` each, pure RDP, Gumbel-style scale."""
+
+    @property
+    def noise_scale(self) -> float:
+        """c / pick_epsilon: the scale at which one pick is pick_epsilon-DP (module docstring)."""
+        return count_selection_range(self.neighbors) / self.pick_epsilon
+
+    @property
+    def delta_per_query(self) -> float:
+        """0: pure RDP."""
+        return 0.0
+
+    def noise_parameters(self) -> dict[str, float]:
+        return {"pick_epsilon": self.pick_epsilon}
+
+    def scale_noise(self, multiplier: float):
+        """The same mechanism with pick_epsilon divided by ``multiplier`` (for ``calibrate_noise``)."""
+        return dataclasses.replace(self, pick_epsilon=self.pick_epsilon / checks.positive("multiplier", multiplier))
+
+    def spent(self, queries: int, delta: float) -> float:
+        """Epsilon of ``queries`` adaptive queries at ``delta`` by the RDP ledger (tight conversion)."""
+        return Ledger(neighbors=self.neighbors).compose(self, queries).epsilon(delta)[0]
+
+    def _calibrated(self, accountant: str, closed_form: str, epsilon: float, delta: float, queries: int):
+        """``self`` (already calibrated by the closed form) or, for ``accountant="rdp"``, the ledger's calibration."""
+        if accountant not in (closed_form, "rdp"):
+            raise ValueError(f"accountant must be {closed_form!r} or 'rdp', got {accountant!r}")
+        checks.open_unit("delta", delta)
+        return self if accountant == closed_form else calibrate_noise(self, epsilon, delta, queries)[0]
+
+    def _validate(self) -> None:
+        object.__setattr__(self, "k", check_k(self.k))
+        object.__setattr__(self, "pick_epsilon", checks.positive("pick_epsilon", self.pick_epsilon))
+        check_relation(self.neighbors)
+
+
+@dataclass(frozen=True)
+class EMPeeling(_PeelingCost):
+    """EM-CDP: k exponential-mechanism picks at bounded-range epsilon ``pick_epsilon`` each, via one-shot Gumbel.
+
+    Cost per query: k x ``exponential_mechanism_rdp(pick_epsilon)`` (each pick is pick_epsilon-BR). The
+    papers calibrate EM-CDP by zCDP composition in closed form: ``EMPeeling.for_budget``.
+    """
+
+    k: int
+    pick_epsilon: float
+    neighbors: str = "add_remove"
+
+    def __post_init__(self):
+        self._validate()
+
+    @classmethod
+    def for_budget(
+        cls, k: int, epsilon: float, delta: float, queries: int = 1, neighbors: str = "add_remove",
+        accountant: str = "zcdp",
+    ) -> "EMPeeling":
+        """EM-CDP within (epsilon, delta)-DP over ``queries`` queries.
+
+        ``accountant="zcdp"`` (the papers' calibration): pick_epsilon = ``em_cdp_pick_epsilon`` over
+        k x queries picks. ``accountant="rdp"``: the largest pick_epsilon the RDP ledger allows (its tight
+        conversion of the same curve gives a little more).
+        """
+        k, queries = check_k(k), checks.positive_int("queries", queries)
+        start = cls(k=k, pick_epsilon=em_cdp_pick_epsilon(epsilon, delta, k * queries), neighbors=neighbors)
+        return start._calibrated(accountant, "zcdp", epsilon, delta, queries)
+
+    @property
+    def name(self) -> str:
+        return f"EM-CDP(k={self.k}, pick_eps={self.pick_epsilon:.4g}, neighbors={self.neighbors})"
+
+    def rdp(self, orders) -> np.ndarray:
+        """k x exponential_mechanism_rdp(orders, pick_epsilon)."""
+        return self.k * exponential_mechanism_rdp(orders, self.pick_epsilon)
+
+    def __call__(self, histograms, rng: np.random.Generator) -> TopKResult:
+        counts = check_histograms(histograms)
+        check_k(self.k, counts.shape[1])
+        picks = np.full(counts.shape[0], self.k, dtype=np.int64)
+        return TopKResult(gumbel_peel(counts.astype(np.float64), picks, self.noise_scale, rng))
+
+
+@dataclass(frozen=True)
+class PNFPeeling(_PeelingCost):
+    """PNF-peel: k rounds of permute-and-flip (Exponential noise, argmax), each on the bins left.
+
+    Each round is pick_epsilon-DP (pure; not bounded-range), so the cost per query is
+    k x ``pure_dp_rdp(pick_epsilon)``; ``for_budget`` gives the papers' pure-DP calibration
+    pick_epsilon = epsilon / (k queries) (basic composition). Work: k rounds of d fresh exponentials,
+    vectorised over the batch (O(k d) per histogram; the rounds are sequential by definition).
+    """
+
+    k: int
+    pick_epsilon: float
+    neighbors: str = "add_remove"
+
+    def __post_init__(self):
+        self._validate()
+
+    @classmethod
+    def for_budget(
+        cls, k: int, epsilon: float, delta: float, queries: int = 1, neighbors: str = "add_remove",
+        accountant: str = "pure",
+    ) -> "PNFPeeling":
+        """PNF-peel within (epsilon, delta)-DP over ``queries`` queries.
+
+        ``accountant="pure"`` (the papers' calibration): pick_epsilon = epsilon / (k queries), basic
+        composition, so the run is even (epsilon, 0)-DP. ``accountant="rdp"``: the largest pick_epsilon
+        whose k x queries pure-DP curves the RDP ledger converts to (epsilon, delta).
+        """
+        k, queries = check_k(k), checks.positive_int("queries", queries)
+        start = cls(k=k, pick_epsilon=checks.positive("epsilon", epsilon) / (k * queries), neighbors=neighbors)
+        return start._calibrated(accountant, "pure", epsilon, delta, queries)
+
+    @property
+    def name(self) -> str:
+        return f"PNF-peel(k={self.k}, pick_eps={self.pick_epsilon:.4g}, neighbors={self.neighbors})"
+
+    def rdp(self, orders) -> np.ndarray:
+        """k x pure_dp_rdp(orders, pick_epsilon)."""
+        return self.k * pure_dp_rdp(orders, self.pick_epsilon)
+
+    def __call__(self, histograms, rng: np.random.Generator) -> TopKResult:
+        counts = check_histograms(histograms)
+        check_k(self.k, counts.shape[1])
+        scores = counts.astype(np.float64)
+        rows = np.arange(counts.shape[0])
+        indices = np.empty((counts.shape[0], self.k), dtype=np.int64)
+        noisy = np.empty_like(scores)
+        for position in range(self.k):
+            np.add(scores, sample_noise("exponential", self.noise_scale, scores.shape, rng), out=noisy)
+            chosen = noisy.argmax(axis=1)
+            indices[:, position] = chosen
+            scores[rows, chosen] = -np.inf  # peeled: never chosen again
+        return TopKResult(indices)
+

@@ -1,0 +1,42 @@
+"""Run a private top-k experiment: ``python topk.py [topk_experiment=flat|repeated|checkin] [key=value ...]``.
+
+Calibrates every mechanism in ``topk_experiment.methods`` to each (epsilon, delta) of the experiment by its
+own accountant, runs the trials as vectorised batches and writes ``report.md``, ``results.csv`` and
+``recall.png`` into the run directory (or ``report_dir``). See ``pate.experiments.topk``.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import hydra
+from omegaconf import DictConfig, OmegaConf
+
+from pate.experiments.topk import run_grid, settings_for
+from pate.report.topk import write_topk_report
+
+log = logging.getLogger("topk")
+
+
+def run(cfg: DictConfig, output_dir: str):
+    """Run the experiment ``cfg.topk_experiment`` and write its report into ``cfg.report_dir`` or ``output_dir``."""
+    experiment = cfg.topk_experiment
+    unknown = [name for name in experiment.methods if name not in cfg.mechanisms]
+    if unknown:
+        raise ValueError(f"topk_experiment.methods names unknown mechanisms {unknown}; known: {list(cfg.mechanisms)}")
+    factories = {name: hydra.utils.instantiate(cfg.mechanisms[name]) for name in experiment.methods}
+    settings = settings_for(OmegaConf.to_container(experiment.data, resolve=True), experiment.ks, experiment.delta)
+    rows = run_grid(settings, experiment.epsilons, factories, experiment.trials, cfg.neighbors, cfg.kbar_factor,
+                    cfg.seed, progress=cfg.progress)
+    paths = write_topk_report(rows, OmegaConf.to_container(cfg, resolve=False), cfg.report_dir or output_dir)
+    log.info("wrote %s", ", ".join(str(path) for path in paths.values()))
+    return rows
+
+
+@hydra.main(version_base="1.3", config_path="conf", config_name="topk")
+def main(cfg: DictConfig) -> None:
+    run(cfg, hydra.core.hydra_config.HydraConfig.get().runtime.output_dir)
+
+
+if __name__ == "__main__":
+    main()
