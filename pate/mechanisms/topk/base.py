@@ -26,15 +26,19 @@ moves by at most 1, either way).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 
 from pate.privacy import checks
+from pate.privacy.calibration import calibrate_noise
+from pate.privacy.ledger import Ledger
 from pate.privacy.sensitivity import check_relation
 
 __all__ = [
     "DPStatement",
+    "PureEpsilonCost",
     "TopKResult",
     "check_histograms",
     "check_k",
@@ -78,6 +82,42 @@ class DPStatement:
 
     def __str__(self) -> str:
         return f"({self.epsilon:.4g}, {self.delta:.3g})-DP under {self.neighbors} ({self.source})"
+
+
+class PureEpsilonCost:
+    """Cost protocol of a mechanism with one pure-DP parameter, named by ``_epsilon_field``, and no delta.
+
+    Gives ``delta_per_query`` (0), ``noise_parameters``, ``scale_noise`` (the parameter divided by the
+    multiplier, for ``calibrate_noise``), ``spent`` (the RDP ledger's epsilon) and ``_calibrated``
+    (switch between a paper's closed-form calibration and the ledger's). The class supplies ``rdp``.
+    """
+
+    _epsilon_field = "epsilon"
+
+    @property
+    def delta_per_query(self) -> float:
+        """0: pure RDP."""
+        return 0.0
+
+    def noise_parameters(self) -> dict[str, float]:
+        return {self._epsilon_field: getattr(self, self._epsilon_field)}
+
+    def scale_noise(self, multiplier: float):
+        """The same mechanism with its epsilon divided by ``multiplier``."""
+        epsilon = getattr(self, self._epsilon_field) / checks.positive("multiplier", multiplier)
+        return dataclasses.replace(self, **{self._epsilon_field: epsilon})
+
+    def spent(self, queries: int, delta: float) -> float:
+        """Epsilon of ``queries`` adaptive queries at ``delta`` by the RDP ledger (tight conversion)."""
+        return Ledger(neighbors=self.neighbors).compose(self, queries).epsilon(delta)[0]
+
+    def _calibrated(self, accountant: str, closed_form: str, epsilon: float, delta: float, queries: int):
+        """``self`` (calibrated by the paper's ``closed_form`` rule) or, for ``accountant="rdp"``, the
+        largest parameter the RDP ledger allows for ``queries`` queries at (epsilon, delta)."""
+        if accountant not in (closed_form, "rdp"):
+            raise ValueError(f"accountant must be {closed_form!r} or 'rdp', got {accountant!r}")
+        checks.open_unit("delta", delta)
+        return self if accountant == closed_form else calibrate_noise(self, epsilon, delta, queries)[0]
 
 
 def check_histograms(histograms, name: str = "histograms") -> np.ndarray:
@@ -125,6 +165,11 @@ def sorted_order(histograms: np.ndarray, depth: int | None = None) -> tuple[np.n
     """
     num_bins = histograms.shape[1]
     depth = num_bins if depth is None else min(int(depth), num_bins)
+    if histograms.size and int(histograms.max()) >= (2**62) // num_bins:
+        # Counts so large that the packed key below could overflow int64: sort on two keys instead.
+        index = np.broadcast_to(np.arange(num_bins), histograms.shape)
+        order = np.lexsort((index, -histograms), axis=1)[:, :depth]
+        return order, np.take_along_axis(histograms, order, 1)
     # Sort key: decreasing count, then increasing index; as one int64 so a single (arg)partition works.
     key = -histograms * num_bins + np.arange(num_bins)
     if depth < num_bins:

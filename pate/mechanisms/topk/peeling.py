@@ -23,19 +23,16 @@ Pr'[i] >= exp(-eps) Pr[i], and symmetrically. Peeling on the bins left is the sa
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from pate.mechanisms.noise import sample_noise
-from pate.mechanisms.topk.base import TopKResult, check_histograms, check_k
+from pate.mechanisms.topk.base import PureEpsilonCost, TopKResult, check_histograms, check_k
 from pate.privacy import checks
-from pate.privacy.calibration import calibrate_noise
 from pate.privacy.composition import zcdp_rho_for
 from pate.privacy.curves import exponential_mechanism_rdp, pure_dp_rdp
-from pate.privacy.ledger import Ledger
 from pate.privacy.sensitivity import check_relation, count_selection_range
 
 __all__ = ["EMPeeling", "PNFPeeling", "em_cdp_pick_epsilon", "gumbel_peel"]
@@ -83,45 +80,24 @@ def em_cdp_pick_epsilon(epsilon: float, delta: float, picks: int) -> float:
     return math.sqrt(8.0 * zcdp_rho_for(epsilon, delta) / picks)
 
 
-class _PeelingCost:
-    """Shared facts of the peeling mechanisms: k picks of ``pick_epsilon`` each, pure RDP, Gumbel-style scale."""
+class _Peeling(PureEpsilonCost):
+    """Shared facts of the peeling mechanisms: k picks of ``pick_epsilon`` each, at scale c / pick_epsilon."""
+
+    _epsilon_field = "pick_epsilon"
 
     @property
     def noise_scale(self) -> float:
         """c / pick_epsilon: the scale at which one pick is pick_epsilon-DP (module docstring)."""
         return count_selection_range(self.neighbors) / self.pick_epsilon
 
-    @property
-    def delta_per_query(self) -> float:
-        """0: pure RDP."""
-        return 0.0
-
-    def noise_parameters(self) -> dict[str, float]:
-        return {"pick_epsilon": self.pick_epsilon}
-
-    def scale_noise(self, multiplier: float):
-        """The same mechanism with pick_epsilon divided by ``multiplier`` (for ``calibrate_noise``)."""
-        return dataclasses.replace(self, pick_epsilon=self.pick_epsilon / checks.positive("multiplier", multiplier))
-
-    def spent(self, queries: int, delta: float) -> float:
-        """Epsilon of ``queries`` adaptive queries at ``delta`` by the RDP ledger (tight conversion)."""
-        return Ledger(neighbors=self.neighbors).compose(self, queries).epsilon(delta)[0]
-
-    def _calibrated(self, accountant: str, closed_form: str, epsilon: float, delta: float, queries: int):
-        """``self`` (already calibrated by the closed form) or, for ``accountant="rdp"``, the ledger's calibration."""
-        if accountant not in (closed_form, "rdp"):
-            raise ValueError(f"accountant must be {closed_form!r} or 'rdp', got {accountant!r}")
-        checks.open_unit("delta", delta)
-        return self if accountant == closed_form else calibrate_noise(self, epsilon, delta, queries)[0]
-
-    def _validate(self) -> None:
+    def __post_init__(self):
         object.__setattr__(self, "k", check_k(self.k))
         object.__setattr__(self, "pick_epsilon", checks.positive("pick_epsilon", self.pick_epsilon))
         check_relation(self.neighbors)
 
 
 @dataclass(frozen=True)
-class EMPeeling(_PeelingCost):
+class EMPeeling(_Peeling):
     """EM-CDP: k exponential-mechanism picks at bounded-range epsilon ``pick_epsilon`` each, via one-shot Gumbel.
 
     Cost per query: k x ``exponential_mechanism_rdp(pick_epsilon)`` (each pick is pick_epsilon-BR). The
@@ -131,9 +107,6 @@ class EMPeeling(_PeelingCost):
     k: int
     pick_epsilon: float
     neighbors: str = "add_remove"
-
-    def __post_init__(self):
-        self._validate()
 
     @classmethod
     def for_budget(
@@ -166,7 +139,7 @@ class EMPeeling(_PeelingCost):
 
 
 @dataclass(frozen=True)
-class PNFPeeling(_PeelingCost):
+class PNFPeeling(_Peeling):
     """PNF-peel: k rounds of permute-and-flip (Exponential noise, argmax), each on the bins left.
 
     Each round is pick_epsilon-DP (pure; not bounded-range), so the cost per query is
@@ -178,9 +151,6 @@ class PNFPeeling(_PeelingCost):
     k: int
     pick_epsilon: float
     neighbors: str = "add_remove"
-
-    def __post_init__(self):
-        self._validate()
 
     @classmethod
     def for_budget(
