@@ -167,9 +167,6 @@ def run_grid(
 
 
 def _privacy_line(mechanism, queries: int, delta: float) -> str:
-    """How the mechanism's cost was accounted: its DP statement, or the RDP ledger."""
-    statement = getattr(mechanism, "dp_statement", None)
-    if statement is not None:
-        parameters = inspect.signature(statement).parameters
-        return str(statement(queries, delta) if len(parameters) > 1 else statement(queries))
-    return f"RDP ledger, {queries} queries, tight conversion at delta={delta:.3g} ({mechanism.neighbors})"
+    """How the mechanism's cost was accounted, with the relation and delta."""
+    queries_text = f"{queries} quer{'y' if queries == 1 else 'ies'}"
+    return f"{mechanism.accounting}; {queries_text}, delta={delta:.3g}, {mechanism.neighbors}"

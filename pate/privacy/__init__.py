@@ -5,6 +5,15 @@ relation in ``pate.privacy.sensitivity``; every curve and conversion documents i
 """
 
 from pate.privacy.calibration import calibrate_noise
+from pate.privacy.composition import (
+    advanced_composition,
+    basic_composition,
+    bounded_range_composition,
+    replace_from_add_remove,
+    solve_per_query,
+    zcdp_epsilon,
+    zcdp_rho_for,
+)
 from pate.privacy.conversion import delta_from_rdp, epsilon_from_rdp, epsilon_from_rdp_classic
 from pate.privacy.curves import (
     exponential_mechanism_rdp,
@@ -30,6 +39,9 @@ __all__ = [
     "Ledger",
     "LedgerEntry",
     "RELATIONS",
+    "advanced_composition",
+    "basic_composition",
+    "bounded_range_composition",
     "calibrate_noise",
     "check_relation",
     "clipped_vote_l1_sensitivity",
@@ -44,5 +56,9 @@ __all__ = [
     "gaussian_rdp",
     "laplace_rdp",
     "pure_dp_rdp",
+    "replace_from_add_remove",
     "report_noisy_max_rdp",
+    "solve_per_query",
+    "zcdp_epsilon",
+    "zcdp_rho_for",
 ]

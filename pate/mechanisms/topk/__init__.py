@@ -16,17 +16,22 @@ from pate.mechanisms.topk.base import (
     top_k_recall,
 )
 from pate.mechanisms.topk.joint import Joint
+from pate.mechanisms.topk.limited_domain import LimitedDomain, PayWhatYouGet
 from pate.mechanisms.topk.peeling import EMPeeling, PNFPeeling, em_cdp_pick_epsilon, gumbel_peel
 from pate.mechanisms.topk.stable_topk_fixed import StableTopKFixed
+from pate.mechanisms.topk.top_stable import TopStable
 
 __all__ = [
     "DPStatement",
     "EMPeeling",
     "Joint",
+    "LimitedDomain",
     "PNFPeeling",
+    "PayWhatYouGet",
     "PureEpsilonCost",
     "StableTopKFixed",
     "TopKResult",
+    "TopStable",
     "check_histograms",
     "em_cdp_pick_epsilon",
     "gumbel_peel",

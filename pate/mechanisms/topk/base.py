@@ -27,6 +27,7 @@ moves by at most 1, either way).
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,6 +40,7 @@ from pate.privacy.sensitivity import check_relation
 __all__ = [
     "DPStatement",
     "PureEpsilonCost",
+    "StatementCost",
     "TopKResult",
     "check_histograms",
     "check_k",
@@ -52,7 +54,9 @@ __all__ = [
 class TopKResult:
     """Indices released for a batch of B histograms.
 
-    indices int64 ``[B, k]``: the released indices, in the mechanism's rank order where it has one;
+    indices int64 ``[B, k]``: the released indices, in an order that is itself part of the private output
+            (the noisy rank order of peeling, LD and JOINT) or data-independent (StableTopK: by bin
+            index; TS: random) -- never the true rank order, which the set releases do not protect;
             -1 fills the slots a mechanism left empty (Limited Domain, Top Stable and StableTopK may
             return fewer than k). Released indices are distinct within a row.
     """
@@ -87,12 +91,13 @@ class DPStatement:
 class PureEpsilonCost:
     """Cost protocol of a mechanism with one pure-DP parameter, named by ``_epsilon_field``, and no delta.
 
-    Gives ``delta_per_query`` (0), ``noise_parameters``, ``scale_noise`` (the parameter divided by the
+    Gives ``accounting``, ``delta_per_query`` (0), ``noise_parameters``, ``scale_noise`` (the parameter divided by the
     multiplier, for ``calibrate_noise``), ``spent`` (the RDP ledger's epsilon) and ``_calibrated``
     (switch between a paper's closed-form calibration and the ledger's). The class supplies ``rdp``.
     """
 
     _epsilon_field = "epsilon"
+    accounting = "pure DP: the smaller of basic composition and the RDP ledger"
 
     @property
     def delta_per_query(self) -> float:
@@ -108,8 +113,15 @@ class PureEpsilonCost:
         return dataclasses.replace(self, **{self._epsilon_field: epsilon})
 
     def spent(self, queries: int, delta: float) -> float:
-        """Epsilon of ``queries`` adaptive queries at ``delta`` by the RDP ledger (tight conversion)."""
-        return Ledger(neighbors=self.neighbors).compose(self, queries).epsilon(delta)[0]
+        """Epsilon of ``queries`` adaptive queries at ``delta``: the smaller of two valid bounds.
+
+        The RDP ledger's tight conversion, and basic composition of the pure guarantee, queries x
+        ``pure_epsilon`` (Dwork & Roth 2014, Theorem 3.16; it holds at delta = 0, so at every delta). The
+        second wins for a few queries: a finite grid of orders converts a pure curve to slightly more
+        than its epsilon.
+        """
+        ledger = Ledger(neighbors=self.neighbors).compose(self, queries).epsilon(delta)[0]
+        return min(ledger, queries * self.pure_epsilon)
 
     def _calibrated(self, accountant: str, closed_form: str, epsilon: float, delta: float, queries: int):
         """``self`` (calibrated by the paper's ``closed_form`` rule) or, for ``accountant="rdp"``, the
@@ -118,6 +130,20 @@ class PureEpsilonCost:
             raise ValueError(f"accountant must be {closed_form!r} or 'rdp', got {accountant!r}")
         checks.open_unit("delta", delta)
         return self if accountant == closed_form else calibrate_noise(self, epsilon, delta, queries)[0]
+
+
+class StatementCost:
+    """``spent`` for a mechanism stated as (epsilon, delta)-DP: the class supplies ``_epsilon_at(queries, delta)``
+    (the statement's epsilon at the best split of the total ``delta``, +inf when the queries' own delta
+    terms leave no room) and ``accounting`` (the theorems)."""
+
+    def spent(self, queries: int, delta: float) -> float:
+        """Epsilon of ``queries`` adaptive queries at total ``delta``; ``ValueError`` if delta leaves no room."""
+        epsilon = self._epsilon_at(queries, checks.open_unit("delta", delta))
+        if math.isinf(epsilon):
+            raise ValueError(f"delta={delta!r} leaves no room for a statement: the {queries} queries' own delta "
+                             f"terms use it up ({self.accounting})")
+        return epsilon
 
 
 def check_histograms(histograms, name: str = "histograms") -> np.ndarray:

@@ -115,6 +115,11 @@ class Joint(PureEpsilonCost):
         return f"JOINT(k={self.k}, eps={self.epsilon:.4g}, neighbors={self.neighbors})"
 
     @property
+    def pure_epsilon(self) -> float:
+        """epsilon: JOINT is epsilon-DP per query."""
+        return self.epsilon
+
+    @property
     def eta(self) -> float:
         """epsilon / (2 Delta_u), Delta_u = ``gap_sensitivity(neighbors)`` (module docstring)."""
         return self.epsilon / (2.0 * gap_sensitivity(self.neighbors))

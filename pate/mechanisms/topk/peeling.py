@@ -85,6 +85,28 @@ class _Peeling(PureEpsilonCost):
 
     _epsilon_field = "pick_epsilon"
 
+    @classmethod
+    def for_budget(
+        cls, k: int, epsilon: float, delta: float, queries: int = 1, neighbors: str = "add_remove",
+        accountant: str | None = None,
+    ):
+        """The mechanism within (epsilon, delta)-DP over ``queries`` queries (k x queries picks).
+
+        ``accountant`` None or the class's closed form -- EM-CDP: "zcdp", pick_epsilon =
+        ``em_cdp_pick_epsilon``; PNF-peel: "pure", pick_epsilon = epsilon / (k queries), so the run is even
+        (epsilon, 0)-DP -- as the papers calibrate them; "rdp": the largest pick_epsilon the RDP ledger
+        allows (its tight conversion of the same curves gives more).
+        """
+        k, queries = check_k(k), checks.positive_int("queries", queries)
+        pick_epsilon = cls._closed_form_pick_epsilon(epsilon, delta, k * queries)
+        start = cls(k=k, pick_epsilon=pick_epsilon, neighbors=neighbors)
+        return start._calibrated(accountant or cls._closed_form, cls._closed_form, epsilon, delta, queries)
+
+    @property
+    def pure_epsilon(self) -> float:
+        """k x pick_epsilon: each pick is pick_epsilon-DP, basic composition over the k picks."""
+        return self.k * self.pick_epsilon
+
     @property
     def noise_scale(self) -> float:
         """c / pick_epsilon: the scale at which one pick is pick_epsilon-DP (module docstring)."""
@@ -108,20 +130,8 @@ class EMPeeling(_Peeling):
     pick_epsilon: float
     neighbors: str = "add_remove"
 
-    @classmethod
-    def for_budget(
-        cls, k: int, epsilon: float, delta: float, queries: int = 1, neighbors: str = "add_remove",
-        accountant: str = "zcdp",
-    ) -> "EMPeeling":
-        """EM-CDP within (epsilon, delta)-DP over ``queries`` queries.
-
-        ``accountant="zcdp"`` (the papers' calibration): pick_epsilon = ``em_cdp_pick_epsilon`` over
-        k x queries picks. ``accountant="rdp"``: the largest pick_epsilon the RDP ledger allows (its tight
-        conversion of the same curve gives a little more).
-        """
-        k, queries = check_k(k), checks.positive_int("queries", queries)
-        start = cls(k=k, pick_epsilon=em_cdp_pick_epsilon(epsilon, delta, k * queries), neighbors=neighbors)
-        return start._calibrated(accountant, "zcdp", epsilon, delta, queries)
+    _closed_form = "zcdp"
+    _closed_form_pick_epsilon = staticmethod(em_cdp_pick_epsilon)
 
     @property
     def name(self) -> str:
@@ -152,20 +162,12 @@ class PNFPeeling(_Peeling):
     pick_epsilon: float
     neighbors: str = "add_remove"
 
-    @classmethod
-    def for_budget(
-        cls, k: int, epsilon: float, delta: float, queries: int = 1, neighbors: str = "add_remove",
-        accountant: str = "pure",
-    ) -> "PNFPeeling":
-        """PNF-peel within (epsilon, delta)-DP over ``queries`` queries.
+    _closed_form = "pure"
 
-        ``accountant="pure"`` (the papers' calibration): pick_epsilon = epsilon / (k queries), basic
-        composition, so the run is even (epsilon, 0)-DP. ``accountant="rdp"``: the largest pick_epsilon
-        whose k x queries pure-DP curves the RDP ledger converts to (epsilon, delta).
-        """
-        k, queries = check_k(k), checks.positive_int("queries", queries)
-        start = cls(k=k, pick_epsilon=checks.positive("epsilon", epsilon) / (k * queries), neighbors=neighbors)
-        return start._calibrated(accountant, "pure", epsilon, delta, queries)
+    @staticmethod
+    def _closed_form_pick_epsilon(epsilon: float, delta: float, picks: int) -> float:
+        """epsilon / picks: basic composition of pure DP (delta is not needed)."""
+        return checks.positive("epsilon", epsilon) / picks
 
     @property
     def name(self) -> str:

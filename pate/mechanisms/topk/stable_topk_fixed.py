@@ -59,6 +59,8 @@ class StableTopKFixed:
     d - 1, the whole domain); ``regularization`` (lambda >= 0); ``neighbors``.
     """
 
+    accounting = "RDP ledger (tight conversion; approximate RDP, delta_t per query)"
+
     k: int
     select_epsilon: float
     test_sigma: float
@@ -182,7 +184,7 @@ class StableTopKFixed:
         return TopKResult(self._fill(counts, selected, np.where(passed, khat, 0), rng))
 
     def _fill(self, counts: np.ndarray, selected: np.ndarray, khat: np.ndarray, rng) -> np.ndarray:
-        """Peel to exactly k (module docstring, step 3); returns the k indices per row in rank order."""
+        """Peel to exactly k (module docstring, step 3); returns the k indices per row in increasing bin order."""
         k = self.k
         shortfall = khat < k
         keep = khat > 2 * k  # keeping k of khat takes fewer picks than dropping khat - k
@@ -202,5 +204,5 @@ class StableTopKFixed:
         rows = np.nonzero(picked >= 0)
         chosen[rows[0], picked[rows]] = True
         final = np.where((shortfall | keep)[:, None], (selected & ~keep[:, None]) | chosen, selected & ~chosen)
-        order, _ = sorted_order(np.where(final, counts, -1) + 1, depth=k)
-        return order
+        # Only the set is private (the order inside the PTR-released set is not): list it by bin index.
+        return np.argsort(~final, axis=1, kind="stable")[:, :k]
