@@ -119,3 +119,11 @@ def test_arguments_are_checked(overrides, match):
 def test_max_k_must_fit_the_histogram():
     with pytest.raises(ValueError, match="max_k must be <= d - 1"):
         mechanism(max_k=10)(np.ones((1, 5), dtype=np.int64), np.random.default_rng(0))
+
+
+def test_the_released_set_is_listed_by_bin_index_not_by_count():
+    # The PTR release covers the set only; listing it by true count would leak the order inside it.
+    histogram = np.array([3, 500, 2, 900, 1, 700, 0, 0])
+    indices = mechanism()(np.tile(histogram, (200, 1)), np.random.default_rng(6)).indices
+    assert (np.diff(indices, axis=1) > 0).all()
+    assert indices.tolist()[0] == [1, 3, 5]
