@@ -82,6 +82,8 @@ def _figure(rows: list[dict], panel_by: Sequence[str], x_axis: str) -> bytes:
                               alpha=0.15)
         if numeric:
             axes.set_xscale("log")
+            axes.minorticks_off()  # label the grid's own values only (log minor labels collide)
+            axes.set_xticks(xs, [f"{x:g}" for x in xs])
         else:
             axes.set_xticks(range(len(xs)), [str(x) for x in xs])
         axes.set_ylim(-0.02, 1.02)

@@ -184,3 +184,36 @@ def test_for_budget_pure_and_rdp_calibrations():
     assert tight.spent(40, 1e-6) == pytest.approx(1.0, rel=1e-3) and tight.spent(40, 1e-6) <= 1.0
     with pytest.raises(ValueError, match="accountant"):
         Joint.for_budget(k=5, epsilon=1.0, delta=1e-6, accountant="zcdp")
+
+
+def _neighbours(histogram, neighbors):
+    """Every histogram one user's change can reach (counts stay >= 0)."""
+    rows = [np.array(bits) for bits in itertools.product((0, 1), repeat=len(histogram))]
+    if neighbors == "add_remove":
+        moves = rows + [-row for row in rows]
+    else:
+        moves = [new - old for old in rows for new in rows]
+    return [histogram + move for move in moves if (histogram + move).min() >= 0]
+
+
+def _worst_log_ratio(neighbors, k, eta):
+    worst = 0.0
+    for counts in itertools.product(range(4), repeat=3):
+        histogram = np.array(counts)
+        _, p = exact_distribution(histogram, k, eta)
+        for neighbour in _neighbours(histogram, neighbors):
+            _, q = exact_distribution(neighbour, k, eta)
+            worst = max(worst, np.abs(np.log(p) - np.log(q)).max())
+    return worst
+
+
+@pytest.mark.parametrize("neighbors", ["add_remove", "replace"])
+def test_privacy_audit_on_every_neighbouring_pair(neighbors):
+    """Exact distributions on all histograms in {0..3}^3 and all their neighbours: the log-ratio of any
+    sequence's probabilities stays <= epsilon; under replace, add_remove's (twice larger) eta breaks it."""
+    epsilon, k = 1.0, 2
+    worst = _worst_log_ratio(neighbors, k, Joint(k=k, epsilon=epsilon, neighbors=neighbors).eta)
+    assert 0.5 * epsilon <= worst <= epsilon + 1e-9  # the audit reaches the bound's order, so it can fail
+    if neighbors == "replace":
+        loose = Joint(k=k, epsilon=epsilon, neighbors="add_remove").eta
+        assert _worst_log_ratio("replace", k, loose) > epsilon

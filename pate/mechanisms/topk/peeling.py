@@ -37,6 +37,8 @@ from pate.privacy.sensitivity import check_relation, count_selection_range
 
 __all__ = ["EMPeeling", "PNFPeeling", "em_cdp_pick_epsilon", "gumbel_peel"]
 
+_CHUNK_BINS = 1 << 20
+
 
 def gumbel_peel(scores: np.ndarray, picks: np.ndarray, scale: float, rng: np.random.Generator) -> np.ndarray:
     """Exponential-mechanism peeling of ``picks[b]`` items from row b of ``scores``, in one shot.
@@ -180,14 +182,17 @@ class PNFPeeling(_Peeling):
     def __call__(self, histograms, rng: np.random.Generator) -> TopKResult:
         counts = check_histograms(histograms)
         check_k(self.k, counts.shape[1])
-        scores = counts.astype(np.float64)
-        rows = np.arange(counts.shape[0])
         indices = np.empty((counts.shape[0], self.k), dtype=np.int64)
-        noisy = np.empty_like(scores)
-        for position in range(self.k):
-            np.add(scores, sample_noise("exponential", self.noise_scale, scores.shape, rng), out=noisy)
-            chosen = noisy.argmax(axis=1)
-            indices[:, position] = chosen
-            scores[rows, chosen] = -np.inf  # peeled: never chosen again
+        # Rows in chunks of ~1M bins: every round rewrites the chunk's scores, which then stay in cache.
+        chunk = max(1, _CHUNK_BINS // counts.shape[1])
+        for start in range(0, counts.shape[0], chunk):
+            scores = counts[start:start + chunk].astype(np.float64)
+            rows = np.arange(scores.shape[0])
+            for position in range(self.k):
+                noisy = sample_noise("exponential", self.noise_scale, scores.shape, rng)
+                noisy += scores
+                chosen = noisy.argmax(axis=1)
+                indices[start + rows, position] = chosen
+                scores[rows, chosen] = -np.inf  # peeled: never chosen again
         return TopKResult(indices)
 
