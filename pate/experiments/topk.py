@@ -28,6 +28,7 @@ from pate.data.histograms import (
     read_checkins,
 )
 from pate.mechanisms.topk import check_histograms, top_k_recall
+from pate.mechanisms.topk.base import check_k
 from pate.privacy import checks
 
 __all__ = ["Setting", "run_grid", "settings_for"]
@@ -137,6 +138,7 @@ def run_grid(
     mechanisms = {}
     for setting, epsilon, k, name, factory in cells:
         check_histograms(setting.histograms, f"histograms of {setting.label}")
+        check_k(k, setting.histograms.shape[1], name=f"k (setting {setting.label})")
         kbar = min(kbar_factor * k, setting.histograms.shape[1] - 1)
         mechanism = _build(factory, k, epsilon, setting.delta, setting.queries, neighbors, kbar)
         spent = mechanism.spent(setting.queries, setting.delta)

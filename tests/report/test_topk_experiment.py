@@ -102,6 +102,9 @@ def test_a_mechanism_that_overspends_is_caught_before_running():
         return EMPeeling.for_budget(k, 2 * epsilon, delta, queries, neighbors, accountant="rdp")
 
     setting = Setting("one", np.arange(20, dtype=np.int64)[None, :], 1e-6, (3,), "test")
+    with pytest.raises(ValueError, match=r"k \(setting one\) must be < the number of bins d=20"):
+        run_grid([Setting("one", setting.histograms, 1e-6, (20,), "test")], [1.0], {"bad": overspending}, trials=2,
+                 neighbors="add_remove", kbar_factor=1, seed=0, progress=False)
     with pytest.raises(ValueError, match="calibration bug"):
         run_grid([setting], [1.0], {"bad": overspending}, trials=2, neighbors="add_remove", kbar_factor=1, seed=0,
                  progress=False)
