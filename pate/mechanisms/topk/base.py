@@ -45,6 +45,7 @@ __all__ = [
     "check_histograms",
     "check_k",
     "check_max_k",
+    "check_max_k_fits",
     "sorted_order",
     "top_k_recall",
 ]
@@ -135,7 +136,16 @@ class PureEpsilonCost:
 class StatementCost:
     """``spent`` for a mechanism stated as (epsilon, delta)-DP: the class supplies ``_epsilon_at(queries, delta)``
     (the statement's epsilon at the best split of the total ``delta``, +inf when the queries' own delta
-    terms leave no room) and ``accounting`` (the theorems)."""
+    terms leave no room) and ``_theorems``; ``accounting`` names them."""
+
+    _theorems: str  # the paper's theorems the statement comes from
+    _replace_note = "replace = remove + add (group privacy)"
+
+    @property
+    def accounting(self) -> str:
+        """The theorems behind the statement, and how replace neighbours are covered (the papers analyse
+        add_remove only; a replacement is a removal then an addition)."""
+        return self._theorems if self.neighbors == "add_remove" else f"{self._theorems}; {self._replace_note}"
 
     def spent(self, queries: int, delta: float) -> float:
         """Epsilon of ``queries`` adaptive queries at total ``delta``; ``ValueError`` if delta leaves no room."""
@@ -179,6 +189,13 @@ def check_max_k(max_k, k: int, name: str = "max_k") -> int:
     max_k = checks.positive_int(name, max_k)
     if max_k < k:
         raise ValueError(f"{name} must be >= k={k}, got {max_k}")
+    return max_k
+
+
+def check_max_k_fits(max_k: int, num_bins: int) -> int:
+    """kbar must leave a (kbar + 1)-th count to compare with: kbar <= d - 1."""
+    if max_k > num_bins - 1:
+        raise ValueError(f"max_k must be <= d - 1 = {num_bins - 1} for histograms of {num_bins} bins, got {max_k}")
     return max_k
 
 

@@ -46,6 +46,7 @@ from pate.mechanisms.topk.base import (
     check_histograms,
     check_k,
     check_max_k,
+    check_max_k_fits,
     sorted_order,
 )
 from pate.mechanisms.topk.peeling import gumbel_peel
@@ -67,6 +68,8 @@ class LimitedDomain(StatementCost):
     ``max_k`` is kbar (>= k, < d); ``max_contributions`` is Delta (None: unrestricted). ``epsilon`` is the
     eps of Algorithm 1 (one peeling round), ``delta`` its delta; ``for_budget`` sets both from a total.
     """
+
+    _theorems = "Durfee & Rogers 2019, Theorem 2 with Lemma 4.4"
 
     k: int
     max_k: int
@@ -138,9 +141,7 @@ class LimitedDomain(StatementCost):
         counts = check_histograms(histograms)
         num_queries, num_bins = counts.shape
         check_k(self.k, num_bins)
-        if self.max_k > num_bins - 1:
-            raise ValueError(f"max_k must be <= d - 1 = {num_bins - 1} for histograms of {num_bins} bins, "
-                             f"got {self.max_k}")
+        check_max_k_fits(self.max_k, num_bins)
         kbar = self.max_k
         order, top = sorted_order(counts, depth=kbar + 1)
         scores = top.astype(np.float64)
@@ -160,14 +161,6 @@ class LimitedDomain(StatementCost):
         """
         epsilon, delta = self._composed(queries, delta_slack, items)
         return DPStatement(epsilon, delta, self.neighbors, self.accounting)
-
-    @property
-    def accounting(self) -> str:
-        """The theorems behind ``dp_statement``."""
-        source = "Durfee & Rogers 2019, Theorem 2 with Lemma 4.4"
-        if self.neighbors != ANALYSED_RELATION:
-            source += "; replace = remove + add (group privacy)"
-        return source
 
     def _composed(self, queries: int, delta_slack: float, items: int | None = None) -> tuple[float, float]:
         queries = checks.positive_int("queries", queries)

@@ -38,7 +38,14 @@ import numpy as np
 
 from pate.mechanisms.noise import sample_noise
 from pate.mechanisms.ptr import GapTest
-from pate.mechanisms.topk.base import TopKResult, check_histograms, check_k, check_max_k, sorted_order
+from pate.mechanisms.topk.base import (
+    TopKResult,
+    check_histograms,
+    check_k,
+    check_max_k,
+    check_max_k_fits,
+    sorted_order,
+)
 from pate.mechanisms.topk.peeling import gumbel_peel
 from pate.privacy import checks
 from pate.privacy.calibration import calibrate_noise
@@ -166,8 +173,7 @@ class StableTopKFixed:
         num_queries, num_bins = counts.shape
         k = check_k(self.k, num_bins)
         kbar = num_bins - 1 if self.max_k is None else self.max_k
-        if kbar > num_bins - 1:
-            raise ValueError(f"max_k must be <= d - 1 = {num_bins - 1} for histograms of {num_bins} bins, got {kbar}")
+        check_max_k_fits(kbar, num_bins)
 
         order, top = sorted_order(counts, depth=kbar + 1)
         gaps = top[:, :-1] - top[:, 1:]  # q_j for j = 1..kbar, column j - 1

@@ -55,6 +55,7 @@ from pate.mechanisms.topk.base import (
     check_histograms,
     check_k,
     check_max_k,
+    check_max_k_fits,
     sorted_order,
 )
 from pate.mechanisms.topk.peeling import gumbel_peel
@@ -103,6 +104,9 @@ def query_delta(delta: float, max_k: int, c: float) -> float:
 @dataclass(frozen=True)
 class TopStable(StatementCost):
     """TS(k, kbar, eps, p1, eps_EM, delta) plus an optional fill; ``epsilon`` is the SVT budget eps1 + eps2."""
+
+    _theorems = "Carvalho et al. 2020, Theorem 3.2 (+ fill, basic composition); advanced composition"
+    _replace_note = "replace = remove + add (group privacy) for the SVT part"
 
     k: int
     max_k: int
@@ -194,8 +198,7 @@ class TopStable(StatementCost):
         num_queries, num_bins = counts.shape
         k = check_k(self.k, num_bins)
         kbar = self.max_k
-        if kbar > num_bins - 1:
-            raise ValueError(f"max_k must be <= d - 1 = {num_bins - 1} for histograms of {num_bins} bins, got {kbar}")
+        check_max_k_fits(kbar, num_bins)
         order, top = sorted_order(counts, depth=kbar + 1)
         stable = self._stable_size(top, rng)
 
@@ -250,14 +253,6 @@ class TopStable(StatementCost):
         """``advanced_composition`` of ``queries`` per-query statements with slack ``delta_slack``."""
         epsilon, delta = advanced_composition(*self.per_query_statement(), queries, delta_slack)
         return DPStatement(epsilon, delta, self.neighbors, self.accounting)
-
-    @property
-    def accounting(self) -> str:
-        """The theorems behind ``dp_statement``."""
-        source = "Carvalho et al. 2020, Theorem 3.2 (+ fill, basic composition); advanced composition"
-        if self.neighbors != ANALYSED_RELATION:
-            source += "; replace = remove + add (group privacy) for the SVT part"
-        return source
 
     def _epsilon_at(self, queries: int, delta: float) -> float:
         queries = checks.positive_int("queries", queries)
