@@ -112,3 +112,14 @@ def test_a_mechanism_that_overspends_is_caught_before_running():
     rows = run_grid([setting], [1.0], {"good": good}, trials=2, neighbors="add_remove", kbar_factor=1, seed=0,
                     progress=False)
     assert rows[0]["recall_mean"] == pytest.approx(rows[0]["recall_mean"]) and rows[0]["kbar"] == 3
+
+
+def test_every_mechanism_runs_and_meets_its_budget_under_replace(tmp_path):
+    cfg = compose_topk(["topk_experiment=repeated", "topk_experiment.data.num_days=4",
+                        "topk_experiment.data.queries_per_interval=2", "topk_experiment.trials=3",
+                        f"topk_experiment.methods={FAST_METHODS}", "neighbors=replace", f"report_dir={tmp_path}"])
+    rows = topk.run(cfg, str(tmp_path))
+    assert len(rows) == 2 * len(FAST_METHODS.strip("[]").split(","))
+    assert all(row["neighbors"] == "replace" and row["epsilon_spent"] <= 0.1 * (1 + 1e-6) for row in rows)
+    statements = {row["mechanism"]: row["privacy"] for row in rows}
+    assert "group privacy" in statements["limited_domain"] and "group privacy" in statements["top_stable"]
