@@ -11,7 +11,7 @@ A top-k mechanism is an immutable configured object with
   - RDP (EM-CDP, PNF peeling, JOINT, StableTopK with a fixed k): ``rdp(orders)`` and
     ``delta_per_query``, which ``pate.privacy.Ledger`` composes;
   - an (epsilon, delta) statement where the paper gives no RDP analysis (Limited Domain, Top Stable):
-    ``dp_statement(queries) -> DPStatement``, composed by that mechanism's own theorem.
+    ``dp_statement(queries, delta_slack) -> DPStatement``, composed by that mechanism's own theorem.
 
   Either way ``spent(queries, delta)`` returns the epsilon of ``queries`` such queries at ``delta``,
   so every mechanism of an experiment can be checked against the same target.
@@ -92,9 +92,10 @@ class DPStatement:
 class PureEpsilonCost:
     """Cost protocol of a mechanism with one pure-DP parameter, named by ``_epsilon_field``, and no delta.
 
-    Gives ``accounting``, ``delta_per_query`` (0), ``noise_parameters``, ``scale_noise`` (the parameter divided by the
-    multiplier, for ``calibrate_noise``), ``spent`` (the RDP ledger's epsilon) and ``_calibrated``
-    (switch between a paper's closed-form calibration and the ledger's). The class supplies ``rdp``.
+    Gives ``accounting``, ``delta_per_query`` (0), ``noise_parameters``, ``scale_noise`` (the parameter
+    divided by the multiplier, for ``calibrate_noise``), ``spent`` and ``_calibrated`` (switch between a
+    paper's closed-form calibration and the ledger's). The class supplies ``rdp`` and ``pure_epsilon``
+    (its per-query pure-DP epsilon).
     """
 
     _epsilon_field = "epsilon"
