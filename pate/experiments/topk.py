@@ -133,11 +133,13 @@ def run_grid(
     """
     trials = checks.positive_int("trials", trials)
     kbar_factor = checks.positive_int("kbar_factor", kbar_factor)
+    for setting in settings:
+        check_histograms(setting.histograms, f"histograms of {setting.label}")
+        for k in setting.ks:
+            check_k(k, setting.histograms.shape[1], name=f"k (setting {setting.label})")
     cells = list(_cells(settings, epsilons, factories))
     mechanisms = {}
     for setting, epsilon, k, name, factory in cells:
-        check_histograms(setting.histograms, f"histograms of {setting.label}")
-        check_k(k, setting.histograms.shape[1], name=f"k (setting {setting.label})")
         kbar = min(kbar_factor * k, setting.histograms.shape[1] - 1)
         mechanism = _build(factory, k, epsilon, setting.delta, setting.queries, neighbors, kbar)
         spent = mechanism.spent(setting.queries, setting.delta)

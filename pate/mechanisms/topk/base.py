@@ -157,11 +157,11 @@ class StatementCost:
         return epsilon
 
 
-def check_histograms(histograms, name: str = "histograms") -> np.ndarray:
+def check_histograms(histograms, name: str = "histograms", k: int | None = None) -> np.ndarray:
     """Validate a batch of histograms: 2-D ``[B, d]``, integer-valued, >= 0; returned as int64.
 
     Floats holding whole numbers are accepted (and converted); anything else raises ``ValueError``
-    naming ``name`` -- nothing is rounded or clipped.
+    naming ``name`` -- nothing is rounded or clipped. With ``k``, also that k < d (``check_k``).
     """
     array = np.asarray(histograms)
     if array.ndim != 2 or array.shape[0] == 0 or array.shape[1] < 2:
@@ -174,6 +174,8 @@ def check_histograms(histograms, name: str = "histograms") -> np.ndarray:
             raise ValueError(f"{name} must hold integer counts, got non-integer values such as {bad.tolist()}")
     if np.any(array < 0):
         raise ValueError(f"{name} must be >= 0, got a minimum of {array.min()!r}")
+    if k is not None:
+        check_k(k, array.shape[1])
     return array.astype(np.int64, copy=False)
 
 
@@ -231,8 +233,7 @@ def top_k_recall(histograms, indices: np.ndarray, k: int) -> np.ndarray:
     not unique, and no tie-breaking rule is privileged). Empty slots (-1) count as misses. This is the
     "proportion of true top-k" of Carvalho et al. 2020 (Section 5) and the recall of Zhu & Wang 2022.
     """
-    histograms = check_histograms(histograms)
-    k = check_k(k, histograms.shape[1])
+    histograms = check_histograms(histograms, k=k)
     kth = -np.partition(-histograms, k - 1, axis=1)[:, k - 1]
     safe = np.where(indices >= 0, indices, 0)
     hits = (np.take_along_axis(histograms, safe, 1) >= kth[:, None]) & (indices >= 0)

@@ -129,9 +129,8 @@ class Joint(PureEpsilonCost):
         return exponential_mechanism_rdp(orders, self.epsilon)
 
     def __call__(self, histograms, rng: np.random.Generator) -> TopKResult:
-        counts = check_histograms(histograms)
+        counts = check_histograms(histograms, k=self.k)
         num_bins = counts.shape[1]
-        check_k(self.k, num_bins)
         indices = np.empty((counts.shape[0], self.k), dtype=np.int64)
         rows = max(1, _ENTRY_BUDGET // (self.k * num_bins))
         for start in range(0, counts.shape[0], rows):

@@ -138,9 +138,8 @@ class LimitedDomain(StatementCost):
         return gap_sensitivity(ANALYSED_RELATION) + math.log(leaving / self.delta) / self.epsilon
 
     def __call__(self, histograms, rng: np.random.Generator) -> TopKResult:
-        counts = check_histograms(histograms)
+        counts = check_histograms(histograms, k=self.k)
         num_queries, num_bins = counts.shape
-        check_k(self.k, num_bins)
         check_max_k_fits(self.max_k, num_bins)
         kbar = self.max_k
         order, top = sorted_order(counts, depth=kbar + 1)

@@ -144,8 +144,7 @@ class EMPeeling(_Peeling):
         return self.k * exponential_mechanism_rdp(orders, self.pick_epsilon)
 
     def __call__(self, histograms, rng: np.random.Generator) -> TopKResult:
-        counts = check_histograms(histograms)
-        check_k(self.k, counts.shape[1])
+        counts = check_histograms(histograms, k=self.k)
         picks = np.full(counts.shape[0], self.k, dtype=np.int64)
         return TopKResult(gumbel_peel(counts.astype(np.float64), picks, self.noise_scale, rng))
 
@@ -180,8 +179,7 @@ class PNFPeeling(_Peeling):
         return self.k * pure_dp_rdp(orders, self.pick_epsilon)
 
     def __call__(self, histograms, rng: np.random.Generator) -> TopKResult:
-        counts = check_histograms(histograms)
-        check_k(self.k, counts.shape[1])
+        counts = check_histograms(histograms, k=self.k)
         indices = np.empty((counts.shape[0], self.k), dtype=np.int64)
         # Rows in chunks of ~1M bins: every round rewrites the chunk's scores, which then stay in cache.
         chunk = max(1, _CHUNK_BINS // counts.shape[1])

@@ -169,9 +169,9 @@ class StableTopKFixed:
 
     # ---------------------------------------------------------- mechanism
     def __call__(self, histograms, rng: np.random.Generator) -> TopKResult:
-        counts = check_histograms(histograms)
+        counts = check_histograms(histograms, k=self.k)
         num_queries, num_bins = counts.shape
-        k = check_k(self.k, num_bins)
+        k = self.k
         kbar = num_bins - 1 if self.max_k is None else self.max_k
         check_max_k_fits(kbar, num_bins)
 

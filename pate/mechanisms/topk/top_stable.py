@@ -194,9 +194,9 @@ class TopStable(StatementCost):
 
     # ---------------------------------------------------------- mechanism
     def __call__(self, histograms, rng: np.random.Generator) -> TopKResult:
-        counts = check_histograms(histograms)
+        counts = check_histograms(histograms, k=self.k)
         num_queries, num_bins = counts.shape
-        k = check_k(self.k, num_bins)
+        k = self.k
         kbar = self.max_k
         check_max_k_fits(kbar, num_bins)
         order, top = sorted_order(counts, depth=kbar + 1)
