@@ -1,6 +1,9 @@
 """Run the multi-label PATE pipeline: ``python train.py [group=option ...] [key=value ...]``.
 
-    data -> partition -> teachers -> votes -> aggregate -> student -> evaluate
+    data -> features -> partition -> teachers -> votes -> aggregate -> student -> evaluate
+
+(``features`` -- a frozen extractor fitted on public images only -- is built when ``teacher=heads`` or
+``student=head`` reads it; CNN teachers and students read the images.)
 
 Each stage is an artifact in the content-addressed cache (``pate.artifacts``) keyed by its own config and
 its upstream keys: a run that changes only the aggregator, the noise, the target epsilon or the seed reuses
@@ -32,9 +35,11 @@ from pate.stages import (
     label_metrics, load_data, majority_class_accuracy, queries_within_budget, read_aggregate, read_partition,
     read_queries, read_votes,
 )
-from student.stages import build_student
+from pate.features import build_features, choose_fit_rows, read_features
+from student.stages import build_head_student, build_student
 from teachers.ensemble import train_teachers
-from teachers.stages import build_teachers, build_votes
+from teachers.heads import check_heads_config
+from teachers.stages import build_head_teachers, build_head_votes, build_teachers, build_votes
 
 log = logging.getLogger("train")
 
@@ -78,8 +83,31 @@ def prepare_aggregator(cfg: DictConfig):
     return aggregator, multiplier, asked
 
 
-def teachers_stage(cfg: DictConfig, partition: Stage, data, parts, progress: bool) -> Stage:
-    """The teacher ensemble: keyed by the teacher config and the partition, not by anything downstream."""
+def uses_features(cfg: DictConfig) -> bool:
+    """Whether the teachers or the student read the public features (``teacher=heads``, ``student=head``)."""
+    return cfg.teacher.get("kind") == "heads" or cfg.student.get("kind") == "head"
+
+
+def features_stage(cfg: DictConfig, extractor, ident: dict, data) -> Stage:
+    """The public features: keyed by the data, the extractor's identity (settings, weights checksum) and the
+    choice of its public fit images, so another extractor gives other features and retrains the teachers."""
+    fit = cfg.features
+    fit_rows = choose_fit_rows(data.indices(str(fit.fit_split)), fit.num_fit_images, int(fit.fit_seed))
+    rows = np.concatenate([data.indices("train"), data.indices("test")])
+    return Stage("features", {"data": ident, "extractor": extractor.identity(), "fit_split": str(fit.fit_split),
+                              "num_fit_images": int(fit.num_fit_images), "fit_seed": int(fit.fit_seed)},
+                 lambda work, _: build_features(work, extractor, data.images, fit_rows, rows, data.indices("train"),
+                                                int(fit.fit_seed), progress=bool(cfg.get("progress", True))))
+
+
+def teachers_stage(cfg: DictConfig, partition: Stage, features: Stage | None, data, parts, progress: bool) -> Stage:
+    """The teacher ensemble: keyed by the teacher config and the partition (and, for heads, the features), not
+    by anything downstream."""
+    if cfg.teacher.get("kind") == "heads":
+        return Stage("teachers", {"teacher": _plain(cfg.teacher)},
+                     lambda work, up: build_head_teachers(work, cfg.teacher, read_features(up["features"]),
+                                                          data.labels, parts, progress=progress),
+                     {"partition": partition, "features": features})
     return Stage("teachers", {"teacher": _plain(cfg.teacher), "precision": str(cfg.trainer.precision)},
                  lambda work, _: build_teachers(work, cfg.teacher, cfg.trainer, data.images, data.labels, parts,
                                                 progress=progress),
@@ -105,6 +133,9 @@ def train_teacher_shard(cfg: DictConfig, store: ArtifactStore, teachers: Stage, 
     artifact. Teachers are saved atomically one by one, so shards never see each other's partial files.
     """
     ids = parse_shard(cfg.teacher_shard, len(parts))
+    if cfg.teacher.get("kind") == "heads":
+        raise ValueError("teacher_shard is for CNN teachers; teacher=heads fits all teachers in one process "
+                         "(seconds per hundred teachers): run without teacher_shard")
     if store.path(teachers).exists():
         log.info("teachers %s already complete; nothing to train for shard %s", teachers.key, cfg.teacher_shard)
     else:
@@ -123,8 +154,14 @@ def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict[str, Any]
 
     # ---- everything that can fail without training fails here
     aggregator, multiplier, asked = prepare_aggregator(cfg)
-    _instantiate(cfg.teacher.model, "teacher model (conf/teacher)")
-    _instantiate(cfg.student.model, "student model (conf/student)")
+    if cfg.teacher.get("kind") == "heads":
+        check_heads_config(cfg.teacher)
+    else:
+        _instantiate(cfg.teacher.model, "teacher model (conf/teacher)")
+    if cfg.student.get("kind") != "head":
+        _instantiate(cfg.student.model, "student model (conf/student)")
+    extractor = _instantiate(cfg.features.extractor, "feature extractor (conf/features)") if uses_features(cfg) \
+        else None
     if cfg.data.get("synthetic") is None:
         check_celeba_root(cfg.data.root)
     cache = Path(cfg.paths.cache_dir)
@@ -140,17 +177,25 @@ def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict[str, Any]
                       lambda work, _: build_partition(work, data, num_teachers, int(cfg.partition.seed)))
     queries = Stage("queries", {"data": ident, "num_queries": num_queries, "seed": int(cfg.data.query_seed)},
                     lambda work, _: build_queries(work, data, num_queries, int(cfg.data.query_seed)))
+    features = features_stage(cfg, extractor, ident, data) if extractor is not None else None
     parts = read_partition(store.get(partition))
     if cfg.get("teacher_shard"):
-        return train_teacher_shard(cfg, store, teachers_stage(cfg, partition, data, parts, progress), data, parts,
-                                   progress)
+        return train_teacher_shard(cfg, store, teachers_stage(cfg, partition, features, data, parts, progress), data,
+                                   parts, progress)
     query_indices, eval_indices = read_queries(store.get(queries))
-    teachers = teachers_stage(cfg, partition, data, parts, progress)
-    votes_stage = Stage("votes", {"format": 1},
-                        lambda work, up: build_votes(work, up["teachers"].path, num_teachers, cfg.teacher, cfg.trainer,
-                                                     data.images, data.labels, query_indices, eval_indices,
-                                                     progress=progress),
-                        {"teachers": teachers, "queries": queries})
+    teachers = teachers_stage(cfg, partition, features, data, parts, progress)
+    if cfg.teacher.get("kind") == "heads":
+        votes_stage = Stage("votes", {"format": 1, "accuracy_images": int(cfg.teacher.accuracy_images)},
+                            lambda work, up: build_head_votes(work, up["teachers"].path, cfg.teacher,
+                                                              read_features(up["features"]), parts, data.labels,
+                                                              query_indices, eval_indices, progress=progress),
+                            {"teachers": teachers, "queries": queries, "features": features})
+    else:
+        votes_stage = Stage("votes", {"format": 1},
+                            lambda work, up: build_votes(work, up["teachers"].path, num_teachers, cfg.teacher,
+                                                         cfg.trainer, data.images, data.labels, query_indices,
+                                                         eval_indices, progress=progress),
+                            {"teachers": teachers, "queries": queries})
     votes = read_votes(store.get(votes_stage))
     truth = data.labels[query_indices]
 
@@ -168,7 +213,14 @@ def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict[str, Any]
 
     def student_of(labels_stage: Stage) -> dict[str, Any]:
         released = read_aggregate(store.get(labels_stage))
-        stage = Stage("student", {"student": _plain(cfg.student), "precision": str(cfg.trainer.precision),
+        if cfg.student.get("kind") == "head":
+            stage = Stage("student", {"student": _plain(cfg.student), "seed": seed},
+                          lambda work, up: build_head_student(work, cfg.student, read_features(up["features"]),
+                                                              query_indices, released["labels"], released["answered"],
+                                                              eval_indices, data.labels[eval_indices]),
+                          {"labels": labels_stage, "features": features})
+        else:
+            stage = Stage("student", {"student": _plain(cfg.student), "precision": str(cfg.trainer.precision),
                                   "seed": seed},
                       lambda work, _: build_student(work, cfg.student, cfg.trainer, data.images, data.labels,
                                                     query_indices, released["labels"], released["answered"],
@@ -212,7 +264,8 @@ def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict[str, Any]
         "reference": None,
         "versions": {**code_version(), "torch": torch.__version__, "python": platform.python_version()},
         "artifacts": {"partition": partition.key, "queries": queries.key, "teachers": teachers.key,
-                      "votes": votes_stage.key, **main["keys"]},
+                      "votes": votes_stage.key, **main["keys"],
+                      **({"features": features.key} if features is not None else {})},
     }
     if cfg.get("references", False):
         metrics["reference"] = {}

@@ -11,7 +11,11 @@ from pathlib import Path
 import numpy as np
 
 from pate.artifacts import atomic_write_json
+from student.head import train_head_student
 from student.train import train_student
+
+_NOTHING_ANSWERED = {"student_accuracy": None, "student_f1": None, "student_per_attribute_accuracy": None,
+                     "student_train_size": 0, "note": "no public query was answered, so no student was trained"}
 
 
 def build_student(work: Path, student_cfg, trainer_cfg, images, labels, query_indices: np.ndarray,
@@ -21,10 +25,21 @@ def build_student(work: Path, student_cfg, trainer_cfg, images, labels, query_in
     Writes ``student.json`` with the student's metrics; when no query was answered there is nothing to
     train on, and the metrics are null (not a made-up score) with a note saying why."""
     if not answered.any():
-        atomic_write_json(work / "student.json", {
-            "student_accuracy": None, "student_f1": None, "student_per_attribute_accuracy": None,
-            "student_train_size": 0, "note": "no public query was answered, so no student was trained"})
+        atomic_write_json(work / "student.json", _NOTHING_ANSWERED)
         return
     metrics = train_student(student_cfg, trainer_cfg, images, query_indices[answered], released[answered],
                             eval_indices, labels[eval_indices], seed=seed, log_dir=log_dir, progress=progress)
+    atomic_write_json(work / "student.json", metrics)
+
+
+def build_head_student(work: Path, student_cfg, features, query_indices: np.ndarray, released: np.ndarray,
+                       answered: np.ndarray, eval_indices: np.ndarray, eval_labels: np.ndarray) -> None:
+    """``student=head``: a ridge head on the public features of the answered queries with their released labels,
+    scored on the evaluation split; writes ``student.json`` like :func:`build_student`."""
+    if answered.sum() < 2:
+        atomic_write_json(work / "student.json", {**_NOTHING_ANSWERED, "student_train_size": int(answered.sum()),
+                                                  "note": "fewer than 2 public queries were answered: no student"})
+        return
+    metrics = train_head_student(student_cfg, features.take(query_indices[answered]), released[answered],
+                                 features.take(eval_indices), eval_labels)
     atomic_write_json(work / "student.json", metrics)

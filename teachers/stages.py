@@ -14,6 +14,7 @@ import numpy as np
 
 from pate.votes import count_votes, pack_votes
 from teachers.ensemble import teacher_path, train_teachers
+from teachers.heads import head_votes, train_head_teachers
 from teachers.votes import predict_votes
 
 
@@ -21,6 +22,28 @@ def build_teachers(work: Path, teacher_cfg, trainer_cfg, images, labels, parts: 
                    progress: bool = True) -> None:
     """Train every teacher on its own part of the private training split into ``work``."""
     train_teachers(teacher_cfg, trainer_cfg, images, labels, parts, work, progress=progress)
+
+
+def build_head_teachers(work: Path, teacher_cfg, features, labels, parts: list[np.ndarray],
+                        progress: bool = True) -> None:
+    """``teacher=heads``: fit every teacher's ridge head on the public features of its own part into ``work``."""
+    train_head_teachers(teacher_cfg, features, labels, parts, work, progress=progress)
+
+
+def _write_votes(work: Path, votes: np.ndarray, query_indices: np.ndarray, accuracy: np.ndarray) -> None:
+    np.savez(work / "votes.npz", bits=pack_votes(votes), counts=count_votes(votes).astype(np.int32),
+             query_indices=query_indices, teacher_accuracy=accuracy)
+
+
+def build_head_votes(work: Path, teacher_dir: Path, teacher_cfg, features, parts: list[np.ndarray], labels,
+                     query_indices: np.ndarray, eval_indices: np.ndarray, progress: bool = True) -> None:
+    """``votes.npz`` as :func:`build_votes` writes it, from the teacher heads. Teacher accuracy (a diagnostic)
+    is measured on the first ``teacher.accuracy_images`` evaluation images: scoring all T heads on all of them
+    would cost more than fitting the heads."""
+    rows = eval_indices[: int(teacher_cfg.accuracy_images)]
+    votes, accuracy = head_votes(teacher_cfg, teacher_dir, features, parts, query_indices, rows, labels[rows],
+                                 progress=progress)
+    _write_votes(work, votes, query_indices, accuracy)
 
 
 def build_votes(work: Path, teacher_dir: Path, num_teachers: int, teacher_cfg, trainer_cfg, images, labels,
@@ -31,5 +54,4 @@ def build_votes(work: Path, teacher_dir: Path, num_teachers: int, teacher_cfg, t
         [teacher_path(teacher_dir, i) for i in range(num_teachers)], teacher_cfg, trainer_cfg, images,
         query_indices, eval_indices, labels[eval_indices], progress=progress,
     )
-    np.savez(work / "votes.npz", bits=pack_votes(votes), counts=count_votes(votes).astype(np.int32),
-             query_indices=query_indices, teacher_accuracy=accuracy)
+    _write_votes(work, votes, query_indices, accuracy)

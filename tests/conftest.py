@@ -31,3 +31,11 @@ def tiny_cfg(shared_root):
     def make(*overrides: str) -> DictConfig:
         return compose_config(["debug=tiny", *overrides], shared_root)
     return make
+
+
+@pytest.fixture
+def tiny_cnn_cfg(shared_root):
+    """debug=tiny with CNN teachers and student (the Lightning path)."""
+    def make(*overrides: str) -> DictConfig:
+        return compose_config(["debug=tiny_cnn", *overrides], shared_root)
+    return make

@@ -22,9 +22,13 @@ def _fail(*args, **kwargs):
 
 def test_default_config_composes_with_every_group():
     cfg = compose_config()
-    assert cfg.aggregator._target_ == "pate.aggregators.GaussianPATE"
-    assert cfg.privacy.target_epsilon == 1000
+    assert cfg.aggregator._target_ == "pate.aggregators.TauPATE"
+    assert 0 < cfg.privacy.target_epsilon <= 8 and cfg.privacy.delta == 1e-6
     assert cfg.privacy.neighbors == "replace"
+    assert (cfg.partition.num_teachers, cfg.data.num_queries) == (800, 600)
+    assert (cfg.teacher.kind, cfg.student.kind) == ("heads", "head")
+    assert cfg.features.extractor._target_ == "pate.features.RandomPatchFeatures"
+    assert cfg.features.fit_split == "val"  # public images: never the private training split
     for experiment in ("paper_celeba", "paper_synthetic"):
         cfg = compose_config([f"experiment={experiment}"])
         assert cfg.privacy.target_epsilon is None and cfg.aggregator.selection == "gaussian"
@@ -52,24 +56,57 @@ def test_end_to_end_metrics(tiny_cfg, tmp_path):
 
 def test_changing_only_the_aggregator_reuses_teachers_and_votes(tiny_cfg, tmp_path, monkeypatch):
     first = train.run(tiny_cfg(), output_dir=tmp_path / "a")
-    monkeypatch.setattr(teachers.stages, "train_teachers", _fail)
-    monkeypatch.setattr(teachers.stages, "predict_votes", _fail)
+    monkeypatch.setattr(teachers.stages, "train_head_teachers", _fail)
+    monkeypatch.setattr(teachers.stages, "head_votes", _fail)
+    monkeypatch.setattr(train, "build_features", _fail)
     second = train.run(tiny_cfg("aggregator=stable_topk_paper"), output_dir=tmp_path / "b")
     assert second["artifacts"]["votes"] == first["artifacts"]["votes"]
+    assert second["artifacts"]["features"] == first["artifacts"]["features"]
     assert second["artifacts"]["aggregate"] != first["artifacts"]["aggregate"]
     # a new seed reuses them too, and a calibrated target epsilon is met
     third = train.run(tiny_cfg("seed=1", "privacy.target_epsilon=20"), output_dir=tmp_path / "c")
     assert third["epsilon"] == pytest.approx(20, rel=0.01) and third["epsilon"] <= 20
 
 
-def test_changing_the_teacher_retrains(tiny_cfg, tmp_path):
-    first = train.run(tiny_cfg(), output_dir=tmp_path / "a")
-    other = train.run(tiny_cfg("teacher.optimizer.lr=0.01"), output_dir=tmp_path / "b")
+def test_changing_the_teacher_retrains(tiny_cnn_cfg, tmp_path):
+    first = train.run(tiny_cnn_cfg(), output_dir=tmp_path / "a")
+    other = train.run(tiny_cnn_cfg("teacher.optimizer.lr=0.01"), output_dir=tmp_path / "b")
     assert other["artifacts"]["teachers"] != first["artifacts"]["teachers"]
     assert other["artifacts"]["partition"] == first["artifacts"]["partition"]
 
 
-def test_student_sees_only_public_queries(tiny_cfg, tmp_path, monkeypatch):
+@pytest.mark.parametrize("override", ["features=random_conv", "features.extractor.seed=1", "features.fit_seed=1",
+                                      "teacher.lambdas=[0.1,1.0]"])
+def test_changing_the_extractor_or_the_heads_retrains_the_teachers(tiny_cfg, tmp_path, override):
+    first = train.run(tiny_cfg(), output_dir=tmp_path / "a")
+    other = train.run(tiny_cfg(override), output_dir=tmp_path / "b")
+    assert other["artifacts"]["teachers"] != first["artifacts"]["teachers"]
+    assert other["artifacts"]["votes"] != first["artifacts"]["votes"]
+    assert other["artifacts"]["partition"] == first["artifacts"]["partition"]
+    assert (other["artifacts"]["features"] == first["artifacts"]["features"]) == override.startswith("teacher.")
+
+
+def test_head_student_sees_only_public_queries_and_released_labels(tiny_cfg, tmp_path, monkeypatch):
+    seen = {}
+    real = train.build_head_student
+
+    def spy(work, student_cfg, features, query_indices, released, answered, eval_indices, eval_labels):
+        seen.update(queries=np.asarray(query_indices), released=np.asarray(released), eval=np.asarray(eval_indices),
+                    eval_labels=np.asarray(eval_labels))
+        return real(work, student_cfg, features, query_indices, released, answered, eval_indices, eval_labels)
+
+    monkeypatch.setattr(train, "build_head_student", spy)
+    metrics = train.run(tiny_cfg("seed=321"), output_dir=tmp_path)
+    cfg = tiny_cfg()
+    data = load_data(cfg.data, Path(cfg.paths.cache_dir) / "tensors", progress=False)
+    assert np.all(data.split[seen["queries"]] == SPLITS["test"]) and np.all(data.split[seen["eval"]] == SPLITS["test"])
+    assert np.intersect1d(seen["queries"], seen["eval"]).size == 0
+    released = np.load(Path(cfg.paths.cache_dir) / "aggregate" / metrics["artifacts"]["aggregate"] / "aggregate.npz")
+    np.testing.assert_array_equal(seen["released"], released["labels"])
+    np.testing.assert_array_equal(seen["eval_labels"], data.labels[seen["eval"]])
+
+
+def test_student_sees_only_public_queries(tiny_cnn_cfg, tmp_path, monkeypatch):
     seen = {}
     real = student.stages.train_student
 
@@ -79,8 +116,8 @@ def test_student_sees_only_public_queries(tiny_cfg, tmp_path, monkeypatch):
 
     monkeypatch.setattr(student.stages, "train_student", spy)
     # a seed no other test uses, so that the student stage is not served from the cache
-    metrics = train.run(tiny_cfg("seed=123"), output_dir=tmp_path)
-    cfg = tiny_cfg()
+    metrics = train.run(tiny_cnn_cfg("seed=123"), output_dir=tmp_path)
+    cfg = tiny_cnn_cfg()
     data = load_data(cfg.data, Path(cfg.paths.cache_dir) / "tensors", progress=False)
     assert "train" in seen, "the student stage did not run"
     assert np.all(data.split[seen["train"]] == SPLITS["test"]), "a student training index is not a public query"
@@ -97,12 +134,18 @@ def test_unknown_aggregator_is_refused_with_the_choices():
     (["partition.num_teachers=100000"], "num_teachers=100000"),
     (["data.num_queries=100000"], "num_queries=100000"),
     (["privacy.target_epsilon=0.001", "aggregator=stable_topk_paper"], "target_epsilon=0.001"),
-    (["teacher.model._target_=teachers.models.NoSuchNet"], "teacher model"),
+    (["teacher=small_cnn", "teacher.model._target_=teachers.models.NoSuchNet"], "teacher model"),
     (["aggregator.sigma=-1", "aggregator=gaussian_pate"], "sigma"),
     (["privacy.neighbors=swap"], "neighbors"),
+    (["teacher.lambdas=[0.1,-1]"], "lambdas"),
+    (["teacher.chunk_size=0"], "chunk_size"),
+    (["features.extractor.num_filters=0"], "num_filters"),
+    (["features.num_fit_images=0"], "num_fit_images"),
 ])
 def test_bad_configuration_fails_before_training(tiny_cfg, tmp_path, monkeypatch, overrides, match):
-    monkeypatch.setattr(teachers.stages, "train_teachers", _fail)
+    for name in ("train_teachers", "train_head_teachers"):
+        monkeypatch.setattr(teachers.stages, name, _fail)
+    monkeypatch.setattr(train, "build_features", _fail)
     with pytest.raises(ValueError, match=match):
         train.run(tiny_cfg(*overrides), output_dir=tmp_path)
 
@@ -136,11 +179,11 @@ def test_budget_stops_answering_queries(tiny_cfg, tmp_path):
     assert not released["answered"][metrics["queries_asked"]:].any()
 
 
-def test_teacher_shards_fill_the_cache_for_the_next_run(tiny_cfg, tmp_path):
+def test_teacher_shards_fill_the_cache_for_the_next_run(tiny_cnn_cfg, tmp_path):
     """Cluster array jobs train disjoint shards into the shared cache; the ordinary run that follows
     trains nothing again and seals the artifact with the shards' files."""
     def cfg(*overrides):
-        return tiny_cfg(f"paths.cache_dir={tmp_path / 'cache'}", *overrides)
+        return tiny_cnn_cfg(f"paths.cache_dir={tmp_path / 'cache'}", *overrides)
 
     shards = [train.run(cfg(f"teacher_shard={i}/2"), output_dir=tmp_path / f"shard{i}") for i in range(2)]
     assert [s["trained"] for s in shards] == [2, 2]
@@ -152,6 +195,11 @@ def test_teacher_shards_fill_the_cache_for_the_next_run(tiny_cfg, tmp_path):
     assert {f.name: f.stat().st_mtime_ns for f in final.glob("teacher_*.pt")} == mtimes
 
 
-def test_bad_shard_is_refused(tiny_cfg, tmp_path):
+def test_bad_shard_is_refused(tiny_cnn_cfg, tmp_path):
     with pytest.raises(ValueError, match="teacher_shard"):
-        train.run(tiny_cfg("teacher_shard=2/2"), output_dir=tmp_path)
+        train.run(tiny_cnn_cfg("teacher_shard=2/2"), output_dir=tmp_path)
+
+
+def test_shards_are_refused_for_heads(tiny_cfg, tmp_path):
+    with pytest.raises(ValueError, match="teacher_shard is for CNN teachers"):
+        train.run(tiny_cfg("teacher_shard=0/2"), output_dir=tmp_path)

@@ -1,0 +1,19 @@
+"""Public feature extractors, their cached feature stage, and batched ridge heads on top of them.
+
+No Lightning here; torch for the convolutions and batched linear algebra (a GPU helps both)."""
+
+from pate.features.extractors import (
+    Extractor,
+    PixelFeatures,
+    RandomConvFeatures,
+    RandomPatchFeatures,
+    TorchvisionFeatures,
+)
+from pate.features.ridge import RidgeHeads, fit_ridge_heads, head_scores, head_weights
+from pate.features.stage import FeatureTable, build_features, choose_fit_rows, read_features
+
+__all__ = [
+    "Extractor", "FeatureTable", "PixelFeatures", "RandomConvFeatures", "RandomPatchFeatures", "RidgeHeads",
+    "TorchvisionFeatures", "build_features", "choose_fit_rows", "fit_ridge_heads", "head_scores", "head_weights",
+    "read_features",
+]

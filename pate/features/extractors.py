@@ -1,0 +1,304 @@
+"""Frozen feature extractors that are public by construction.
+
+An extractor maps uint8 images ``[B, 3, S, S]`` to float32 feature vectors ``[B, D]``. What it knows comes
+from one of three places, never from a private image or a private label:
+
+* nothing at all (``PixelFeatures``, ``RandomConvFeatures``: a seeded network that is never trained);
+* public images without labels, handed to :meth:`fit` (``RandomPatchFeatures``: whitening and filters; every
+  extractor's feature standardisation);
+* public weights from another domain (``TorchvisionFeatures``: ImageNet-pretrained torchvision networks).
+
+Every extractor standardises its outputs per dimension with the mean and standard deviation of the public
+fit images' features, so downstream heads see unit-scale inputs without any statistic of private data.
+``identity()`` is what the feature artifact's key hashes: the class, its settings and, for loaded weights,
+the checksum of the weights file.
+"""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from pate.io import sha256_file
+
+
+def check_uint8_images(images, name: str = "images") -> None:
+    """``images`` must be a uint8 numpy array [N, 3, S, S] with N >= 1."""
+    shape = getattr(images, "shape", None)
+    if not isinstance(images, np.ndarray) or images.dtype != np.uint8 or images.ndim != 4 or images.shape[1] != 3:
+        raise ValueError(f"{name} must be a uint8 numpy array [N, 3, S, S], got {type(images).__name__} "
+                         f"with dtype {getattr(images, 'dtype', None)} and shape {shape}")
+    if images.shape[0] < 1:
+        raise ValueError(f"{name} must hold at least one image, got shape {shape}")
+
+
+def _positive_int(value, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name}={value!r}; expected a positive integer")
+    return int(value)
+
+
+def batches(num: int, batch_size: int) -> Iterator[slice]:
+    for start in range(0, num, batch_size):
+        yield slice(start, min(start + batch_size, num))
+
+
+class Extractor(ABC):
+    """Fit once on public images, then transform any images. Subclasses implement :meth:`_raw` (uint8 batch
+    -> float32 features before standardisation) and may override :meth:`_fit_raw` to learn from the public
+    images first."""
+
+    batch_size: int = 32  # small batches keep the [B, K, H, W] response maps in cache on a CPU
+
+    def __init__(self) -> None:
+        self._mean: torch.Tensor | None = None
+        self._std: torch.Tensor | None = None
+
+    # -- what subclasses provide
+    @abstractmethod
+    def _raw(self, images: torch.Tensor) -> torch.Tensor:
+        """uint8 [B, 3, S, S] -> float32 [B, D], before standardisation."""
+
+    def _fit_raw(self, images: np.ndarray, rng: np.random.Generator) -> None:
+        """Learn from the public images (default: nothing)."""
+
+    @abstractmethod
+    def settings(self) -> dict[str, Any]:
+        """The constructor's settings, for the artifact key."""
+
+    # -- the protocol
+    def identity(self) -> dict[str, Any]:
+        return {"extractor": type(self).__name__, **self.settings()}
+
+    @property
+    def fitted(self) -> bool:
+        return self._mean is not None
+
+    def fit(self, public_images: np.ndarray, seed: int = 0, progress: Callable[[int], None] | None = None
+            ) -> Extractor:
+        """Fit on public images only (no labels exist in this signature), then the standardisation: the mean and
+        standard deviation of every feature over ``public_images`` (a dimension that never varies there gets
+        standard deviation 1, so it maps to 0 rather than to inf)."""
+        check_uint8_images(public_images, "public_images")
+        self._fit_raw(public_images, np.random.default_rng(seed))
+        self._mean = self._std = None
+        total = total_sq = None
+        for part in batches(len(public_images), self.batch_size):
+            raw = self._raw(torch.from_numpy(np.ascontiguousarray(public_images[part]))).double()
+            total = raw.sum(0) if total is None else total + raw.sum(0)
+            total_sq = (raw**2).sum(0) if total_sq is None else total_sq + (raw**2).sum(0)
+            if progress is not None:
+                progress(part.stop - part.start)
+        n = len(public_images)
+        mean = total / n
+        std = (total_sq / n - mean**2).clamp_min(0).sqrt()
+        std = torch.where(std > 1e-6 * std.max().clamp_min(1e-12), std, torch.ones_like(std))
+        self._mean, self._std = mean.float(), std.float()
+        return self
+
+    @torch.inference_mode()
+    def transform(self, images: torch.Tensor) -> torch.Tensor:
+        """Standardised float32 features [B, D] of a uint8 batch [B, 3, S, S]."""
+        if not self.fitted:
+            raise RuntimeError(f"{type(self).__name__}.transform called before fit(public_images)")
+        return (self._raw(images) - self._mean) / self._std
+
+    def dim(self, image_size: int) -> int:
+        """Feature dimension for ``image_size`` px inputs."""
+        return int(self._raw(torch.zeros(1, 3, image_size, image_size, dtype=torch.uint8)).shape[1])
+
+
+def _unit(images: torch.Tensor) -> torch.Tensor:
+    """uint8 -> float32 in [0, 1]."""
+    if images.dtype != torch.uint8:
+        raise ValueError(f"images must be a uint8 tensor, got dtype {images.dtype}")
+    return images.float() / 255.0
+
+
+class PixelFeatures(Extractor):
+    """The pixels themselves, average-pooled to ``size`` x ``size`` (3 * size^2 dims). Knows nothing."""
+
+    def __init__(self, size: int = 16):
+        super().__init__()
+        self.size = _positive_int(size, "size")
+
+    def settings(self) -> dict[str, Any]:
+        return {"size": self.size}
+
+    def _raw(self, images: torch.Tensor) -> torch.Tensor:
+        return F.adaptive_avg_pool2d(_unit(images), self.size).flatten(1)
+
+
+class RandomConvFeatures(Extractor):
+    """A seeded two-layer convolutional network that is never trained (Kaiming-normal weights): conv 5x5 ->
+    ReLU -> 2x2 max-pool -> conv 3x3 -> ReLU -> adaptive average pool to ``pool`` x ``pool``. Knows nothing."""
+
+    def __init__(self, width: int = 64, pool: int = 4, seed: int = 0):
+        super().__init__()
+        self.width, self.pool, self.seed = _positive_int(width, "width"), _positive_int(pool, "pool"), int(seed)
+        gen = torch.Generator().manual_seed(self.seed)
+        self.conv1 = torch.empty(self.width, 3, 5, 5)
+        self.conv2 = torch.empty(2 * self.width, self.width, 3, 3)
+        for w in (self.conv1, self.conv2):
+            nn.init.kaiming_normal_(w, nonlinearity="relu", generator=gen)
+
+    def settings(self) -> dict[str, Any]:
+        return {"width": self.width, "pool": self.pool, "seed": self.seed}
+
+    def _raw(self, images: torch.Tensor) -> torch.Tensor:
+        x = _unit(images) * 2 - 1
+        x = F.max_pool2d(F.relu(F.conv2d(x, self.conv1, padding=2)), 2)
+        x = F.relu(F.conv2d(x, self.conv2, padding=1))
+        return F.adaptive_avg_pool2d(x, self.pool).flatten(1)
+
+
+class RandomPatchFeatures(Extractor):
+    """Single-layer features from whitened random patches (Coates, Lee & Ng, "An Analysis of Single-Layer
+    Networks in Unsupervised Feature Learning", AISTATS 2011, Sections 3-4), fitted on public images only.
+
+    Fit: draw ``num_fit_patches`` ``patch`` x ``patch`` x 3 patches from the public images; normalise each
+    patch's contrast, p -> (p - mean(p)) / sqrt(var(p) + 10/255^2) (pixels in [0, 1]; Coates et al.'s +10 on the
+    0..255 scale); fit ZCA whitening W = U diag(1 / sqrt(s + ``zca_eps``)) U^T on them; take
+    ``num_filters`` of the whitened patches, each scaled to unit norm, as the dictionary D ("random patches",
+    Section 4.2).
+
+    Transform: at every patch position (stride 1) r = D W (p_norm - m); the features are the two one-sided
+    soft thresholds max(0, r - ``alpha``) and max(0, -r - ``alpha``) ("triangle"/soft-threshold encoder with
+    the sign split, Section 3.2), pooled over a ``pool`` x ``pool`` grid of regions (Coates et al. sum-pool
+    quadrants; we average, which the standardisation makes the same up to a constant per region):
+    2 * num_filters * pool^2 dims. The whole encoder is one convolution (D W folded into the filter bank),
+    with the contrast normalisation computed by box filters.
+    """
+
+    def __init__(self, num_filters: int = 256, patch: int = 5, stride: int = 1, pool: int = 3, alpha: float = 0.25,
+                 zca_eps: float = 0.1, num_fit_patches: int = 100_000, seed: int = 0):
+        super().__init__()
+        self.stride = _positive_int(stride, "stride")
+        self.num_filters = _positive_int(num_filters, "num_filters")
+        self.patch = _positive_int(patch, "patch")
+        self.pool = _positive_int(pool, "pool")
+        self.num_fit_patches = _positive_int(num_fit_patches, "num_fit_patches")
+        if not alpha >= 0:
+            raise ValueError(f"alpha={alpha!r}; expected a threshold >= 0")
+        if not zca_eps > 0:
+            raise ValueError(f"zca_eps={zca_eps!r}; expected a regulariser > 0")
+        self.alpha, self.zca_eps, self.seed = float(alpha), float(zca_eps), int(seed)
+        self._filters: torch.Tensor | None = None  # [K, 3, p, p], D W folded
+        self._filter_sums: torch.Tensor | None = None  # [K]: sum of each filter's weights
+        self._bias: torch.Tensor | None = None  # [K]: D W m
+
+    def settings(self) -> dict[str, Any]:
+        return {"num_filters": self.num_filters, "patch": self.patch, "stride": self.stride, "pool": self.pool, "alpha": self.alpha,
+                "zca_eps": self.zca_eps, "num_fit_patches": self.num_fit_patches, "seed": self.seed}
+
+    _CONTRAST = 10.0 / 255.0**2
+
+    def _fit_raw(self, images: np.ndarray, rng: np.random.Generator) -> None:
+        n, _, size, _ = images.shape
+        p = self.patch
+        if size < p:
+            raise ValueError(f"images of {size} px are smaller than patch={p}")
+        img = rng.integers(0, n, self.num_fit_patches)
+        row = rng.integers(0, size - p + 1, self.num_fit_patches)[:, None, None, None]
+        col = rng.integers(0, size - p + 1, self.num_fit_patches)[:, None, None, None]
+        offsets = np.arange(p)
+        pixels = np.asarray(images[np.unique(img)])  # each sampled public image read once
+        patches = pixels[np.searchsorted(np.unique(img), img)[:, None, None, None], np.arange(3)[None, :, None, None],
+                         row + offsets[None, None, :, None], col + offsets[None, None, None, :]]
+        x = patches.reshape(self.num_fit_patches, -1).astype(np.float64) / 255.0
+        x = (x - x.mean(1, keepdims=True)) / np.sqrt(x.var(1, keepdims=True) + self._CONTRAST)
+        m = x.mean(0)
+        s, u = np.linalg.eigh(np.cov(x, rowvar=False))
+        whiten = (u / np.sqrt(np.clip(s, 0, None) + self.zca_eps)) @ u.T
+        chosen = (x[rng.choice(self.num_fit_patches, self.num_filters, replace=False)] - m) @ whiten.T
+        dictionary = chosen / np.linalg.norm(chosen, axis=1, keepdims=True).clip(1e-8)
+        folded = dictionary @ whiten  # r = D W (p_norm - m) = folded p_norm - folded m
+        self._filters = torch.from_numpy(folded.reshape(self.num_filters, 3, p, p)).float()
+        self._filter_sums = self._filters.sum(dim=(1, 2, 3))
+        self._bias = torch.from_numpy(folded @ m).float()
+
+    def _raw(self, images: torch.Tensor) -> torch.Tensor:
+        if self._filters is None:
+            raise RuntimeError("RandomPatchFeatures needs fit(public_images) before it can encode")
+        x = _unit(images)
+        p = self.patch
+        # contrast normalisation of every patch: its mean and variance over all p*p*3 values
+        box = F.avg_pool2d(x.sum(1, keepdim=True), p, stride=self.stride) / 3
+        box_sq = F.avg_pool2d((x * x).sum(1, keepdim=True), p, stride=self.stride) / 3
+        scale = torch.rsqrt((box_sq - box * box).clamp_min(0) + self._CONTRAST)
+        # folded . p_norm = (folded . p - mean * sum(folded)) * scale
+        # channels-last convolution: ~2x faster than the default layout on CPU
+        r = F.conv2d(x.contiguous(memory_format=torch.channels_last), self._filters, stride=self.stride)
+        # in place from here: the [B, K, H, W] maps are the whole cost, so allocate as few as possible
+        r.addcmul_(box, self._filter_sums[None, :, None, None], value=-1).mul_(scale)
+        r.sub_(self._bias[None, :, None, None])
+        pos = (r - self.alpha).clamp_min_(0)
+        neg = r.neg_().sub_(self.alpha).clamp_min_(0)
+        return torch.cat([F.adaptive_avg_pool2d(pos, self.pool), F.adaptive_avg_pool2d(neg, self.pool)], 1).flatten(1)
+
+
+class TorchvisionFeatures(Extractor):
+    """The global-average-pooled penultimate layer of an ImageNet-pretrained torchvision network (public
+    weights from another domain; ImageNet's labels are not CelebA's). Images are resized to ``input_size`` and
+    normalised with ImageNet's published channel statistics.
+
+    Weights are read from ``weights_path`` or from torch's hub cache (``$TORCH_HOME/hub/checkpoints``), never
+    downloaded at run time; when absent the error says how to fetch them. The weights file's SHA-256 is part of
+    :meth:`identity`, so other weights give other features and other teachers.
+    """
+
+    _ARCHS = {"resnet18": "IMAGENET1K_V1", "resnet50": "IMAGENET1K_V2"}
+    _IMAGENET_MEAN = (0.485, 0.456, 0.406)
+    _IMAGENET_STD = (0.229, 0.224, 0.225)
+
+    def __init__(self, arch: str = "resnet50", weights_path: str | None = None, input_size: int = 224,
+                 batch_size: int = 64):
+        super().__init__()
+        import torchvision
+
+        if arch not in self._ARCHS:
+            raise ValueError(f"arch={arch!r}; expected one of {sorted(self._ARCHS)}")
+        self.arch, self.input_size = arch, _positive_int(input_size, "input_size")
+        self.batch_size = _positive_int(batch_size, "batch_size")
+        weights_enum = torchvision.models.get_model_weights(arch)[self._ARCHS[arch]]
+        path = Path(weights_path).expanduser() if weights_path else self.cache_path(weights_enum.url)
+        if not path.is_file():
+            raise FileNotFoundError(
+                f"ImageNet weights for features.arch={arch!r} not found at {str(path)!r}, and runs never download. "
+                f"On a machine with network access run: python -c \"import torchvision; "
+                f"torchvision.models.{arch}(weights='{self._ARCHS[arch]}')\", then copy "
+                f"{Path(weights_enum.url).name} into {self.cache_path(weights_enum.url).parent} here, or pass "
+                f"features.weights_path=/path/to/{Path(weights_enum.url).name}"
+            )
+        self.weights_path, self.weights_sha256 = str(path), sha256_file(path)
+        net = getattr(torchvision.models, arch)(weights=None)
+        net.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
+        net.fc = nn.Identity()
+        self.net = net.eval()
+
+    @staticmethod
+    def cache_path(url: str) -> Path:
+        return Path(torch.hub.get_dir()) / "checkpoints" / os.path.basename(url)
+
+    def settings(self) -> dict[str, Any]:
+        # the checksum, not the path, identifies the weights
+        return {"arch": self.arch, "input_size": self.input_size, "weights_sha256": self.weights_sha256}
+
+    def _raw(self, images: torch.Tensor) -> torch.Tensor:
+        x = F.interpolate(_unit(images), size=self.input_size, mode="bilinear", align_corners=False, antialias=True)
+        mean = torch.tensor(self._IMAGENET_MEAN)[None, :, None, None]
+        std = torch.tensor(self._IMAGENET_STD)[None, :, None, None]
+        with torch.inference_mode():
+            return self.net((x - mean) / std).float()
+
+
+__all__ = ["Extractor", "PixelFeatures", "RandomConvFeatures", "RandomPatchFeatures", "TorchvisionFeatures",
+           "batches", "check_uint8_images"]

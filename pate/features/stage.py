@@ -1,0 +1,103 @@
+"""The ``features`` stage: a frozen public extractor applied once to the images that teachers and students read.
+
+The extractor is fitted on public images only: ``num_fit_images`` images, drawn with ``fit_seed`` from the
+public split ``fit_split`` (CelebA's validation split by default, whose labels no stage reads). Its input is
+an image array and nothing else, so no label can reach it; ``build_features`` checks that no fit row lies in
+the private training split or among the evaluation rows. The artifact holds float16 features of ``rows``
+(the training and test splits: the teachers' parts, the public queries and the evaluation images), read back
+memory-mapped by :class:`FeatureTable`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from pate.artifacts import Artifact, atomic_write_json
+from pate.features.extractors import Extractor, batches, check_uint8_images
+
+FEATURES_FILE = "features.npy"
+ROWS_FILE = "rows.npy"
+
+
+def choose_fit_rows(public_rows: np.ndarray, num_fit_images: int, seed: int) -> np.ndarray:
+    """A seeded, sorted sample of ``num_fit_images`` of the public rows (all of them if there are fewer)."""
+    public_rows = np.asarray(public_rows, dtype=np.int64)
+    if public_rows.size == 0:
+        raise ValueError("the public fit split holds no images: nothing to fit the extractor on")
+    if isinstance(num_fit_images, bool) or not isinstance(num_fit_images, (int, np.integer)) or num_fit_images < 1:
+        raise ValueError(f"features.num_fit_images={num_fit_images!r}; expected a positive integer")
+    take = min(int(num_fit_images), public_rows.size)
+    return np.sort(np.random.default_rng(seed).choice(public_rows, take, replace=False))
+
+
+def build_features(work: Path, extractor: Extractor, images: np.ndarray, fit_rows: np.ndarray,
+                   rows: np.ndarray, private_rows: np.ndarray, fit_seed: int, progress: bool = True) -> None:
+    """Fit ``extractor`` on ``images[fit_rows]`` (public), then write the features of ``images[rows]``.
+
+    ``private_rows`` are the training split's rows: a fit row among them is refused before anything runs.
+    Writes ``features.npy`` float16 [len(rows), D], ``rows.npy`` int64 (sorted) and ``extractor.json``.
+    """
+    check_uint8_images(images)
+    fit_rows, rows = np.asarray(fit_rows, dtype=np.int64), np.unique(np.asarray(rows, dtype=np.int64))
+    leaked = np.intersect1d(fit_rows, private_rows)
+    if leaked.size:
+        raise ValueError(f"the extractor's fit rows include {leaked.size} private training rows (e.g. "
+                         f"{leaked[:5].tolist()}); it may only be fitted on public images")
+    with tqdm(total=len(fit_rows), desc="features: fit on public images", unit="img", disable=not progress) as bar:
+        extractor.fit(np.asarray(images[fit_rows]), seed=fit_seed, progress=bar.update)
+    dim = extractor.dim(images.shape[-1])
+    tmp = work / (FEATURES_FILE + ".tmp")
+    out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float16, shape=(len(rows), dim))
+    with tqdm(total=len(rows), desc="features: extract", unit="img", disable=not progress) as bar:
+        for part in batches(len(rows), 1024):
+            chunk = np.asarray(images[rows[part]])
+            out[part] = np.concatenate([extractor.transform(torch.from_numpy(chunk[s])).numpy()
+                                        for s in batches(len(chunk), extractor.batch_size)])
+            bar.update(part.stop - part.start)
+    if not np.isfinite(out).all():
+        raise RuntimeError(f"{type(extractor).__name__} produced non-finite features (float16 overflow?)")
+    out.flush()
+    del out
+    tmp.replace(work / FEATURES_FILE)
+    np.save(work / ROWS_FILE, rows)
+    atomic_write_json(work / "extractor.json", {**extractor.identity(), "dim": dim, "fit_rows": len(fit_rows)})
+
+
+@dataclass(frozen=True)
+class FeatureTable:
+    """Memory-mapped features of a set of image rows: ``take(indices)`` -> float32 tensor [len(indices), D]."""
+
+    features: np.ndarray  # float16 [R, D], memory-mapped
+    rows: np.ndarray  # int64 [R], sorted
+    identity: dict
+
+    @property
+    def dim(self) -> int:
+        return int(self.features.shape[1])
+
+    def take(self, indices: np.ndarray) -> torch.Tensor:
+        indices = np.asarray(indices, dtype=np.int64)
+        pos = np.searchsorted(self.rows, indices).clip(0, len(self.rows) - 1)
+        missing = indices[self.rows[pos] != indices]
+        if missing.size:
+            raise KeyError(f"the feature artifact has no features for image rows {missing[:5].tolist()} "
+                           f"({missing.size} in all); it covers the training and test splits only")
+        order = np.argsort(pos, kind="stable")  # read the memory map in ascending order
+        out = np.empty((len(indices), self.dim), dtype=np.float32)
+        out[order] = self.features[pos[order]]
+        return torch.from_numpy(out)
+
+
+def read_features(art: Artifact) -> FeatureTable:
+    return FeatureTable(features=np.load(art.file(FEATURES_FILE), mmap_mode="r"),
+                        rows=np.load(art.file(ROWS_FILE)),
+                        identity=json.loads(art.file("extractor.json").read_text()))
+
+
+__all__ = ["FeatureTable", "build_features", "choose_fit_rows", "read_features"]
