@@ -268,7 +268,8 @@ def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict[str, Any]
                       **({"features": features.key} if features is not None else {})},
     }
     if cfg.get("references", False):
-        metrics["reference"] = {}
+        # the floor every student must clear: it needs no teacher and no training
+        metrics["reference"] = {"majority_class": {"student_accuracy": metrics["majority_class_accuracy"]}}
         for source in REFERENCES:
             ref = student_of(labelled(source))
             metrics["reference"][source] = {

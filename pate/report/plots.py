@@ -16,7 +16,8 @@ from pate.report.tables import METRIC_LABELS, REFERENCE_LABELS
 
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")
 _REFERENCE_STYLE = {"true_labels": dict(color="black", linestyle="-"),
-                    "majority_vote": dict(color="tab:gray", linestyle="--")}
+                    "majority_vote": dict(color="tab:gray", linestyle="--"),
+                    "majority_class": dict(color="tab:red", linestyle=":")}
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,8 @@ class PlotSpec:
 
 
 PLOTS = (
-    PlotSpec("accuracy_vs_epsilon.png", "student_accuracy", ("true_labels", "majority_vote"), threshold=True),
+    PlotSpec("accuracy_vs_epsilon.png", "student_accuracy", ("true_labels", "majority_vote", "majority_class"),
+             threshold=True),
     PlotSpec("label_f1_vs_epsilon.png", "label_f1", ("majority_vote",)),
     PlotSpec("answered_vs_epsilon.png", "answered_fraction", ()),
 )

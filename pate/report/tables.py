@@ -24,6 +24,7 @@ METRIC_LABELS = {
 REFERENCE_LABELS = {
     "true_labels": "student on the true labels (non-private)",
     "majority_vote": "teacher majority vote (non-private)",
+    "majority_class": "majority class (each attribute's majority value on the evaluation split)",
 }
 # Column order of results.csv: the schema's order, with derived calibration columns after epsilon;
 # nested objects (noise, reference, versions, artifacts) become dotted columns, sorted within each.

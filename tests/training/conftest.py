@@ -13,6 +13,8 @@ CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
 # Shrinks the real configs to seconds on a CPU. The aggregator group is not needed by these stages.
 TINY = [
     "~aggregator",
+    "teacher=small_cnn",
+    "student=small_cnn",
     "teacher.max_epochs=1",
     "teacher.batch_size=8",
     "teacher.model.width=8",

@@ -12,6 +12,8 @@ from .conftest import brightness_task, compose_config, majority_baseline
 
 LEARN = [
     "~aggregator",
+    "teacher=small_cnn",
+    "student=small_cnn",
     "teacher.max_epochs=10",
     "teacher.batch_size=32",
     "teacher.model.width=8",

@@ -1,0 +1,112 @@
+"""Teachers at the paper's scale on one CPU: speed of the heads against the SmallCNN loop, and teacher accuracy
+per public extractor and per number of teachers T, on the default synthetic data.
+
+Everything goes through the pipeline's own code: the features stage (cached in the artifact cache, so a
+second run extracts nothing), ``teachers.heads`` (fit, then score) and ``teachers.ensemble`` (the Lightning
+loop of ``teacher=small_cnn``). Teacher accuracy is the mean per-attribute accuracy on the first 2,000
+evaluation images of the test split; "vote" is the accuracy of the T teachers' plain (non-private) majority.
+
+    python benchmarks/teachers.py                                # all of it (~10 min on 2 cores)
+    python benchmarks/teachers.py --extractors random_patches --teachers 800 --cnn-teachers 0
+
+Recorded results: benchmarks/README.md, "Teachers".
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from hydra import compose, initialize_config_dir
+
+import train
+from pate.artifacts import ArtifactStore
+from pate.data import partition_teachers
+from pate.features import read_features
+from pate.stages import data_identity, load_data, majority_class_accuracy
+from teachers.ensemble import train_teachers
+from teachers.heads import head_votes, train_head_teachers
+
+CONF = str(Path(__file__).resolve().parent.parent / "conf")
+EVAL_IMAGES = 2000
+
+
+def config(*overrides: str):
+    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+        return compose(config_name="train", overrides=["progress=false", *overrides])
+
+
+def heads(cfg, data, features, num_teachers: int, eval_rows) -> dict:
+    parts = partition_teachers(data.indices("train"), num_teachers, int(cfg.partition.seed))
+    with tempfile.TemporaryDirectory() as work:
+        start = time.perf_counter()
+        train_head_teachers(cfg.teacher, features, data.labels, parts, Path(work), progress=False)
+        fit_seconds = time.perf_counter() - start
+        votes, accuracy = head_votes(cfg.teacher, Path(work), features, parts, eval_rows, eval_rows,
+                                     data.labels[eval_rows], progress=False)
+    majority = votes.sum(1) > num_teachers / 2
+    return {"teachers": num_teachers, "records_per_teacher": float(np.mean([len(p) for p in parts])),
+            "teacher_accuracy": float(accuracy.mean()), "teacher_accuracy_sd": float(accuracy.std()),
+            "vote_accuracy": float((majority == data.labels[eval_rows].astype(bool)).mean()),
+            "fit_seconds": fit_seconds, "teachers_per_second": num_teachers / fit_seconds}
+
+
+def cnn_loop(num_teachers: int) -> dict:
+    """``teacher=small_cnn`` (its config as shipped) on the first parts of the 800-teacher partition."""
+    cfg = config("teacher=small_cnn")
+    data = load_data(cfg.data, Path(cfg.paths.cache_dir) / "tensors", progress=False)
+    parts = partition_teachers(data.indices("train"), int(cfg.partition.num_teachers), int(cfg.partition.seed))
+    with tempfile.TemporaryDirectory() as work:
+        start = time.perf_counter()
+        train_teachers(cfg.teacher, cfg.trainer, data.images, data.labels, parts, Path(work),
+                       teacher_ids=range(num_teachers), progress=False)
+        seconds = time.perf_counter() - start
+    return {"teachers": num_teachers, "seconds": seconds, "teachers_per_second": num_teachers / seconds,
+            "max_epochs": int(cfg.teacher.max_epochs)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--extractors", nargs="+", default=["random_patches", "random_conv", "pixels"])
+    parser.add_argument("--teachers", nargs="+", type=int, default=[100, 250, 800])
+    parser.add_argument("--cnn-teachers", type=int, default=5, help="SmallCNN teachers to time (0: skip)")
+    parser.add_argument("--output", type=Path, default=None)
+    args = parser.parse_args()
+    torch.set_num_threads(2)
+    results: dict = {"extractors": {}, "device": "cpu", "torch_threads": torch.get_num_threads()}
+    for name in args.extractors:
+        cfg = config(f"features={name}")
+        data = load_data(cfg.data, Path(cfg.paths.cache_dir) / "tensors", progress=False)
+        extractor = train._instantiate(cfg.features.extractor, "feature extractor")
+        stage = train.features_stage(cfg, extractor, data_identity(train._plain(cfg.data)), data)
+        store = ArtifactStore(Path(cfg.paths.cache_dir))
+        start = time.perf_counter()
+        features = read_features(store.get(stage))
+        seconds = time.perf_counter() - start
+        eval_rows = np.sort(data.indices("test"))[:EVAL_IMAGES]
+        rows = [heads(cfg, data, features, t, eval_rows) for t in args.teachers]
+        results["extractors"][name] = {"dim": features.dim, "features_seconds": seconds, "by_teachers": rows}
+        results["majority_class_accuracy"] = majority_class_accuracy(data.labels[eval_rows])
+        for row in rows:
+            print(f"{name:15s} D={features.dim:5d} T={row['teachers']:4d} (~{row['records_per_teacher']:.0f} each): "
+                  f"teacher {100 * row['teacher_accuracy']:.1f}% (sd {100 * row['teacher_accuracy_sd']:.1f}), "
+                  f"vote {100 * row['vote_accuracy']:.1f}%, {row['teachers_per_second']:.0f} teachers/s", flush=True)
+    print(f"majority class {100 * results['majority_class_accuracy']:.1f}%")
+    if args.cnn_teachers:
+        results["small_cnn_loop"] = cnn_loop(args.cnn_teachers)
+        print(f"SmallCNN loop: {results['small_cnn_loop']['teachers_per_second']:.3f} teachers/s")
+        best = max(r["teachers_per_second"] for e in results["extractors"].values() for r in e["by_teachers"]
+                   if r["teachers"] == max(args.teachers))
+        results["heads_over_cnn"] = best / results["small_cnn_loop"]["teachers_per_second"]
+        print(f"heads / SmallCNN loop, teachers per second: {results['heads_over_cnn']:.0f}x")
+    if args.output:
+        args.output.write_text(json.dumps(results, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

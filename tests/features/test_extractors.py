@@ -1,0 +1,106 @@
+"""Feature extractors: the encoder's closed form, public-only fitting, standardisation, offline weights."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import torchvision
+
+import train
+from pate.data.celeba import SPLITS
+from pate.features import PixelFeatures, RandomConvFeatures, RandomPatchFeatures, TorchvisionFeatures
+from pate.features.stage import build_features
+from pate.stages import load_data
+
+
+def _images(n=40, size=12, seed=0):
+    return np.random.default_rng(seed).integers(0, 256, (n, 3, size, size), dtype=np.uint8)
+
+
+def test_random_patch_encoder_equals_its_definition_at_every_position():
+    """With pool = number of positions, each feature is one position's soft-thresholded response; recompute it
+    from the definition (contrast-normalise the patch, then the folded D W, minus D W m)."""
+    ex = RandomPatchFeatures(num_filters=8, patch=5, pool=4, alpha=0.25, num_fit_patches=500).fit(_images())
+    img = _images(1, size=8, seed=1)  # 4 x 4 positions
+    got = ex._raw(torch.from_numpy(img)).reshape(2, 8, 4, 4).numpy()
+    folded = ex._filters.double().numpy().reshape(8, -1)
+    for r in range(4):
+        for c in range(4):
+            p = img[0, :, r:r + 5, c:c + 5].astype(np.float64).reshape(-1) / 255
+            p = (p - p.mean()) / np.sqrt(p.var() + 10 / 255**2)
+            resp = folded @ p - ex._bias.double().numpy()
+            np.testing.assert_allclose(got[0, :, r, c], np.maximum(resp - 0.25, 0), atol=2e-4)
+            np.testing.assert_allclose(got[1, :, r, c], np.maximum(-resp - 0.25, 0), atol=2e-4)
+
+
+@pytest.mark.parametrize("make", [lambda: PixelFeatures(size=4), lambda: RandomConvFeatures(width=4, pool=2),
+                                  lambda: RandomPatchFeatures(num_filters=8, num_fit_patches=500)])
+def test_features_are_standardised_on_the_fit_images_and_deterministic(make):
+    images = _images()
+    first, second = make().fit(images, seed=3), make().fit(images, seed=3)
+    feats = first.transform(torch.from_numpy(images))
+    varying = feats.std(0) > 0
+    np.testing.assert_allclose(feats.mean(0).numpy(), 0, atol=1e-4)
+    np.testing.assert_allclose(feats[:, varying].std(0, unbiased=False).numpy(), 1, atol=1e-3)
+    torch.testing.assert_close(feats, second.transform(torch.from_numpy(images)))
+
+
+def test_transform_before_fit_is_refused():
+    with pytest.raises(RuntimeError, match="before fit"):
+        PixelFeatures().transform(torch.zeros(1, 3, 8, 8, dtype=torch.uint8))
+
+
+@pytest.mark.parametrize("kwargs, match", [({"num_filters": 0}, "num_filters"), ({"alpha": -1.0}, "alpha"),
+                                           ({"zca_eps": 0.0}, "zca_eps"), ({"stride": 0}, "stride")])
+def test_bad_settings_name_the_argument(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        RandomPatchFeatures(**kwargs)
+
+
+def test_build_features_refuses_private_fit_rows(tmp_path):
+    images = _images()
+    with pytest.raises(ValueError, match="private training rows"):
+        build_features(tmp_path, PixelFeatures(size=2), images, fit_rows=np.arange(10), rows=np.arange(40),
+                       private_rows=np.arange(5, 20), fit_seed=0, progress=False)
+
+
+def test_the_feature_stage_fits_on_public_images_only(tiny_cfg, tmp_path, monkeypatch):
+    """Spy on the extractor's fit: every image it receives is a validation-split image (public), none is a
+    training (private) or test (query / evaluation) image, and its signature has no place for labels."""
+    seen = []
+    real = RandomPatchFeatures.fit
+
+    def spy(self, public_images, seed=0, progress=None):
+        seen.append(np.array(public_images))
+        return real(self, public_images, seed=seed, progress=progress)
+
+    monkeypatch.setattr(RandomPatchFeatures, "fit", spy)
+    cfg = tiny_cfg(f"paths.cache_dir={tmp_path / 'cache'}")
+    train.run(cfg, output_dir=tmp_path / "run")
+    data = load_data(cfg.data, Path(cfg.paths.cache_dir) / "tensors", progress=False)
+    assert len(seen) == 1, "the features stage did not fit exactly once"
+    by_split = {name: {img.tobytes() for img in data.images[data.indices(name)]} for name in SPLITS}
+    received = {img.tobytes() for img in seen[0]}
+    assert received <= by_split["val"]
+    assert not received & (by_split["train"] | by_split["test"])
+    assert "labels" not in RandomPatchFeatures.fit.__code__.co_varnames
+
+
+def test_torchvision_weights_missing_offline_say_how_to_get_them(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path))
+    with pytest.raises(FileNotFoundError, match="weights_path"):
+        TorchvisionFeatures(arch="resnet18")
+
+
+def test_torchvision_weights_checksum_is_the_identity(tmp_path):
+    weights = tmp_path / "resnet18.pth"
+    torch.manual_seed(0)
+    torch.save(torchvision.models.resnet18(weights=None).state_dict(), weights)
+    ex = TorchvisionFeatures(arch="resnet18", weights_path=str(weights), input_size=32)
+    assert len(ex.identity()["weights_sha256"]) == 64 and "weights_path" not in ex.identity()
+    ex.fit(_images(n=4, size=16))
+    assert ex.transform(torch.from_numpy(_images(n=2, size=16))).shape == (2, 512)
+    torch.manual_seed(1)
+    torch.save(torchvision.models.resnet18(weights=None).state_dict(), weights)
+    assert TorchvisionFeatures(arch="resnet18", weights_path=str(weights)).identity() != ex.identity()
