@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -24,13 +25,14 @@ import numpy as np
 import torch
 from hydra import compose, initialize_config_dir
 
-import train
-from pate.artifacts import ArtifactStore
-from pate.data import partition_teachers
-from pate.features import read_features
-from pate.stages import data_identity, load_data, majority_class_accuracy
-from teachers.ensemble import train_teachers
-from teachers.heads import head_votes, train_head_teachers
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # train.py (the stage wiring) lives at the root
+import train  # noqa: E402
+from pate.artifacts import ArtifactStore  # noqa: E402
+from pate.data import partition_teachers  # noqa: E402
+from pate.features import read_features  # noqa: E402
+from pate.stages import data_identity, load_data, majority_class_accuracy  # noqa: E402
+from teachers.ensemble import train_teachers  # noqa: E402
+from teachers.heads import head_votes, train_head_teachers  # noqa: E402
 
 CONF = str(Path(__file__).resolve().parent.parent / "conf")
 EVAL_IMAGES = 2000
