@@ -133,9 +133,6 @@ def train_teacher_shard(cfg: DictConfig, store: ArtifactStore, teachers: Stage, 
     artifact. Teachers are saved atomically one by one, so shards never see each other's partial files.
     """
     ids = parse_shard(cfg.teacher_shard, len(parts))
-    if cfg.teacher.get("kind") == "heads":
-        raise ValueError("teacher_shard is for CNN teachers; teacher=heads fits all teachers in one process "
-                         "(seconds per hundred teachers): run without teacher_shard")
     if store.path(teachers).exists():
         log.info("teachers %s already complete; nothing to train for shard %s", teachers.key, cfg.teacher_shard)
     else:
@@ -156,6 +153,9 @@ def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict[str, Any]
     aggregator, multiplier, asked = prepare_aggregator(cfg)
     if cfg.teacher.get("kind") == "heads":
         check_heads_config(cfg.teacher)
+        if cfg.get("teacher_shard"):
+            raise ValueError(f"teacher_shard is for CNN teachers (got teacher_shard={cfg.teacher_shard!r}); teacher=heads "
+                             "fits all teachers in one process (seconds per hundred teachers): run without it")
     else:
         _instantiate(cfg.teacher.model, "teacher model (conf/teacher)")
     if cfg.student.get("kind") != "head":
@@ -221,11 +221,11 @@ def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict[str, Any]
                           {"labels": labels_stage, "features": features})
         else:
             stage = Stage("student", {"student": _plain(cfg.student), "precision": str(cfg.trainer.precision),
-                                  "seed": seed},
-                      lambda work, _: build_student(work, cfg.student, cfg.trainer, data.images, data.labels,
-                                                    query_indices, released["labels"], released["answered"],
-                                                    eval_indices, seed, work / "logs", progress=progress),
-                      {"labels": labels_stage})
+                                      "seed": seed},
+                          lambda work, _: build_student(work, cfg.student, cfg.trainer, data.images, data.labels,
+                                                        query_indices, released["labels"], released["answered"],
+                                                        eval_indices, seed, work / "logs", progress=progress),
+                          {"labels": labels_stage})
         student = json.loads(store.get(stage).file("student.json").read_text())
         return {"released": released, "student": student, "keys": {"aggregate": labels_stage.key,
                                                                    "student": stage.key}}

@@ -28,6 +28,7 @@ from tqdm.auto import tqdm
 
 from pate.features import FeatureTable, fit_ridge_heads, head_scores, head_weights
 from pate.features.ridge import check_lambdas
+from pate.privacy.checks import positive_int
 
 log = logging.getLogger(__name__)
 
@@ -46,9 +47,8 @@ def _identity(teacher_cfg: DictConfig, ids: Sequence[int], parts: Sequence[np.nd
 
 def check_heads_config(teacher_cfg: DictConfig) -> None:
     check_lambdas(teacher_cfg.lambdas)
-    size = teacher_cfg.chunk_size
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-        raise ValueError(f"teacher.chunk_size={size!r}; expected a positive integer (teachers fitted at once)")
+    positive_int("teacher.chunk_size", teacher_cfg.chunk_size)
+    positive_int("teacher.accuracy_images", teacher_cfg.accuracy_images)
 
 
 def _same_size_groups(ids: Sequence[int], parts: Sequence[np.ndarray]) -> list[list[int]]:

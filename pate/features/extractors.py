@@ -28,6 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from pate.io import sha256_file
+from pate.privacy.checks import non_negative, positive, positive_int
 
 
 def check_uint8_images(images, name: str = "images") -> None:
@@ -38,12 +39,6 @@ def check_uint8_images(images, name: str = "images") -> None:
                          f"with dtype {getattr(images, 'dtype', None)} and shape {shape}")
     if images.shape[0] < 1:
         raise ValueError(f"{name} must hold at least one image, got shape {shape}")
-
-
-def _positive_int(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name}={value!r}; expected a positive integer")
-    return int(value)
 
 
 def batches(num: int, batch_size: int) -> Iterator[slice]:
@@ -128,7 +123,7 @@ class PixelFeatures(Extractor):
 
     def __init__(self, size: int = 16):
         super().__init__()
-        self.size = _positive_int(size, "size")
+        self.size = positive_int("size", size)
 
     def settings(self) -> dict[str, Any]:
         return {"size": self.size}
@@ -143,7 +138,7 @@ class RandomConvFeatures(Extractor):
 
     def __init__(self, width: int = 64, pool: int = 4, seed: int = 0):
         super().__init__()
-        self.width, self.pool, self.seed = _positive_int(width, "width"), _positive_int(pool, "pool"), int(seed)
+        self.width, self.pool, self.seed = positive_int("width", width), positive_int("pool", pool), int(seed)
         gen = torch.Generator().manual_seed(self.seed)
         self.conv1 = torch.empty(self.width, 3, 5, 5)
         self.conv2 = torch.empty(2 * self.width, self.width, 3, 3)
@@ -181,16 +176,13 @@ class RandomPatchFeatures(Extractor):
     def __init__(self, num_filters: int = 256, patch: int = 5, stride: int = 1, pool: int = 3, alpha: float = 0.25,
                  zca_eps: float = 0.1, num_fit_patches: int = 100_000, seed: int = 0):
         super().__init__()
-        self.stride = _positive_int(stride, "stride")
-        self.num_filters = _positive_int(num_filters, "num_filters")
-        self.patch = _positive_int(patch, "patch")
-        self.pool = _positive_int(pool, "pool")
-        self.num_fit_patches = _positive_int(num_fit_patches, "num_fit_patches")
-        if not alpha >= 0:
-            raise ValueError(f"alpha={alpha!r}; expected a threshold >= 0")
-        if not zca_eps > 0:
-            raise ValueError(f"zca_eps={zca_eps!r}; expected a regulariser > 0")
-        self.alpha, self.zca_eps, self.seed = float(alpha), float(zca_eps), int(seed)
+        self.stride = positive_int("stride", stride)
+        self.num_filters = positive_int("num_filters", num_filters)
+        self.patch = positive_int("patch", patch)
+        self.pool = positive_int("pool", pool)
+        self.num_fit_patches = positive_int("num_fit_patches", num_fit_patches)
+        self.alpha, self.zca_eps = non_negative("alpha", alpha), positive("zca_eps", zca_eps)
+        self.seed = int(seed)
         self._filters: torch.Tensor | None = None  # [K, 3, p, p], D W folded
         self._filter_sums: torch.Tensor | None = None  # [K]: sum of each filter's weights
         self._bias: torch.Tensor | None = None  # [K]: D W m
@@ -266,8 +258,8 @@ class TorchvisionFeatures(Extractor):
 
         if arch not in self._ARCHS:
             raise ValueError(f"arch={arch!r}; expected one of {sorted(self._ARCHS)}")
-        self.arch, self.input_size = arch, _positive_int(input_size, "input_size")
-        self.batch_size = _positive_int(batch_size, "batch_size")
+        self.arch, self.input_size = arch, positive_int("input_size", input_size)
+        self.batch_size = positive_int("batch_size", batch_size)
         weights_enum = torchvision.models.get_model_weights(arch)[self._ARCHS[arch]]
         path = Path(weights_path).expanduser() if weights_path else self.cache_path(weights_enum.url)
         if not path.is_file():

@@ -20,6 +20,7 @@ from tqdm.auto import tqdm
 
 from pate.artifacts import Artifact, atomic_write_json
 from pate.features.extractors import Extractor, batches, check_uint8_images
+from pate.privacy.checks import positive_int
 
 FEATURES_FILE = "features.npy"
 ROWS_FILE = "rows.npy"
@@ -30,9 +31,7 @@ def choose_fit_rows(public_rows: np.ndarray, num_fit_images: int, seed: int) -> 
     public_rows = np.asarray(public_rows, dtype=np.int64)
     if public_rows.size == 0:
         raise ValueError("the public fit split holds no images: nothing to fit the extractor on")
-    if isinstance(num_fit_images, bool) or not isinstance(num_fit_images, (int, np.integer)) or num_fit_images < 1:
-        raise ValueError(f"features.num_fit_images={num_fit_images!r}; expected a positive integer")
-    take = min(int(num_fit_images), public_rows.size)
+    take = min(positive_int("features.num_fit_images", num_fit_images), public_rows.size)
     return np.sort(np.random.default_rng(seed).choice(public_rows, take, replace=False))
 
 
@@ -57,11 +56,13 @@ def build_features(work: Path, extractor: Extractor, images: np.ndarray, fit_row
     with tqdm(total=len(rows), desc="features: extract", unit="img", disable=not progress) as bar:
         for part in batches(len(rows), 1024):
             chunk = np.asarray(images[rows[part]])
-            out[part] = np.concatenate([extractor.transform(torch.from_numpy(chunk[s])).numpy()
-                                        for s in batches(len(chunk), extractor.batch_size)])
+            encoded = np.concatenate([extractor.transform(torch.from_numpy(chunk[s])).numpy()
+                                      for s in batches(len(chunk), extractor.batch_size)]).astype(np.float16)
+            if not np.isfinite(encoded).all():  # checked per chunk: re-reading the whole file would cost a pass
+                raise RuntimeError(f"{type(extractor).__name__} produced non-finite features for image rows "
+                                   f"{rows[part][:5].tolist()}... (float16 overflow?)")
+            out[part] = encoded
             bar.update(part.stop - part.start)
-    if not np.isfinite(out).all():
-        raise RuntimeError(f"{type(extractor).__name__} produced non-finite features (float16 overflow?)")
     out.flush()
     del out
     tmp.replace(work / FEATURES_FILE)
