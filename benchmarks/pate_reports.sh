@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Regenerate the committed PATE sweep reports (benchmarks/results/{eps_sweep,paper_synthetic}_{replace,add_remove})
+# from one clean commit, one sweep at a time (two torch processes on 2 cores slow each other ~10x).
+#   benchmarks/pate_reports.sh            # all four reports: ~40 min on the 2-core VM
+#   benchmarks/pate_reports.sh eps_sweep  # only the sweeps whose name starts with the argument
+# Each sweep writes into logs/reports/<name>/ and its report.md, results.csv and plots are copied into
+# benchmarks/results/<name>/. Refuses a dirty working tree: a committed report names exactly one commit.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PY:-.venv/bin/python}
+only=${1:-}
+
+if [ -n "$(git status --porcelain)" ]; then
+    echo "pate_reports.sh: the working tree has uncommitted changes; commit or stash them first, so that" \
+         "every job of a committed report runs the same commit" >&2
+    exit 1
+fi
+commit=$(git rev-parse --short=12 HEAD)
+
+sweep() {  # name, then the train.py overrides
+    local name=$1; shift
+    case $name in "$only"*) ;; *) return 0 ;; esac
+    local out=logs/reports/$name
+    if [ -e "$out" ]; then
+        echo "pate_reports.sh: $out exists; remove it to regenerate $name" >&2
+        exit 1
+    fi
+    echo "== $name ($commit): python train.py -m $* hydra.sweep.dir=$out"
+    "$PY" train.py -m "$@" hydra.sweep.dir="$out"
+    mkdir -p "benchmarks/results/$name"
+    rm -f "benchmarks/results/$name"/*
+    cp "$out"/report.md "$out"/results.csv "$out"/*.png "benchmarks/results/$name/"
+}
+
+sweep eps_sweep_replace experiment=eps_sweep privacy.neighbors=replace
+sweep eps_sweep_add_remove experiment=eps_sweep privacy.neighbors=add_remove
+sweep paper_synthetic_replace experiment=paper_synthetic references=true seed=0,1,2 privacy.neighbors=replace
+sweep paper_synthetic_add_remove experiment=paper_synthetic references=true seed=0,1,2 privacy.neighbors=add_remove
