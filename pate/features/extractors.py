@@ -4,8 +4,9 @@ An extractor maps uint8 images ``[B, 3, S, S]`` to float32 feature vectors ``[B,
 from one of three places, never from a private image or a private label:
 
 * nothing at all (``PixelFeatures``, ``RandomConvFeatures``: a seeded network that is never trained);
-* public images without labels, handed to :meth:`fit` (``RandomPatchFeatures``: whitening and filters; every
-  extractor's feature standardisation);
+* public images without labels, handed to :meth:`fit` (``RandomPatchFeatures``: whitening and filters;
+  ``pate.features.ssl.SimCLRFeatures``: a CNN trained self-supervised; every extractor's feature
+  standardisation);
 * public weights from another domain (``TorchvisionFeatures``: ImageNet-pretrained torchvision networks).
 
 Every extractor standardises its outputs per dimension with the mean and standard deviation of the public
@@ -111,7 +112,7 @@ class Extractor(ABC):
         return int(self._raw(torch.zeros(1, 3, image_size, image_size, dtype=torch.uint8)).shape[1])
 
 
-def _unit(images: torch.Tensor) -> torch.Tensor:
+def to_unit_interval(images: torch.Tensor) -> torch.Tensor:
     """uint8 -> float32 in [0, 1]."""
     if images.dtype != torch.uint8:
         raise ValueError(f"images must be a uint8 tensor, got dtype {images.dtype}")
@@ -129,7 +130,7 @@ class PixelFeatures(Extractor):
         return {"size": self.size}
 
     def _raw(self, images: torch.Tensor) -> torch.Tensor:
-        return F.adaptive_avg_pool2d(_unit(images), self.size).flatten(1)
+        return F.adaptive_avg_pool2d(to_unit_interval(images), self.size).flatten(1)
 
 
 class RandomConvFeatures(Extractor):
@@ -149,7 +150,7 @@ class RandomConvFeatures(Extractor):
         return {"width": self.width, "pool": self.pool, "seed": self.seed}
 
     def _raw(self, images: torch.Tensor) -> torch.Tensor:
-        x = _unit(images) * 2 - 1
+        x = to_unit_interval(images) * 2 - 1
         x = F.max_pool2d(F.relu(F.conv2d(x, self.conv1, padding=2)), 2)
         x = F.relu(F.conv2d(x, self.conv2, padding=1))
         return F.adaptive_avg_pool2d(x, self.pool).flatten(1)
@@ -188,7 +189,8 @@ class RandomPatchFeatures(Extractor):
         self._bias: torch.Tensor | None = None  # [K]: D W m
 
     def settings(self) -> dict[str, Any]:
-        return {"num_filters": self.num_filters, "patch": self.patch, "stride": self.stride, "pool": self.pool, "alpha": self.alpha,
+        return {"num_filters": self.num_filters, "patch": self.patch, "stride": self.stride, "pool": self.pool,
+                "alpha": self.alpha,
                 "zca_eps": self.zca_eps, "num_fit_patches": self.num_fit_patches, "seed": self.seed}
 
     _CONTRAST = 10.0 / 255.0**2
@@ -220,7 +222,7 @@ class RandomPatchFeatures(Extractor):
     def _raw(self, images: torch.Tensor) -> torch.Tensor:
         if self._filters is None:
             raise RuntimeError("RandomPatchFeatures needs fit(public_images) before it can encode")
-        x = _unit(images)
+        x = to_unit_interval(images)
         p = self.patch
         # contrast normalisation of every patch: its mean and variance over all p*p*3 values
         box = F.avg_pool2d(x.sum(1, keepdim=True), p, stride=self.stride) / 3
@@ -285,7 +287,8 @@ class TorchvisionFeatures(Extractor):
         return {"arch": self.arch, "input_size": self.input_size, "weights_sha256": self.weights_sha256}
 
     def _raw(self, images: torch.Tensor) -> torch.Tensor:
-        x = F.interpolate(_unit(images), size=self.input_size, mode="bilinear", align_corners=False, antialias=True)
+        x = F.interpolate(to_unit_interval(images), size=self.input_size, mode="bilinear", align_corners=False,
+                          antialias=True)
         mean = torch.tensor(self._IMAGENET_MEAN)[None, :, None, None]
         std = torch.tensor(self._IMAGENET_STD)[None, :, None, None]
         with torch.inference_mode():
@@ -293,4 +296,4 @@ class TorchvisionFeatures(Extractor):
 
 
 __all__ = ["Extractor", "PixelFeatures", "RandomConvFeatures", "RandomPatchFeatures", "TorchvisionFeatures",
-           "batches", "check_uint8_images"]
+           "batches", "check_uint8_images", "to_unit_interval"]

@@ -9,7 +9,7 @@ import torchvision
 
 import train
 from pate.data.celeba import SPLITS
-from pate.features import PixelFeatures, RandomConvFeatures, RandomPatchFeatures, TorchvisionFeatures
+from pate.features import Extractor, PixelFeatures, RandomConvFeatures, RandomPatchFeatures, TorchvisionFeatures
 from pate.features.stage import build_features
 from pate.stages import load_data
 
@@ -65,18 +65,23 @@ def test_build_features_refuses_private_fit_rows(tmp_path):
                        private_rows=np.arange(5, 20), fit_seed=0, progress=False)
 
 
-def test_the_feature_stage_fits_on_public_images_only(tiny_cfg, tmp_path, monkeypatch):
-    """Spy on the extractor's fit: every image it receives is a validation-split image (public), none is a
-    training (private) or test (query / evaluation) image, and its signature has no place for labels."""
+@pytest.mark.parametrize("features", [
+    "features=random_patches",
+    "features=ssl features.extractor.width=4 features.extractor.epochs=1 features.extractor.train_batch_size=16",
+])
+def test_the_feature_stage_fits_on_public_images_only(features, tiny_cfg, tmp_path, monkeypatch):
+    """Spy on the extractor's fit (the only way images reach an extractor's fitting, SimCLR training
+    included): every image it receives is a validation-split image (public), none is a training (private) or
+    test (query / evaluation) image, and its signature has no place for labels."""
     seen = []
-    real = RandomPatchFeatures.fit
+    real = Extractor.fit
 
     def spy(self, public_images, seed=0, progress=None):
         seen.append(np.array(public_images))
         return real(self, public_images, seed=seed, progress=progress)
 
-    monkeypatch.setattr(RandomPatchFeatures, "fit", spy)
-    cfg = tiny_cfg(f"paths.cache_dir={tmp_path / 'cache'}")
+    monkeypatch.setattr(Extractor, "fit", spy)
+    cfg = tiny_cfg(*features.split(), f"paths.cache_dir={tmp_path / 'cache'}")
     train.run(cfg, output_dir=tmp_path / "run")
     data = load_data(cfg.data, Path(cfg.paths.cache_dir) / "tensors", progress=False)
     assert len(seen) == 1, "the features stage did not fit exactly once"
@@ -84,7 +89,7 @@ def test_the_feature_stage_fits_on_public_images_only(tiny_cfg, tmp_path, monkey
     received = {img.tobytes() for img in seen[0]}
     assert received <= by_split["val"]
     assert not received & (by_split["train"] | by_split["test"])
-    assert "labels" not in RandomPatchFeatures.fit.__code__.co_varnames
+    assert "labels" not in real.__code__.co_varnames
 
 
 def test_torchvision_weights_missing_offline_say_how_to_get_them(tmp_path, monkeypatch):
