@@ -20,6 +20,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from pate.privacy.sensitivity import NeighboringRelation
+
 __all__ = ["AggregationResult", "Aggregator", "check_rng"]
 
 
@@ -49,7 +51,7 @@ class Aggregator(Protocol):
 
     num_labels: int
     num_teachers: int
-    neighbors: str
+    neighbors: NeighboringRelation | str
     requires_teacher_votes: bool
 
     def __call__(self, votes, rng: np.random.Generator) -> AggregationResult: ...

@@ -19,7 +19,7 @@ from pate.aggregators.base import AggregationResult, check_rng
 from pate.mechanisms.noisy_threshold import noisy_threshold
 from pate.privacy import checks
 from pate.privacy.curves import gaussian_rdp
-from pate.privacy.sensitivity import check_relation, count_l2_sensitivity
+from pate.privacy.sensitivity import NeighboringRelation, check_relation, count_l2_sensitivity
 from pate.votes import check_vote_counts
 
 __all__ = ["GaussianPATE", "NoisyThresholdCost"]
@@ -36,7 +36,7 @@ class NoisyThresholdCost:
         set_("num_labels", checks.positive_int("num_labels", self.num_labels))
         set_("num_teachers", checks.positive_int("num_teachers", self.num_teachers))
         set_("sigma", checks.positive("sigma", self.sigma))
-        check_relation(self.neighbors)
+        object.__setattr__(self, "neighbors", check_relation(self.neighbors))
 
     @property
     def threshold(self) -> float:
@@ -69,7 +69,7 @@ class GaussianPATE(NoisyThresholdCost):
     num_labels: int
     num_teachers: int
     sigma: float
-    neighbors: str = "replace"
+    neighbors: NeighboringRelation | str = "replace"
     requires_teacher_votes: ClassVar[bool] = False  # vote counts [Q, L] suffice
 
     def __post_init__(self):

@@ -28,7 +28,7 @@ from pate.mechanisms.gaps import count_gaps, sorted_padded_counts, top_k_labels
 from pate.mechanisms.noise import noise_parameter
 from pate.mechanisms.ptr import GapTest, check_test
 from pate.privacy import checks
-from pate.privacy.sensitivity import check_relation
+from pate.privacy.sensitivity import NeighboringRelation, check_relation
 from pate.votes import check_vote_counts
 
 __all__ = ["StableTopK", "StableTopKResult"]
@@ -74,7 +74,7 @@ class StableTopK:
     sigma_test: float | None = None
     eps_test: float | None = None
     delta_t: float | None = None
-    neighbors: str = "replace"
+    neighbors: NeighboringRelation | str = "replace"
     regularizer: tuple[float, ...] | None = None
     max_k: int | None = None
     requires_teacher_votes: ClassVar[bool] = False  # vote counts [Q, L] suffice
@@ -99,7 +99,7 @@ class StableTopK:
         )
         set_("eps_test" if self.test == "laplace" else "sigma_test", test_value)
         set_("delta_t", checks.open_unit("delta_t", self.delta_t))
-        check_relation(self.neighbors)
+        object.__setattr__(self, "neighbors", check_relation(self.neighbors))
         set_("regularizer", check_regularizer(self.regularizer, self.num_labels))
         set_("max_k", check_max_k(self.max_k, self.num_labels))
 

@@ -31,7 +31,7 @@ import numpy as np
 from pate.aggregators.base import AggregationResult, check_rng
 from pate.aggregators.gaussian_pate import NoisyThresholdCost
 from pate.mechanisms.noisy_threshold import noisy_threshold
-from pate.privacy.sensitivity import clipped_vote_l2_sensitivity
+from pate.privacy.sensitivity import NeighboringRelation, clipped_vote_l2_sensitivity
 from pate.votes import PackedVotes, as_numpy, check_vote_bits
 
 __all__ = ["TauPATE", "clipped_counts"]
@@ -84,7 +84,7 @@ class TauPATE(NoisyThresholdCost):
     sigma: float
     tau: float
     norm: str = "l1"
-    neighbors: str = "replace"
+    neighbors: NeighboringRelation | str = "replace"
     # The vote stage hands this aggregator the packed per-teacher votes instead of the counts.
     requires_teacher_votes: ClassVar[bool] = True
 

@@ -52,7 +52,7 @@ from pate.privacy.curves import (
     pure_dp_rdp,
     report_noisy_max_rdp,
 )
-from pate.privacy.sensitivity import check_relation, gap_sensitivity
+from pate.privacy.sensitivity import NeighboringRelation, check_relation, gap_sensitivity
 from pate.votes import check_vote_counts
 
 __all__ = ["SELECTIONS", "GapSelection", "check_max_k", "check_regularizer", "check_selection"]
@@ -118,7 +118,7 @@ class GapSelection:
     selection: str
     sigma: float | None = None
     epsilon: float | None = None
-    neighbors: str = "replace"
+    neighbors: NeighboringRelation | str = "replace"
     regularizer: tuple[float, ...] | None = None
     max_k: int | None = None
     # Derived: candidate columns in the increasing layout of ``count_gaps`` (column i is j = L - i),
@@ -135,7 +135,7 @@ class GapSelection:
             self.selection == "gumbel", self.sigma, self.epsilon, "sigma", "epsilon", f"selection={self.selection!r}"
         )
         set_("epsilon" if self.selection == "gumbel" else "sigma", value)
-        check_relation(self.neighbors)
+        object.__setattr__(self, "neighbors", check_relation(self.neighbors))
         set_("regularizer", check_regularizer(self.regularizer, self.num_labels))
         set_("max_k", check_max_k(self.max_k, self.num_labels))
 

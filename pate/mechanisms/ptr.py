@@ -38,7 +38,7 @@ import numpy as np
 from pate.mechanisms.noise import noise_parameter, sample_noise
 from pate.privacy import checks
 from pate.privacy.curves import gaussian_rdp, laplace_rdp
-from pate.privacy.sensitivity import check_relation, gap_sensitivity
+from pate.privacy.sensitivity import NeighboringRelation, check_relation, gap_sensitivity
 
 __all__ = ["TESTS", "GapTest", "check_test"]
 
@@ -65,7 +65,7 @@ class GapTest:
     delta_t: float
     sigma: float | None = None
     epsilon: float | None = None
-    neighbors: str = "replace"
+    neighbors: NeighboringRelation | str = "replace"
 
     def __post_init__(self):
         set_ = functools.partial(object.__setattr__, self)  # frozen dataclass: fields are normalised once, here
@@ -75,7 +75,7 @@ class GapTest:
         )
         set_("epsilon" if self.test == "laplace" else "sigma", value)
         set_("delta_t", checks.open_unit("delta_t", self.delta_t))
-        check_relation(self.neighbors)
+        object.__setattr__(self, "neighbors", check_relation(self.neighbors))
 
     # ------------------------------------------------------------------ facts
     @property

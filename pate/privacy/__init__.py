@@ -22,10 +22,12 @@ from pate.privacy.curves import (
     pure_dp_rdp,
     report_noisy_max_rdp,
 )
-from pate.privacy.ledger import Ledger, LedgerEntry
+from pate.privacy.events import CostEvent
+from pate.privacy.ledger import Ledger
 from pate.privacy.orders import DEFAULT_ORDERS
 from pate.privacy.sensitivity import (
     RELATIONS,
+    NeighboringRelation,
     check_relation,
     clipped_vote_l1_sensitivity,
     clipped_vote_l2_sensitivity,
@@ -35,9 +37,10 @@ from pate.privacy.sensitivity import (
 )
 
 __all__ = [
+    "CostEvent",
     "DEFAULT_ORDERS",
     "Ledger",
-    "LedgerEntry",
+    "NeighboringRelation",
     "RELATIONS",
     "advanced_composition",
     "basic_composition",

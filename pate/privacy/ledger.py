@@ -15,6 +15,11 @@ delta' = delta - delta_t with ``epsilon_from_rdp``.
 Neighbouring relation: costs computed under different relations are not comparable, so a ledger
 holds one relation, fixed by its constructor or by the first mechanism that declares one, and
 refuses to mix.
+
+Replay: every ``compose`` is also recorded as a frozen :class:`~pate.privacy.events.CostEvent` (the
+mechanism's class and constructor arguments, and the count). ``Ledger.replay(events)`` rebuilds each
+mechanism with the current code and composes it again, so a saved release is priced by today's accountant
+rather than by the curve stored next to it.
 """
 
 from __future__ import annotations
@@ -23,27 +28,19 @@ import json
 import os
 import tempfile
 from collections import Counter
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable
 
 import numpy as np
 
 from pate.privacy import checks
 from pate.privacy.conversion import delta_from_rdp, epsilon_from_rdp, epsilon_from_rdp_classic
+from pate.privacy.events import CostEvent
 from pate.privacy.orders import DEFAULT_ORDERS
-from pate.privacy.sensitivity import check_relation
+from pate.privacy.sensitivity import NeighboringRelation, check_relation
 
-__all__ = ["Ledger", "LedgerEntry"]
+__all__ = ["Ledger"]
 
-_STATE_FORMAT = 1
-
-
-@dataclass(frozen=True)
-class LedgerEntry:
-    """One ``compose`` call: what was composed, how many times, under which relation."""
-
-    name: str
-    count: int
-    neighbors: str | None
+_STATE_FORMAT = 2  # 2: the history is a list of replayable cost events
 
 
 def _read_only(array: np.ndarray) -> np.ndarray:
@@ -72,7 +69,7 @@ class Ledger:
         self._neighbors = None if neighbors is None else check_relation(neighbors)
         self._rdp = np.zeros_like(self._orders)
         self._delta_t = 0.0
-        self._history: list[LedgerEntry] = []
+        self._history: list[CostEvent] = []
 
     # ------------------------------------------------------------------ state
     @property
@@ -91,14 +88,25 @@ class Ledger:
         return self._delta_t
 
     @property
-    def neighbors(self) -> str | None:
+    def neighbors(self) -> NeighboringRelation | None:
         """The ledger's neighbouring relation (None until a constructor argument or mechanism fixes it)."""
         return self._neighbors
 
     @property
-    def history(self) -> tuple[LedgerEntry, ...]:
-        """Every ``compose`` call, in order."""
+    def history(self) -> tuple[CostEvent, ...]:
+        """Every ``compose`` call, in order, as frozen cost events."""
         return tuple(self._history)
+
+    @classmethod
+    def replay(cls, events: Iterable[CostEvent], orders=DEFAULT_ORDERS,
+               neighbors: NeighboringRelation | str | None = None) -> Ledger:
+        """A new ledger that composes every event's mechanism, rebuilt with the current code
+        (:meth:`CostEvent.rebuild`), ``count`` times, in order. Raises ``ValueError`` naming an event that
+        cannot be rebuilt."""
+        ledger = cls(orders=orders, neighbors=neighbors)
+        for event in events:
+            ledger.compose(event.rebuild(), count=event.count)
+        return ledger
 
     # ------------------------------------------------------------ composition
     def compose(self, mechanism, count: int = 1) -> "Ledger":
@@ -112,7 +120,7 @@ class Ledger:
         name = str(getattr(mechanism, "name", type(mechanism).__name__))
         relation = getattr(mechanism, "neighbors", None)
         if relation is not None:
-            check_relation(relation)
+            relation = check_relation(relation)
             if self._neighbors is not None and relation != self._neighbors:
                 raise ValueError(
                     f"cannot compose {name} with neighbors={relation!r} into a ledger whose neighbors="
@@ -126,7 +134,7 @@ class Ledger:
             self._delta_t += count * delta_per_query
         if relation is not None:
             self._neighbors = relation
-        self._history.append(LedgerEntry(name=name, count=count, neighbors=relation))
+        self._history.append(CostEvent.of(mechanism, count))
         return self
 
     # ------------------------------------------------------------- conversion
@@ -183,28 +191,22 @@ class Ledger:
             "orders": self._orders.tolist(),
             "rdp": self._rdp.tolist(),
             "delta_t": self._delta_t,
-            "neighbors": self._neighbors,
-            "history": [asdict(entry) for entry in self._history],
+            "neighbors": None if self._neighbors is None else self._neighbors.value,
+            "history": [event.to_dict() for event in self._history],
         }
 
     def load_state_dict(self, state: dict) -> None:
         """Replace this ledger's state (orders included) by ``state``, validated first."""
         if not isinstance(state, dict) or state.get("format") != _STATE_FORMAT:
-            raise ValueError(f"state must be a Ledger state dict with format {_STATE_FORMAT}, got {state!r:.200}")
+            raise ValueError(f"state must be a Ledger state dict with format {_STATE_FORMAT} (format 1 predates "
+                             f"replayable cost events: rebuild the artifact that wrote it), got {state!r:.200}")
         orders = checks.orders_array(state["orders"], name="state['orders']")
         if orders.ndim != 1:
             raise ValueError(f"state['orders'] must be 1-D, got shape {orders.shape}")
         rdp = checks.rdp_array([float(value) for value in state["rdp"]], orders, name="state['rdp']")
         delta_t = checks.non_negative("state['delta_t']", state["delta_t"])
         neighbors = None if state["neighbors"] is None else check_relation(state["neighbors"])
-        history = [
-            LedgerEntry(
-                name=str(entry["name"]),
-                count=checks.non_negative_int("state['history'] count", entry["count"]),
-                neighbors=None if entry["neighbors"] is None else check_relation(entry["neighbors"]),
-            )
-            for entry in state["history"]
-        ]
+        history = [CostEvent.from_dict(record) for record in state["history"]]
         self._orders, self._rdp, self._delta_t = _read_only(orders), np.array(rdp), delta_t
         self._neighbors, self._history = neighbors, history
 

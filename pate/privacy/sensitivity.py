@@ -4,6 +4,8 @@ The unit of privacy is one training record. It lives in exactly one teacher's pa
 it can change that teacher's whole vote vector v in {0, 1}^L (DESIGN.md section 2). With the vote
 histogram h = sum over teachers of v (one count per label):
 
+The relation is a :class:`NeighboringRelation`; every function here also accepts its string value.
+
 * ``"replace"`` (the default): one teacher's vote is replaced, h' = h - v + v'. Every count moves by
   at most 1, in either direction, all at once: h' - h in {-1, 0, 1}^L.
 * ``"add_remove"``: one teacher's vote is added or removed, h' = h +- v. Every count moves by at most 1,
@@ -18,12 +20,14 @@ from __future__ import annotations
 
 import math
 import numbers
+from enum import Enum
 
 import numpy as np
 
 from pate.privacy import checks
 
 __all__ = [
+    "NeighboringRelation",
     "RELATIONS",
     "check_relation",
     "count_l2_sensitivity",
@@ -33,15 +37,33 @@ __all__ = [
     "clipped_vote_l1_sensitivity",
 ]
 
-RELATIONS = ("replace", "add_remove")
+class NeighboringRelation(str, Enum):
+    """Which vote histograms are neighbours (the module docstring derives both). A ``str`` subclass whose
+    value is what configs, metrics.json and the ledger's JSON write, so ``NeighboringRelation.REPLACE ==
+    "replace"`` and it prints as ``replace``."""
+
+    REPLACE = "replace"
+    ADD_REMOVE = "add_remove"
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __repr__(self) -> str:  # error messages and dataclass reprs read neighbors='replace', as configs spell it
+        return repr(self.value)
+
+    __format__ = str.__format__  # f"{relation}" -> "replace" on every Python version
+
+
+RELATIONS = tuple(relation.value for relation in NeighboringRelation)
 NORMS = ("l1", "l2")
 
 
-def check_relation(neighbors) -> str:
-    """Return ``neighbors`` if it is one of ``RELATIONS``; otherwise raise ``ValueError`` naming it."""
-    if not isinstance(neighbors, str) or neighbors not in RELATIONS:
-        raise ValueError(f"neighbors must be one of {RELATIONS}, got {neighbors!r}")
-    return neighbors
+def check_relation(neighbors) -> NeighboringRelation:
+    """``neighbors`` (a :class:`NeighboringRelation` or its string value) as the enum; anything else raises
+    ``ValueError`` naming it."""
+    if isinstance(neighbors, str) and neighbors in RELATIONS:
+        return NeighboringRelation(neighbors)
+    raise ValueError(f"neighbors must be one of {RELATIONS}, got {neighbors!r}")
 
 
 def _check_num_labels(num_labels) -> int:

@@ -35,7 +35,7 @@ import numpy as np
 from pate.privacy import checks
 from pate.privacy.calibration import calibrate_noise
 from pate.privacy.ledger import Ledger
-from pate.privacy.sensitivity import check_relation
+from pate.privacy.sensitivity import NeighboringRelation, check_relation
 
 __all__ = [
     "DPStatement",
@@ -76,14 +76,14 @@ class DPStatement:
 
     epsilon: float
     delta: float
-    neighbors: str
+    neighbors: NeighboringRelation | str
     source: str
 
     def __post_init__(self):
         checks.non_negative("epsilon", self.epsilon)
         if not 0.0 <= self.delta <= 1.0:
             raise ValueError(f"delta must lie in [0, 1], got {self.delta!r}")
-        check_relation(self.neighbors)
+        object.__setattr__(self, "neighbors", check_relation(self.neighbors))
 
     def __str__(self) -> str:
         return f"({self.epsilon:.4g}, {self.delta:.3g})-DP under {self.neighbors} ({self.source})"

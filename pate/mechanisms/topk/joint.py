@@ -68,7 +68,7 @@ import numpy as np
 from pate.mechanisms.topk.base import PureEpsilonCost, TopKResult, check_histograms, check_k, sorted_order
 from pate.privacy import checks
 from pate.privacy.curves import exponential_mechanism_rdp
-from pate.privacy.sensitivity import check_relation, gap_sensitivity
+from pate.privacy.sensitivity import NeighboringRelation, check_relation, gap_sensitivity
 
 __all__ = ["Joint"]
 
@@ -88,12 +88,12 @@ class Joint(PureEpsilonCost):
 
     k: int
     epsilon: float
-    neighbors: str = "add_remove"
+    neighbors: NeighboringRelation | str = "add_remove"
 
     def __post_init__(self):
         object.__setattr__(self, "k", check_k(self.k))
         object.__setattr__(self, "epsilon", checks.positive("epsilon", self.epsilon))
-        check_relation(self.neighbors)
+        object.__setattr__(self, "neighbors", check_relation(self.neighbors))
 
     @classmethod
     def for_budget(

@@ -52,7 +52,7 @@ from pate.mechanisms.topk.base import (
 from pate.mechanisms.topk.peeling import gumbel_peel
 from pate.privacy import checks
 from pate.privacy.composition import bounded_range_composition, replace_from_add_remove, solve_per_query
-from pate.privacy.sensitivity import check_relation, count_selection_range, gap_sensitivity
+from pate.privacy.sensitivity import NeighboringRelation, check_relation, count_selection_range, gap_sensitivity
 
 __all__ = ["LimitedDomain", "PayWhatYouGet"]
 
@@ -75,7 +75,7 @@ class LimitedDomain(StatementCost):
     max_k: int
     epsilon: float
     delta: float
-    neighbors: str = "add_remove"
+    neighbors: NeighboringRelation | str = "add_remove"
     max_contributions: int | None = None
 
     def __post_init__(self):
@@ -83,7 +83,7 @@ class LimitedDomain(StatementCost):
         object.__setattr__(self, "max_k", check_max_k(self.max_k, self.k))
         object.__setattr__(self, "epsilon", checks.positive("epsilon", self.epsilon))
         object.__setattr__(self, "delta", checks.open_unit("delta", self.delta))
-        check_relation(self.neighbors)
+        object.__setattr__(self, "neighbors", check_relation(self.neighbors))
         if self.max_contributions is not None:
             checks.positive_int("max_contributions", self.max_contributions)
 

@@ -33,7 +33,7 @@ from pate.mechanisms.topk.base import PureEpsilonCost, TopKResult, check_histogr
 from pate.privacy import checks
 from pate.privacy.composition import zcdp_rho_for
 from pate.privacy.curves import exponential_mechanism_rdp, pure_dp_rdp
-from pate.privacy.sensitivity import check_relation, count_selection_range
+from pate.privacy.sensitivity import NeighboringRelation, check_relation, count_selection_range
 
 __all__ = ["EMPeeling", "PNFPeeling", "em_cdp_pick_epsilon", "gumbel_peel"]
 
@@ -117,7 +117,7 @@ class _Peeling(PureEpsilonCost):
     def __post_init__(self):
         object.__setattr__(self, "k", check_k(self.k))
         object.__setattr__(self, "pick_epsilon", checks.positive("pick_epsilon", self.pick_epsilon))
-        check_relation(self.neighbors)
+        object.__setattr__(self, "neighbors", check_relation(self.neighbors))
 
 
 @dataclass(frozen=True)
@@ -130,7 +130,7 @@ class EMPeeling(_Peeling):
 
     k: int
     pick_epsilon: float
-    neighbors: str = "add_remove"
+    neighbors: NeighboringRelation | str = "add_remove"
 
     _closed_form = "zcdp"
     _closed_form_pick_epsilon = staticmethod(em_cdp_pick_epsilon)
@@ -161,7 +161,7 @@ class PNFPeeling(_Peeling):
 
     k: int
     pick_epsilon: float
-    neighbors: str = "add_remove"
+    neighbors: NeighboringRelation | str = "add_remove"
 
     _closed_form = "pure"
 

@@ -51,7 +51,7 @@ from pate.privacy import checks
 from pate.privacy.calibration import calibrate_noise
 from pate.privacy.curves import exponential_mechanism_rdp
 from pate.privacy.ledger import Ledger
-from pate.privacy.sensitivity import check_relation, count_selection_range, gap_sensitivity
+from pate.privacy.sensitivity import NeighboringRelation, check_relation, count_selection_range, gap_sensitivity
 
 __all__ = ["StableTopKFixed"]
 
@@ -75,7 +75,7 @@ class StableTopKFixed:
     delta_t: float
     max_k: int | None = None
     regularization: float = 0.0
-    neighbors: str = "add_remove"
+    neighbors: NeighboringRelation | str = "add_remove"
 
     def __post_init__(self):
         set_ = functools.partial(object.__setattr__, self)  # frozen dataclass: fields are normalised once, here
@@ -87,7 +87,7 @@ class StableTopKFixed:
         if self.max_k is not None:
             set_("max_k", check_max_k(self.max_k, self.k))
         set_("regularization", checks.non_negative("regularization", self.regularization))
-        check_relation(self.neighbors)
+        object.__setattr__(self, "neighbors", check_relation(self.neighbors))
 
     # ------------------------------------------------------------- budget
     @classmethod

@@ -61,7 +61,7 @@ from pate.mechanisms.topk.base import (
 from pate.mechanisms.topk.peeling import gumbel_peel
 from pate.privacy import checks
 from pate.privacy.composition import advanced_composition, replace_from_add_remove, solve_per_query
-from pate.privacy.sensitivity import check_relation, count_selection_range, gap_sensitivity
+from pate.privacy.sensitivity import NeighboringRelation, check_relation, count_selection_range, gap_sensitivity
 
 __all__ = ["TopStable", "delta_max", "query_delta"]
 
@@ -115,7 +115,7 @@ class TopStable(StatementCost):
     p1: float = 0.37
     em_epsilon: float = 0.0
     fill_epsilon: float = 0.0
-    neighbors: str = "add_remove"
+    neighbors: NeighboringRelation | str = "add_remove"
     delta_q: float = field(init=False, repr=False)
 
     def __post_init__(self):
@@ -128,7 +128,7 @@ class TopStable(StatementCost):
             raise ValueError(f"p1 must differ from 1/3 (it makes c = 2 p1 / (1 - p1) = 1, Lemma 3.1), got {self.p1!r}")
         object.__setattr__(self, "em_epsilon", checks.non_negative("em_epsilon", self.em_epsilon))
         object.__setattr__(self, "fill_epsilon", checks.non_negative("fill_epsilon", self.fill_epsilon))
-        check_relation(self.neighbors)
+        object.__setattr__(self, "neighbors", check_relation(self.neighbors))
         object.__setattr__(self, "delta_q", query_delta(self.delta, self.max_k, self.c))
 
     @classmethod
