@@ -3,8 +3,9 @@
 # from one clean commit, one sweep at a time (two torch processes on 2 cores slow each other ~10x).
 #   benchmarks/pate_reports.sh            # all four reports: ~40 min on the 2-core VM
 #   benchmarks/pate_reports.sh eps_sweep  # only the sweeps whose name starts with the argument
-# Each sweep writes into logs/reports/<name>/ and its report.md, results.csv and plots are copied into
-# benchmarks/results/<name>/. Refuses a dirty working tree: a committed report names exactly one commit.
+# Each sweep writes into logs/reports/<name>/; when all have finished, their report.md, results.csv and plots are
+# copied into benchmarks/results/<name>/ (not before: a copy dirties the tree, and the next sweep's jobs would
+# record a -dirty version). Refuses a dirty working tree: a committed report names exactly one commit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
@@ -27,12 +28,21 @@ sweep() {  # name, then the train.py overrides
     fi
     echo "== $name ($commit): python train.py -m $* hydra.sweep.dir=$out"
     "$PY" train.py -m "$@" hydra.sweep.dir="$out"
-    mkdir -p "benchmarks/results/$name"
-    rm -f "benchmarks/results/$name"/*
-    cp "$out"/report.md "$out"/results.csv "$out"/*.png "benchmarks/results/$name/"
+    done_sweeps+=("$name")
 }
+done_sweeps=()
 
 sweep eps_sweep_replace experiment=eps_sweep privacy.neighbors=replace
 sweep eps_sweep_add_remove experiment=eps_sweep privacy.neighbors=add_remove
-sweep paper_synthetic_replace experiment=paper_synthetic references=true seed=0,1,2 privacy.neighbors=replace
-sweep paper_synthetic_add_remove experiment=paper_synthetic references=true seed=0,1,2 privacy.neighbors=add_remove
+sweep paper_synthetic_replace experiment=paper_synthetic references=true seed=0,1,2 privacy.target_epsilon=null,8 \
+    privacy.neighbors=replace
+sweep paper_synthetic_add_remove experiment=paper_synthetic references=true seed=0,1,2 privacy.target_epsilon=null,8 \
+    privacy.neighbors=add_remove
+
+for name in "${done_sweeps[@]}"; do
+    out=logs/reports/$name
+    mkdir -p "benchmarks/results/$name"
+    rm -f "benchmarks/results/$name"/*
+    cp "$out"/report.md "$out"/results.csv "$out"/*.png "benchmarks/results/$name/"
+    echo "copied $out -> benchmarks/results/$name"
+done

@@ -25,12 +25,13 @@ import numpy as np
 import torch
 from hydra import compose, initialize_config_dir
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # train.py (the stage wiring) lives at the root
-import train  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository's packages, run from anywhere
 from pate.artifacts import ArtifactStore  # noqa: E402
 from pate.data import partition_teachers  # noqa: E402
 from pate.features import read_features  # noqa: E402
 from pate.stages import data_identity, load_data, majority_class_accuracy  # noqa: E402
+from pipeline.runner import instantiate  # noqa: E402
+from pipeline.stages import Dataset, features_stage, plain  # noqa: E402
 from teachers.ensemble import train_teachers  # noqa: E402
 from teachers.heads import head_votes, train_head_teachers  # noqa: E402
 
@@ -84,8 +85,8 @@ def main() -> None:
     for name in args.extractors:
         cfg = config(f"features={name}")
         data = load_data(cfg.data, Path(cfg.paths.cache_dir) / "tensors", progress=False)
-        extractor = train._instantiate(cfg.features.extractor, "feature extractor")
-        stage = train.features_stage(cfg, extractor, data_identity(train._plain(cfg.data)), data)
+        extractor = instantiate(cfg.features.extractor, "feature extractor")
+        stage = features_stage(cfg, Dataset(data, data_identity(plain(cfg.data), data)), extractor)
         store = ArtifactStore(Path(cfg.paths.cache_dir))
         start = time.perf_counter()
         features = read_features(store.get(stage))

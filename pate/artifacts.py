@@ -1,9 +1,11 @@
 """Content-addressed artifact cache for the pipeline stages (DESIGN.md section 3).
 
 Every stage is a plain function of (its own config, upstream artifacts) that writes one directory. The
-directory's name is a key derived from the stage name, the stage's own config and the keys of its upstream
-artifacts -- never from the content of anything -- so all keys of a run are known before any work is done,
-and a sweep that only changes the aggregator finds the teachers and votes it needs already built.
+directory's name is a key derived from the stage name, the stage's own config, the keys of its upstream
+artifacts and a fingerprint of the code that builds it (``Stage.code``: the syntax trees of the named sources,
+so editing a comment or docstring keeps the cache, editing a line of code rebuilds). The data stage's config
+holds a fingerprint of the data's content. All keys of a run are known before any work is done, and a sweep
+that only changes the aggregator finds the teachers and votes it needs already built.
 
 Guarantees:
 
@@ -12,8 +14,9 @@ Guarantees:
   never used.
 * Resumable: ``.partial`` survives a killed run, and its builder is handed the same directory again, so a
   stage that saves progress as it goes (the teacher ensemble saves each teacher) resumes where it stopped.
-* Verified: an existing artifact is re-hashed before use. A damaged one is moved aside (not deleted) to
-  ``<key>.damaged-<n>`` with a warning and rebuilt.
+* Verified: an existing artifact is re-hashed before use. Its damaged files are moved aside (not deleted) to
+  ``<key>.damaged-<n>/`` with a warning naming them; the intact files go back into the build directory, so a
+  resumable stage redoes only what was damaged (one teacher, not the ensemble).
 * Lazy: only the artifacts that a run actually reads are verified or built. If the votes of a run are
   cached, its teachers are not even looked at.
 * Safe under concurrency: a build holds an exclusive lock file, so two sweep jobs needing the same teachers
@@ -22,6 +25,8 @@ Guarantees:
 
 from __future__ import annotations
 
+import ast
+import functools
 import hashlib
 import json
 import logging
@@ -74,15 +79,18 @@ class Stage:
     config: Mapping[str, Any]
     build: Builder = field(compare=False, repr=False)
     upstream: Mapping[str, Stage] = field(default_factory=dict)
+    code: tuple[str, ...] = ()  # sources (files or packages, relative to the repository root) that build it
 
     @property
     def key(self) -> str:
-        """SHA-256 (first 16 hex digits) of the canonical JSON of stage, config and upstream keys."""
+        """SHA-256 (first 16 hex digits) of the canonical JSON of stage, config, upstream keys and the
+        fingerprint of ``code``."""
         payload = {
             "format": CACHE_FORMAT,
             "stage": self.name,
             "config": self.config,
             "upstream": {name: up.key for name, up in sorted(self.upstream.items())},
+            **({"code": code_fingerprint(self.code)} if self.code else {}),
         }
         blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=_json_default)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
@@ -98,16 +106,46 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"stage config value {value!r} of type {type(value).__name__} is not JSON-serialisable")
 
 
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def _without_docstrings(tree: ast.AST) -> ast.AST:
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                    and isinstance(body[0].value.value, str):
+                node.body = body[1:] or [ast.Pass()]
+    return tree
+
+
+@functools.lru_cache(maxsize=None)
+def code_fingerprint(sources: tuple[str, ...]) -> str:
+    """SHA-256 (16 hex digits) of the code in ``sources``: files or packages relative to the repository root,
+    every ``.py`` file under a package, in sorted order. Each file counts by its path and its syntax tree without
+    docstrings, so comments, docstrings and formatting do not change the fingerprint; any change to what runs
+    does. A missing source raises ``FileNotFoundError`` (a typo would otherwise fingerprint nothing)."""
+    digest = hashlib.sha256()
+    for source in sources:
+        path = REPO_ROOT / source
+        if not path.exists():
+            raise FileNotFoundError(f"code source {source!r} of a stage does not exist under {REPO_ROOT}")
+        for file in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
+            tree = _without_docstrings(ast.parse(file.read_text(encoding="utf-8"), filename=str(file)))
+            digest.update(file.relative_to(REPO_ROOT).as_posix().encode() + b"\0")
+            digest.update(ast.dump(tree, include_attributes=False).encode() + b"\0")
+    return digest.hexdigest()[:16]
+
+
 def code_version() -> dict[str, str]:
     """Package version and, when run from a git checkout, the commit (with ``-dirty`` for local edits)."""
     from pate import __version__
 
     version = {"pate": __version__}
     try:
-        repo = Path(__file__).resolve().parent.parent
         out = subprocess.run(
             ["git", "describe", "--always", "--dirty", "--abbrev=12"],
-            cwd=repo, capture_output=True, text=True, timeout=10, check=True,
+            cwd=REPO_ROOT, capture_output=True, text=True, timeout=10, check=True,
         )
         version["git"] = out.stdout.strip()
     except (OSError, subprocess.SubprocessError):
@@ -161,16 +199,35 @@ class ArtifactStore:
         return self._seen[final]
 
     def _verified(self, stage: Stage, final: Path) -> Artifact | None:
+        """The artifact if its manifest and every file check out. Otherwise it is not used: when the manifest is
+        readable, only the damaged files are moved aside and the intact ones go back into the build directory,
+        so a resumable builder (the teachers save one file per teacher) redoes only what was damaged; when it is
+        not, the whole directory is moved aside."""
         if not final.exists():
             return None
-        problem = _check_manifest(final)
-        if problem is None:
+        damaged = _damaged_files(final)
+        if damaged == {}:
             return Artifact(stage.name, stage.key, final)
         n = 0
         while (aside := final.with_name(f"{final.name}.damaged-{n}")).exists():
             n += 1
-        log.warning("%s: artifact %s is damaged (%s); moved to %s and rebuilding", stage.name, final, problem, aside)
-        os.replace(final, aside)
+        work = self.work_path(stage)
+        if damaged is None or work.exists():
+            why = "unreadable manifest" if damaged is None else "a build directory is already there"
+            log.warning("%s: artifact %s is damaged (%s); moved to %s and rebuilding", stage.name, final, why, aside)
+            os.replace(final, aside)
+            return None
+        aside.mkdir()
+        for name in damaged:
+            if (final / name).exists():
+                (aside / name).parent.mkdir(parents=True, exist_ok=True)
+                os.replace(final / name, aside / name)
+        os.replace(final / MANIFEST, aside / MANIFEST)
+        os.replace(final, work)
+        kept = sum(1 for p in work.rglob("*") if p.is_file())
+        log.warning("%s: artifact %s has %d damaged file(s): %s; moved them to %s, kept the %d intact file(s) and "
+                    "rebuilding only what is missing", stage.name, final, len(damaged),
+                    "; ".join(f"{name} ({why})" for name, why in sorted(damaged.items())), aside, kept)
         return None
 
     @staticmethod
@@ -196,17 +253,19 @@ class ArtifactStore:
         shutil.rmtree(self.path(stage), ignore_errors=True)
 
 
-def _check_manifest(path: Path) -> str | None:
-    """None if every file listed in the manifest exists with its recorded SHA-256, else what is wrong."""
+def _damaged_files(path: Path) -> dict[str, str] | None:
+    """{file: what is wrong} for every file of the manifest that is missing or fails its size or SHA-256 ({} when
+    all are intact); None when the manifest itself cannot be read."""
     try:
-        manifest = json.loads((path / MANIFEST).read_text())
-        files = manifest["files"]
-    except (OSError, ValueError, KeyError) as err:
-        return f"unreadable manifest: {err}"
+        files = json.loads((path / MANIFEST).read_text())["files"]
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        log.debug("unreadable manifest in %s: %s", path, err)
+        return None
+    damaged = {}
     for name, meta in files.items():
         p = path / name
         if not p.is_file():
-            return f"missing file {name}"
-        if p.stat().st_size != meta["bytes"] or sha256_file(p) != meta["sha256"]:
-            return f"checksum mismatch in {name}"
-    return None
+            damaged[name] = "missing"
+        elif p.stat().st_size != meta["bytes"] or sha256_file(p) != meta["sha256"]:
+            damaged[name] = "checksum mismatch"
+    return damaged

@@ -6,7 +6,6 @@ Lightning); ``train.py`` wires all of them into the stage graph (DESIGN.md secti
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping
 from pathlib import Path
@@ -14,24 +13,25 @@ from typing import Any
 
 import numpy as np
 
-from pate.artifacts import Artifact, atomic_write_json
+from pate.artifacts import Artifact
 from pate.data import CelebAArrays, generate_synthetic_celeba, load_celeba, partition_teachers, split_public
 from pate.privacy import Ledger
 from pate.votes import PackedVotes
 
 log = logging.getLogger(__name__)
 
+LEDGER_FILE = "ledger.json"
+UNANSWERED = -1  # the k of an unanswered query, in aggregate.npz as in AggregationResult
+
 
 # ----------------------------------------------------------------------------------------------- data
-def data_identity(data_cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """What identifies the decoded dataset in stage keys: its source and resolution, not its location on disk
-    for the synthetic set (it is fully determined by its generation parameters)."""
-    ident = {"name": data_cfg["name"], "image_size": int(data_cfg["image_size"])}
-    if data_cfg.get("synthetic") is not None:
-        ident["synthetic"] = dict(data_cfg["synthetic"])
-    else:
-        ident["root"] = str(Path(data_cfg["root"]).expanduser().resolve())
-    return ident
+def data_identity(data_cfg: Mapping[str, Any], data: CelebAArrays) -> dict[str, Any]:
+    """What identifies the decoded dataset in stage keys: its name, resolution and content fingerprint
+    (``CelebAArrays.fingerprint``: labels, splits, file names and images) -- never its location on disk, so
+    moving a dataset keeps the cache and editing it in place does not."""
+    if not data.fingerprint:
+        raise ValueError("the dataset has no content fingerprint; read it with load_data (pate.data.load_celeba)")
+    return {"name": str(data_cfg["name"]), "image_size": int(data_cfg["image_size"]), "content": data.fingerprint}
 
 
 def load_data(data_cfg: Mapping[str, Any], tensor_cache_dir: Path, progress: bool = True) -> CelebAArrays:
@@ -83,8 +83,8 @@ def build_partition(work: Path, data: CelebAArrays, num_teachers: int, seed: int
     np.savez(work / "partition.npz", teacher_records=np.concatenate(parts), teacher_offsets=offsets)
 
 
-def read_partition(art: Artifact) -> list[np.ndarray]:
-    """The teacher parts of a partition artifact."""
+def read_teacher_parts(art: Artifact) -> list[np.ndarray]:
+    """The teachers' parts (private training rows, one array per teacher) of a partition artifact."""
     with np.load(art.file("partition.npz")) as z:
         records, offsets = z["teacher_records"], z["teacher_offsets"]
     return [records[a:b] for a, b in zip(offsets[:-1], offsets[1:])]
@@ -135,57 +135,75 @@ def queries_within_budget(aggregator, num_queries: int, budget_epsilon: float | 
 
 
 def build_aggregate(work: Path, aggregator, votes: Mapping[str, np.ndarray], num_labels: int, asked: int,
-                    seed: int, delta: float) -> None:
-    """Release label sets for the first ``asked`` queries and account for them.
+                    seed: int) -> None:
+    """Release label sets for the first ``asked`` queries and record what they cost.
 
-    Writes ``aggregate.npz`` (``labels`` bool [Q, L], ``answered`` bool [Q], ``k`` int [Q]),
-    ``ledger.json`` (the composed RDP curve, saveable/loadable) and ``privacy.json`` (epsilon at ``delta``,
-    the relation, the conversion order). Queries past ``asked`` are not shown to the aggregator at all.
+    Writes ``aggregate.npz`` (``labels`` bool [Q, L], ``answered`` bool [Q], ``k`` int [Q]: the released set's
+    size, -1 where unanswered, as in ``AggregationResult``) and ``ledger.json`` (the cost events: the
+    aggregator's class and arguments and ``asked``). No epsilon is stored: :func:`replay_privacy` prices the
+    events with the current accountant whenever the artifact is read. Queries past ``asked`` are not shown to
+    the aggregator at all.
     """
     rng = np.random.default_rng(seed)
     counts = votes["counts"]
     q = counts.shape[0]
     labels = np.zeros((q, num_labels), dtype=bool)
     answered = np.zeros(q, dtype=bool)
-    k = np.zeros(q, dtype=np.int64)
+    k = np.full(q, UNANSWERED, dtype=np.int64)
     if asked:
         needs_bits = getattr(aggregator, "requires_teacher_votes", False)
         batch = PackedVotes(votes["bits"][:asked], num_labels) if needs_bits else counts[:asked]
         res = aggregator(batch, rng=rng)
         labels[:asked], answered[:asked] = res.labels, res.answered
-        k[:asked] = np.where(res.answered, res.labels.sum(axis=1), 0)
+        k[:asked] = res.k
     np.savez(work / "aggregate.npz", labels=labels, answered=answered, k=k)
-    ledger = Ledger().compose(aggregator, count=asked)
-    ledger.save(work / "ledger.json")
-    eps, order = ledger.epsilon(delta) if asked else (0.0, float("nan"))
-    atomic_write_json(work / "privacy.json", {
-        "epsilon": eps, "epsilon_order": order, "delta": delta, "neighbors": aggregator.neighbors,
-        "queries_asked": asked, "delta_t_total": ledger.delta_t, "description": ledger.describe(delta) if asked else
-        f"no query asked: epsilon = 0 at delta = {delta:g} (neighbours: {aggregator.neighbors})",
-    })
+    Ledger().compose(aggregator, count=asked).save(work / LEDGER_FILE)
 
 
-def build_reference_labels(work: Path, source: str, votes: Mapping[str, np.ndarray], truth: np.ndarray,
-                           num_teachers: int) -> None:
-    """Labels that cost no privacy budget because they are never released: the non-private teacher majority
-    (label on iff more than half of the teachers vote it) or the true labels of the public queries. They
-    give the report's reference lines; same artifact layout as ``build_aggregate``."""
-    if source == "majority_vote":
-        labels = votes["counts"] > num_teachers / 2
-    elif source == "true_labels":
-        labels = truth.astype(bool)
+def replay_privacy(art: Artifact, delta: float) -> dict[str, Any]:
+    """The privacy of an aggregate artifact, recomputed now: its ledger's cost events replayed with the
+    current accountant (``Ledger.replay``), converted at ``delta``. Never read back from the artifact."""
+    recorded = Ledger.load(art.file(LEDGER_FILE))
+    ledger = Ledger.replay(recorded.history, orders=recorded.orders)
+    asked = sum(event.count for event in ledger.history)
+    relation = ledger.neighbors
+    if not np.allclose(ledger.rdp, recorded.rdp, rtol=1e-12, atol=0):
+        log.warning("the accountant's code changed since %s was built: its cost events now price at a different "
+                    "RDP curve; reporting the replay with today's code", art.path)
+    if asked:
+        eps, order = ledger.epsilon(delta)
+        description = ledger.describe(delta)
     else:
-        raise ValueError(f"reference source={source!r}; expected 'majority_vote' or 'true_labels'")
-    answered = np.ones(labels.shape[0], dtype=bool)
-    np.savez(work / "aggregate.npz", labels=labels, answered=answered, k=labels.sum(axis=1))
+        eps, order = 0.0, float("nan")
+        description = f"no query asked: epsilon = 0 at delta = {delta:g} (neighbours: {relation})"
+    return {"epsilon": eps, "epsilon_order": order, "delta": delta, "neighbors": relation, "queries_asked": asked,
+            "delta_t_total": ledger.delta_t, "description": description,
+            "accounting": f"replayed from {len(ledger.history)} cost event(s) in {LEDGER_FILE} with the current "
+                          f"accountant"}
 
 
-def read_aggregate(art: Artifact) -> dict[str, Any]:
+def build_majority_labels(work: Path, votes: Mapping[str, np.ndarray]) -> None:
+    """The teachers' non-private majority (label on iff more than half of the T teachers vote it), never
+    released: the report's reference line for what noise costs. Same layout as ``build_aggregate``; no ledger,
+    since nothing is released."""
+    num_teachers = votes["bits"].shape[1]
+    _write_reference(work, votes["counts"] > num_teachers / 2)
+
+
+def build_true_labels(work: Path, truth: np.ndarray) -> None:
+    """The true labels of the public queries (the student's ceiling), as a reference aggregate."""
+    _write_reference(work, np.asarray(truth).astype(bool))
+
+
+def _write_reference(work: Path, labels: np.ndarray) -> None:
+    np.savez(work / "aggregate.npz", labels=labels, answered=np.ones(labels.shape[0], dtype=bool),
+             k=labels.sum(axis=1))
+
+
+def read_aggregate(art: Artifact) -> dict[str, np.ndarray]:
+    """``labels``, ``answered`` and ``k`` of an aggregate (private or reference) artifact."""
     with np.load(art.file("aggregate.npz")) as z:
-        out: dict[str, Any] = {name: z[name] for name in z.files}
-    if (art.path / "privacy.json").exists():
-        out["privacy"] = json.loads(art.file("privacy.json").read_text())
-    return out
+        return {name: z[name] for name in z.files}
 
 
 # ------------------------------------------------------------------------------------------- evaluate
@@ -215,8 +233,9 @@ def majority_class_accuracy(eval_labels: np.ndarray) -> float:
 
 
 __all__ = [
-    "data_identity", "load_data", "check_partition_config", "build_partition", "read_partition", "build_queries",
-    "read_queries",
-    "read_votes", "queries_within_budget", "build_aggregate", "build_reference_labels", "read_aggregate",
+    "data_identity", "load_data", "check_partition_config", "build_partition", "read_teacher_parts", "build_queries",
+    "read_queries", "read_votes", "queries_within_budget", "build_aggregate", "build_majority_labels",
+    "build_true_labels", "read_aggregate",
+    "replay_privacy",
     "label_metrics", "majority_class_accuracy",
 ]

@@ -1,7 +1,8 @@
-"""The student stage: a builder for ``pate.artifacts.Stage`` (wired in ``train.py``).
+"""The student stage: builders for ``pate.artifacts.Stage`` (wired in ``pipeline/stages.py``).
 
-The student sees the public queries' images and the labels released for the answered ones -- nothing
-else: it is handed the public query indices and the released labels, never the partition.
+Sealed off from private data by its signature: it is handed the public query images (or their features), the
+labels released for them and the evaluation images and labels -- arrays, never the dataset, its indices or
+the partition.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from pate.artifacts import atomic_write_json
 from student.head import train_head_student
@@ -18,28 +20,29 @@ _NOTHING_ANSWERED = {"student_accuracy": None, "student_f1": None, "student_per_
                      "student_train_size": 0, "note": "no public query was answered, so no student was trained"}
 
 
-def build_student(work: Path, student_cfg, trainer_cfg, images, labels, query_indices: np.ndarray,
-                  released: np.ndarray, answered: np.ndarray, eval_indices: np.ndarray, seed: int,
-                  log_dir: Path, progress: bool = True) -> None:
-    """Train on the answered public queries with their released labels; evaluate on ``eval_indices``.
-    Writes ``student.json`` with the student's metrics; when no query was answered there is nothing to
-    train on, and the metrics are null (not a made-up score) with a note saying why."""
+def build_student(work: Path, student_cfg, trainer_cfg, query_images: np.ndarray, released: np.ndarray,
+                  answered: np.ndarray, eval_images: np.ndarray, eval_labels: np.ndarray, seed: int, log_dir: Path,
+                  progress: bool = True) -> None:
+    """Train on the answered public queries (``query_images[answered]``) with their released labels; evaluate on
+    (``eval_images``, ``eval_labels``). Writes ``student.json`` with the student's metrics; when no query was
+    answered there is nothing to train on, and the metrics are null (not a made-up score) with a note saying
+    why."""
     if not answered.any():
         atomic_write_json(work / "student.json", _NOTHING_ANSWERED)
         return
-    metrics = train_student(student_cfg, trainer_cfg, images, query_indices[answered], released[answered],
-                            eval_indices, labels[eval_indices], seed=seed, log_dir=log_dir, progress=progress)
+    metrics = train_student(student_cfg, trainer_cfg, query_images[answered], released[answered], eval_images,
+                            eval_labels, seed=seed, log_dir=log_dir, progress=progress)
     atomic_write_json(work / "student.json", metrics)
 
 
-def build_head_student(work: Path, student_cfg, features, query_indices: np.ndarray, released: np.ndarray,
-                       answered: np.ndarray, eval_indices: np.ndarray, eval_labels: np.ndarray) -> None:
+def build_head_student(work: Path, student_cfg, query_features: torch.Tensor, released: np.ndarray,
+                       answered: np.ndarray, eval_features: torch.Tensor, eval_labels: np.ndarray) -> None:
     """``student=head``: a ridge head on the public features of the answered queries with their released labels,
-    scored on the evaluation split; writes ``student.json`` like :func:`build_student`."""
+    scored on the evaluation features; writes ``student.json`` like :func:`build_student`."""
     if answered.sum() < 2:
         atomic_write_json(work / "student.json", {**_NOTHING_ANSWERED, "student_train_size": int(answered.sum()),
                                                   "note": "fewer than 2 public queries were answered: no student"})
         return
-    metrics = train_head_student(student_cfg, features.take(query_indices[answered]), released[answered],
-                                 features.take(eval_indices), eval_labels)
+    metrics = train_head_student(student_cfg, query_features[torch.from_numpy(answered)], released[answered],
+                                 eval_features, eval_labels)
     atomic_write_json(work / "student.json", metrics)

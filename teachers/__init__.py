@@ -1,19 +1,8 @@
-"""Teachers: the model zoo, the LightningModule, ensemble training with resume and the vote stage's predictions."""
+"""Teachers: ensemble training with resume, the ridge heads on public features, and the vote stage's
+predictions. Shared training pieces (models, module, Trainer) live in ``training``."""
 
-from teachers.data import IndexedImages, make_loader
-from teachers.ensemble import build_trainer, train_teachers
-from teachers.models import SmallCNN, resnet
-from teachers.module import MultiLabelModule
+from teachers.ensemble import train_teachers
+from teachers.heads import head_votes, train_head_teachers
 from teachers.votes import load_teacher, predict_votes
 
-__all__ = [
-    "IndexedImages",
-    "MultiLabelModule",
-    "SmallCNN",
-    "build_trainer",
-    "load_teacher",
-    "make_loader",
-    "predict_votes",
-    "resnet",
-    "train_teachers",
-]
+__all__ = ["head_votes", "load_teacher", "predict_votes", "train_head_teachers", "train_teachers"]

@@ -17,81 +17,20 @@ import logging
 import os
 import time
 import warnings
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pytorch_lightning as pl
 import torch
 from omegaconf import DictConfig, OmegaConf
-from pytorch_lightning.loggers import CSVLogger, TensorBoardLogger
 from tqdm.auto import tqdm
 
-from teachers.data import IndexedImages, check_images, check_indices, check_labels, make_loader
-from teachers.models import net_from_config
-from teachers.module import module_from_config
+from training.data import IndexedImages, check_images, check_indices, check_labels, make_loader
+from training.recipe import Recipe
+from training.trainer import build_trainer, fit, quiet_lightning
 
 log = logging.getLogger(__name__)
-
-_LOGGERS = ("csv", "tensorboard")
-
-
-def build_trainer(
-    trainer_cfg: DictConfig, max_epochs: int, log_dir: Path | None = None, progress: bool = False
-) -> pl.Trainer:
-    """A Lightning Trainer from a conf/trainer node: no checkpoints (stages save their own outputs), no model
-    summary, Lightning's progress bar only when ``progress``, and a CSV (or TensorBoard) logger writing to
-    ``log_dir`` (no logger when ``log_dir`` is None)."""
-    if not isinstance(max_epochs, int) or max_epochs < 1:
-        raise ValueError(f"max_epochs must be a positive integer, got {max_epochs!r}")
-    kind = trainer_cfg.get("logger", "csv")
-    if kind not in _LOGGERS:
-        raise ValueError(f"trainer.logger must be one of {_LOGGERS}, got {kind!r}")
-    logger = False
-    if log_dir is not None:
-        if kind == "tensorboard":
-            try:
-                import tensorboard  # noqa: F401  (TensorBoardLogger fails late and obscurely without it)
-            except ImportError as err:
-                raise ImportError(
-                    "trainer.logger=tensorboard needs the tensorboard package: pip install -e '.[tensorboard]'"
-                ) from err
-            logger = TensorBoardLogger(save_dir=str(log_dir), name="")
-        else:
-            logger = CSVLogger(save_dir=str(log_dir), name="")
-    return pl.Trainer(
-        accelerator=trainer_cfg.accelerator,
-        devices=trainer_cfg.devices,
-        precision=trainer_cfg.precision,
-        deterministic=trainer_cfg.deterministic,
-        max_epochs=max_epochs,
-        logger=logger,
-        default_root_dir=None if log_dir is None else str(log_dir),
-        enable_checkpointing=False,
-        enable_model_summary=False,
-        enable_progress_bar=progress,
-        # train/loss is logged per epoch; this only silences the warning about short epochs.
-        log_every_n_steps=1,
-    )
-
-
-@contextmanager
-def expected_warnings_hidden() -> Iterator[None]:
-    """Hide two warnings that are expected here and say nothing actionable: Lightning's note that the module's
-    validation_step is unused (stages fit without validation) and pytorch-lightning 2.6 using torch's
-    deprecated ``LeafSpec`` (printed once per teacher otherwise)."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="You defined a `validation_step` but have no `val_dataloader`")
-        warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated")
-        yield
-
-
-def fit(trainer: pl.Trainer, module: pl.LightningModule, loader) -> None:
-    """``trainer.fit`` without validation, with :func:`expected_warnings_hidden`."""
-    with expected_warnings_hidden():
-        trainer.fit(module, loader)
-
 
 def teacher_seed(base_seed: int, teacher: int) -> int:
     """The seed of teacher ``teacher``: a 32-bit word of numpy's SeedSequence([base_seed, teacher]), so that
@@ -148,20 +87,6 @@ def _problem_with(path: Path, identity: dict, shapes: dict[str, tuple]) -> str |
     return None
 
 
-@contextmanager
-def _quiet_lightning() -> Iterator[None]:
-    """Hide Lightning's per-Trainer info lines ("GPU available: ...") while many teachers train under one bar."""
-    loggers = [logging.getLogger(name) for name in ("pytorch_lightning", "lightning.pytorch", "lightning_fabric")]
-    levels = [lg.level for lg in loggers]
-    for lg in loggers:
-        lg.setLevel(logging.WARNING)
-    try:
-        yield
-    finally:
-        for lg, level in zip(loggers, levels, strict=True):
-            lg.setLevel(level)
-
-
 def train_teachers(
     teacher_cfg: DictConfig,
     trainer_cfg: DictConfig,
@@ -197,7 +122,8 @@ def train_teachers(
     work_dir = Path(work_dir)
     work_dir.mkdir(parents=True, exist_ok=True)
     config = OmegaConf.to_container(teacher_cfg, resolve=True)
-    shapes = {k: tuple(v.shape) for k, v in net_from_config(teacher_cfg.model).state_dict().items()}
+    recipe = Recipe.from_config(teacher_cfg, "teacher")
+    shapes = {k: tuple(v.shape) for k, v in recipe.make_net().state_dict().items()}
     identities = {
         i: {
             "teacher": i,
@@ -219,9 +145,9 @@ def train_teachers(
     reused = len(ids) - len(todo)
     log.info("teachers: %d of %d requested already trained, %d to train", reused, len(ids), len(todo))
     bar = tqdm(total=len(ids), initial=reused, desc="teachers", unit="teacher", disable=not progress)
-    with _quiet_lightning(), bar:
+    with quiet_lightning(), bar:
         for i in todo:
-            _train_one(teacher_cfg, trainer_cfg, images, labels, parts[i], identities[i], work_dir)
+            _train_one(recipe, trainer_cfg, images, labels, parts[i], identities[i], work_dir)
             bar.update()
 
     missing = [i for i in ids if not teacher_path(work_dir, i).exists()]
@@ -230,14 +156,14 @@ def train_teachers(
     return [teacher_path(work_dir, i) for i in range(num_teachers)]
 
 
-def _train_one(teacher_cfg, trainer_cfg, images, labels, indices, identity: dict, work_dir: Path) -> None:
+def _train_one(recipe: Recipe, trainer_cfg, images, labels, indices, identity: dict, work_dir: Path) -> None:
     i, seed = identity["teacher"], identity["seed"]
     pl.seed_everything(seed, workers=True, verbose=False)
-    net = net_from_config(teacher_cfg.model)
-    module = module_from_config(teacher_cfg, net)
+    module = recipe.module()
+    net = module.net
     dataset = IndexedImages(images, indices, labels[indices])
-    loader = make_loader(dataset, teacher_cfg.batch_size, shuffle=True, seed=seed, num_workers=trainer_cfg.num_workers)
-    trainer = build_trainer(trainer_cfg, teacher_cfg.max_epochs, log_dir=work_dir / "logs" / f"teacher_{i:04d}")
+    loader = make_loader(dataset, recipe.batch_size, shuffle=True, seed=seed, num_workers=trainer_cfg.num_workers)
+    trainer = build_trainer(trainer_cfg, recipe.max_epochs, log_dir=work_dir / "logs" / f"teacher_{i:04d}")
     start = time.perf_counter()
     fit(trainer, module, loader)
     state = {k: v.detach().cpu() for k, v in net.state_dict().items()}

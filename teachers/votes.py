@@ -2,13 +2,12 @@
 
 Teachers are loaded one at a time (memory stays that of one model plus the images), run batched under
 ``torch.inference_mode`` on the trainer's device and precision. Teacher t votes for label l on query q iff
-sigmoid(logit) > 0.5, i.e. logit > 0 -- the rule :class:`teachers.module.MultiLabelModule` scores with.
+sigmoid(logit) > 0.5, i.e. logit > 0 -- the rule :class:`training.module.MultiLabelModule` scores with.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
 from pathlib import Path
 
 import numpy as np
@@ -18,32 +17,14 @@ from torch import nn
 from torchmetrics.functional.classification import multilabel_accuracy
 from tqdm.auto import tqdm
 
-from teachers.data import check_images, check_indices, check_labels, to_float
-from teachers.models import net_from_config
+from training.data import check_images, check_indices, check_labels, to_float
+from training.recipe import Recipe
+from training.trainer import autocast_for, device_of
 
 
-def device_of(trainer_cfg: DictConfig) -> torch.device:
-    """``trainer.accelerator`` as a torch device: "cpu" -> cpu, "gpu" or "cuda" -> the current CUDA device."""
-    accelerator = trainer_cfg.accelerator
-    if accelerator == "cpu":
-        return torch.device("cpu")
-    if accelerator in ("gpu", "cuda"):
-        if not torch.cuda.is_available():
-            raise RuntimeError(f"trainer.accelerator={accelerator!r} but torch sees no CUDA device")
-        return torch.device("cuda")
-    raise ValueError(f"trainer.accelerator must be 'cpu' or 'gpu' for inference, got {accelerator!r}")
-
-
-def autocast_for(device: torch.device, precision) -> AbstractContextManager:
-    """Autocast matching Lightning's ``precision`` setting: bf16 for "bf16-*", fp16 for "16-*", else off."""
-    precision = str(precision)
-    dtype = torch.bfloat16 if precision.startswith("bf16") else torch.float16 if precision.startswith("16") else None
-    return torch.autocast(device.type, dtype=dtype, enabled=dtype is not None)
-
-
-def load_teacher(path: str | Path, teacher_cfg: DictConfig) -> nn.Module:
+def load_teacher(path: str | Path, recipe: Recipe) -> nn.Module:
     """The network saved by :func:`teachers.ensemble.train_teachers` at ``path``, in eval mode, on CPU."""
-    net = net_from_config(teacher_cfg.model)
+    net = recipe.make_net()
     payload = torch.load(path, map_location="cpu", weights_only=True)
     net.load_state_dict(payload["state_dict"])
     return net.eval()
@@ -92,6 +73,7 @@ def predict_votes(
             f"eval_labels have {num_labels} labels but teacher.model.num_labels is {teacher_cfg.model.num_labels}"
         )
 
+    recipe = Recipe.from_config(teacher_cfg, "teacher")
     device = device_of(trainer_cfg)
     num_queries = len(query_indices)
     rows = np.concatenate([query_indices, eval_indices])
@@ -100,7 +82,7 @@ def predict_votes(
     votes = np.empty((num_queries, len(paths), num_labels), dtype=bool)
     accuracy = np.empty(len(paths), dtype=np.float64)
     for t, path in enumerate(tqdm(paths, desc="votes", unit="teacher", disable=not progress)):
-        net = load_teacher(path, teacher_cfg).to(device)
+        net = load_teacher(path, recipe).to(device)
         with autocast_for(device, trainer_cfg.precision):
             predicted = predict_logits(net, x, batch_size) > 0
         votes[:, t] = predicted[:num_queries].cpu().numpy()

@@ -38,7 +38,7 @@ def test_one_run_verifies_each_artifact_once(tmp_path, monkeypatch):
     store.get(stage)
     fresh = ArtifactStore(tmp_path)
     fresh.get(stage)
-    monkeypatch.setattr("pate.artifacts._check_manifest", lambda path: pytest.fail("hashed twice"))
+    monkeypatch.setattr("pate.artifacts._damaged_files", lambda path: pytest.fail("hashed twice"))
     fresh.get(stage)
 
 
@@ -109,3 +109,55 @@ def test_failed_build_leaves_no_artifact_and_resumes_from_partial(tmp_path):
 def test_unserialisable_config_is_refused():
     with pytest.raises(TypeError, match="not JSON-serialisable"):
         Stage("a", {"x": object()}, Counter()).key
+
+
+class PerItem:
+    """A resumable builder: one file per item, skipping items whose file exists (as the teachers do)."""
+
+    def __init__(self, items=3):
+        self.items, self.built = items, []
+
+    def __call__(self, work, upstream):
+        for i in range(self.items):
+            if not (work / f"item_{i}.txt").exists():
+                self.built.append(i)
+                (work / f"item_{i}.txt").write_text(f"item {i}")
+
+
+def test_a_damaged_file_costs_only_that_file(tmp_path, caplog):
+    build = PerItem()
+    stage = Stage("ensemble", {}, build)
+    art = ArtifactStore(tmp_path).get(stage)
+    (art.path / "item_1.txt").write_text("tampered")
+    build.built.clear()
+    again = ArtifactStore(tmp_path).get(stage)
+    assert build.built == [1]
+    assert [again.file(f"item_{i}.txt").read_text() for i in range(3)] == ["item 0", "item 1", "item 2"]
+    aside = tmp_path / "ensemble" / f"{stage.key}.damaged-0"
+    assert sorted(p.name for p in aside.iterdir()) == sorted([MANIFEST, "item_1.txt"])
+    assert "item_1.txt (checksum mismatch)" in caplog.text and "kept the 2 intact" in caplog.text
+
+
+def test_code_fingerprint_ignores_docstrings_and_comments_but_not_code(tmp_path, monkeypatch):
+    import pate.artifacts as artifacts
+
+    monkeypatch.setattr(artifacts, "REPO_ROOT", tmp_path)
+    source = tmp_path / "mod.py"
+
+    def fingerprint(text):
+        source.write_text(text)
+        artifacts.code_fingerprint.cache_clear()
+        return artifacts.code_fingerprint(("mod.py",))
+
+    base = fingerprint('"""Doc."""\n\ndef f(x):\n    """Doc."""\n    return 2 * x\n')
+    assert fingerprint('"""Other doc."""\n\n# a comment\ndef f(x):\n    return 2 * x  # why\n') == base
+    assert fingerprint('"""Doc."""\n\ndef f(x):\n    return 3 * x\n') != base
+    artifacts.code_fingerprint.cache_clear()
+    with pytest.raises(FileNotFoundError, match="nowhere.py"):
+        artifacts.code_fingerprint(("nowhere.py",))
+
+
+def test_a_stage_key_covers_its_code():
+    a = Stage("a", {}, Counter(), code=("pate/privacy",))
+    assert a.key != Stage("a", {}, Counter()).key
+    assert a.key != Stage("a", {}, Counter(), code=("pate/privacy", "pate/mechanisms")).key

@@ -1,17 +1,21 @@
-"""End-to-end runs of train.py's pipeline on tiny synthetic data, cache reuse, and configuration errors."""
+"""End-to-end runs of the pipeline (what train.py runs) on tiny synthetic data, cache reuse, privacy
+boundaries, and configuration errors."""
 
 import json
 from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
-import student.stages
+import pipeline.stages
 import teachers.stages
-import train
 from hydra.errors import MissingConfigException
+from pipeline import run
 
+from pate.artifacts import Artifact
 from pate.data import SPLITS
+from pate.features import read_features
 from pate.stages import load_data
 from tests.conftest import compose_config
 
@@ -41,7 +45,7 @@ def test_default_config_composes_with_every_group():
 
 
 def test_end_to_end_metrics(tiny_cfg, tmp_path):
-    metrics = train.run(tiny_cfg(), output_dir=tmp_path)
+    metrics = run(tiny_cfg(), output_dir=tmp_path)
     on_disk = json.loads((tmp_path / "metrics.json").read_text())
     assert on_disk == json.loads(json.dumps(metrics))
     for key in ("epsilon", "delta", "neighbors", "aggregator", "queries", "answered_fraction", "label_f1",
@@ -55,22 +59,22 @@ def test_end_to_end_metrics(tiny_cfg, tmp_path):
 
 
 def test_changing_only_the_aggregator_reuses_teachers_and_votes(tiny_cfg, tmp_path, monkeypatch):
-    first = train.run(tiny_cfg(), output_dir=tmp_path / "a")
+    first = run(tiny_cfg(), output_dir=tmp_path / "a")
     monkeypatch.setattr(teachers.stages, "train_head_teachers", _fail)
     monkeypatch.setattr(teachers.stages, "head_votes", _fail)
-    monkeypatch.setattr(train, "build_features", _fail)
-    second = train.run(tiny_cfg("aggregator=stable_topk_paper"), output_dir=tmp_path / "b")
+    monkeypatch.setattr(pipeline.stages, "build_features", _fail)
+    second = run(tiny_cfg("aggregator=stable_topk_paper"), output_dir=tmp_path / "b")
     assert second["artifacts"]["votes"] == first["artifacts"]["votes"]
     assert second["artifacts"]["features"] == first["artifacts"]["features"]
     assert second["artifacts"]["aggregate"] != first["artifacts"]["aggregate"]
     # a new seed reuses them too, and a calibrated target epsilon is met
-    third = train.run(tiny_cfg("seed=1", "privacy.target_epsilon=20"), output_dir=tmp_path / "c")
+    third = run(tiny_cfg("seed=1", "privacy.target_epsilon=20"), output_dir=tmp_path / "c")
     assert third["epsilon"] == pytest.approx(20, rel=0.01) and third["epsilon"] <= 20
 
 
 def test_changing_the_teacher_retrains(tiny_cnn_cfg, tmp_path):
-    first = train.run(tiny_cnn_cfg(), output_dir=tmp_path / "a")
-    other = train.run(tiny_cnn_cfg("teacher.optimizer.lr=0.01"), output_dir=tmp_path / "b")
+    first = run(tiny_cnn_cfg(), output_dir=tmp_path / "a")
+    other = run(tiny_cnn_cfg("teacher.optimizer.lr=0.01"), output_dir=tmp_path / "b")
     assert other["artifacts"]["teachers"] != first["artifacts"]["teachers"]
     assert other["artifacts"]["partition"] == first["artifacts"]["partition"]
 
@@ -78,51 +82,65 @@ def test_changing_the_teacher_retrains(tiny_cnn_cfg, tmp_path):
 @pytest.mark.parametrize("override", ["features=random_conv", "features.extractor.seed=1", "features.fit_seed=1",
                                       "teacher.lambdas=[0.1,1.0]"])
 def test_changing_the_extractor_or_the_heads_retrains_the_teachers(tiny_cfg, tmp_path, override):
-    first = train.run(tiny_cfg(), output_dir=tmp_path / "a")
-    other = train.run(tiny_cfg(override), output_dir=tmp_path / "b")
+    first = run(tiny_cfg(), output_dir=tmp_path / "a")
+    other = run(tiny_cfg(override), output_dir=tmp_path / "b")
     assert other["artifacts"]["teachers"] != first["artifacts"]["teachers"]
     assert other["artifacts"]["votes"] != first["artifacts"]["votes"]
     assert other["artifacts"]["partition"] == first["artifacts"]["partition"]
     assert (other["artifacts"]["features"] == first["artifacts"]["features"]) == override.startswith("teacher.")
 
 
-def test_head_student_sees_only_public_queries_and_released_labels(tiny_cfg, tmp_path, monkeypatch):
-    seen = {}
-    real = train.build_head_student
+def _spy_on_student(monkeypatch, name: str) -> list:
+    """Record every argument the student stage function ``pipeline.stages.<name>`` is called with."""
+    calls = []
+    real = getattr(pipeline.stages, name)
 
-    def spy(work, student_cfg, features, query_indices, released, answered, eval_indices, eval_labels):
-        seen.update(queries=np.asarray(query_indices), released=np.asarray(released), eval=np.asarray(eval_indices),
-                    eval_labels=np.asarray(eval_labels))
-        return real(work, student_cfg, features, query_indices, released, answered, eval_indices, eval_labels)
+    def spy(*args, **kwargs):
+        calls.append((args, kwargs))
+        return real(*args, **kwargs)
 
-    monkeypatch.setattr(train, "build_head_student", spy)
-    metrics = train.run(tiny_cfg("seed=321"), output_dir=tmp_path)
-    cfg = tiny_cfg()
+    monkeypatch.setattr(pipeline.stages, name, spy)
+    return calls
+
+
+def _rows(value) -> list[bytes]:
+    return [np.asarray(row).tobytes() for row in np.asarray(value)]
+
+
+@pytest.mark.parametrize("kind", ["network", "head"])
+def test_the_student_stage_is_sealed_off_from_private_data(kind, tiny_cfg, tiny_cnn_cfg, tmp_path, monkeypatch):
+    """Spy on the student stage function itself: it receives arrays only (never the dataset), its images are
+    public test-split images, its labels are the released labels and the evaluation labels, and no array holds
+    a private training image; the head student's features are those of public rows."""
+    make = tiny_cnn_cfg if kind == "network" else tiny_cfg
+    calls = _spy_on_student(monkeypatch, "build_student" if kind == "network" else "build_head_student")
+    metrics = run(make("seed=321"), output_dir=tmp_path)  # a seed no other test uses: the student is built
+    assert len(calls) == 1, "the student stage did not run exactly once"
+    args, kwargs = calls[0]
+    cfg = make()
     data = load_data(cfg.data, Path(cfg.paths.cache_dir) / "tensors", progress=False)
-    assert np.all(data.split[seen["queries"]] == SPLITS["test"]) and np.all(data.split[seen["eval"]] == SPLITS["test"])
-    assert np.intersect1d(seen["queries"], seen["eval"]).size == 0
+    arrays = [a for a in (*args, *kwargs.values()) if isinstance(a, (np.ndarray, torch.Tensor))]
+    assert not any(type(a).__name__ == "CelebAArrays" for a in (*args, *kwargs.values()))
+    assert all(len(a) < len(data.indices("train")) for a in arrays), "an array as large as the private split"
+    private_images = set(_rows(data.images[data.indices("train")]))
+    public_images = set(_rows(data.images[data.indices("test")]))
     released = np.load(Path(cfg.paths.cache_dir) / "aggregate" / metrics["artifacts"]["aggregate"] / "aggregate.npz")
-    np.testing.assert_array_equal(seen["released"], released["labels"])
-    np.testing.assert_array_equal(seen["eval_labels"], data.labels[seen["eval"]])
-
-
-def test_student_sees_only_public_queries(tiny_cnn_cfg, tmp_path, monkeypatch):
-    seen = {}
-    real = student.stages.train_student
-
-    def spy(student_cfg, trainer_cfg, images, train_indices, train_labels, eval_indices, eval_labels, **kw):
-        seen["train"], seen["eval"] = np.asarray(train_indices), np.asarray(eval_indices)
-        return real(student_cfg, trainer_cfg, images, train_indices, train_labels, eval_indices, eval_labels, **kw)
-
-    monkeypatch.setattr(student.stages, "train_student", spy)
-    # a seed no other test uses, so that the student stage is not served from the cache
-    metrics = train.run(tiny_cnn_cfg("seed=123"), output_dir=tmp_path)
-    cfg = tiny_cnn_cfg()
-    data = load_data(cfg.data, Path(cfg.paths.cache_dir) / "tensors", progress=False)
-    assert "train" in seen, "the student stage did not run"
-    assert np.all(data.split[seen["train"]] == SPLITS["test"]), "a student training index is not a public query"
-    assert len(seen["train"]) == metrics["answered"]
-    assert np.intersect1d(seen["train"], seen["eval"]).size == 0
+    queries = np.load(Path(cfg.paths.cache_dir) / "queries" / metrics["artifacts"]["queries"] / "queries.npz")
+    eval_labels = data.labels[queries["eval_indices"]]
+    for a in arrays:
+        a = np.asarray(a)
+        if a.ndim == 4:  # images
+            rows = set(_rows(a))
+            assert rows <= public_images and not rows & private_images
+        elif a.dtype == bool and a.ndim == 2:
+            np.testing.assert_array_equal(a, released["labels"])
+        elif a.ndim == 2 and a.dtype == np.uint8:
+            np.testing.assert_array_equal(a, eval_labels)
+    if kind == "head":
+        key = metrics["artifacts"]["features"]
+        table = read_features(Artifact("features", key, Path(cfg.paths.cache_dir) / "features" / key))
+        torch.testing.assert_close(args[2], table.take(queries["query_indices"]))
+        torch.testing.assert_close(args[5], table.take(queries["eval_indices"]))
 
 
 def test_unknown_aggregator_is_refused_with_the_choices():
@@ -134,7 +152,7 @@ def test_unknown_aggregator_is_refused_with_the_choices():
     (["partition.num_teachers=100000"], "num_teachers=100000"),
     (["data.num_queries=100000"], "num_queries=100000"),
     (["privacy.target_epsilon=0.001", "aggregator=stable_topk_paper"], "target_epsilon=0.001"),
-    (["teacher=small_cnn", "teacher.model._target_=teachers.models.NoSuchNet"], "teacher model"),
+    (["teacher=small_cnn", "teacher.model._target_=training.models.NoSuchNet"], "teacher model"),
     (["aggregator.sigma=-1", "aggregator=gaussian_pate"], "sigma"),
     (["privacy.neighbors=swap"], "neighbors"),
     (["teacher.lambdas=[0.1,-1]"], "lambdas"),
@@ -145,22 +163,22 @@ def test_unknown_aggregator_is_refused_with_the_choices():
 def test_bad_configuration_fails_before_training(tiny_cfg, tmp_path, monkeypatch, overrides, match):
     for name in ("train_teachers", "train_head_teachers"):
         monkeypatch.setattr(teachers.stages, name, _fail)
-    monkeypatch.setattr(train, "build_features", _fail)
+    monkeypatch.setattr(pipeline.stages, "build_features", _fail)
     with pytest.raises(ValueError, match=match):
-        train.run(tiny_cfg(*overrides), output_dir=tmp_path)
+        run(tiny_cfg(*overrides), output_dir=tmp_path)
 
 
 def test_missing_celeba_root_says_how_to_point_to_it(tmp_path, monkeypatch):
     monkeypatch.setattr(teachers.stages, "train_teachers", _fail)
     cfg = compose_config(["data=celeba", f"data.root={tmp_path / 'nowhere'}"], tmp_path)
     with pytest.raises((ValueError, FileNotFoundError), match="data.root"):
-        train.run(cfg, output_dir=tmp_path / "run")
+        run(cfg, output_dir=tmp_path / "run")
 
 
 def test_same_config_and_seed_give_identical_metrics(tiny_cfg, tmp_path):
     """Two independent runs (separate caches: teachers, votes and student all rebuilt) agree exactly, which
     is what makes two sweeps with the same configs and seeds give identical report tables."""
-    runs = [train.run(tiny_cfg(f"paths.cache_dir={tmp_path / name}"), output_dir=tmp_path / name / "run")
+    runs = [run(tiny_cfg(f"paths.cache_dir={tmp_path / name}"), output_dir=tmp_path / name / "run")
             for name in ("a", "b")]
     drop = ("versions",)
     a, b = ({k: v for k, v in m.items() if k not in drop} for m in runs)
@@ -170,7 +188,7 @@ def test_same_config_and_seed_give_identical_metrics(tiny_cfg, tmp_path):
 def test_budget_stops_answering_queries(tiny_cfg, tmp_path):
     """With a budget below what all queries cost, only the affordable prefix of queries is asked; the
     ledger's epsilon stays within the budget and the rest stay unanswered."""
-    metrics = train.run(tiny_cfg("privacy.budget_epsilon=80"), output_dir=tmp_path)  # all 40 cost 200
+    metrics = run(tiny_cfg("privacy.budget_epsilon=80"), output_dir=tmp_path)  # all 40 cost 200
     assert 0 < metrics["queries_asked"] < metrics["queries"]
     assert metrics["answered"] <= metrics["queries_asked"]
     assert metrics["epsilon"] <= 80
@@ -185,21 +203,21 @@ def test_teacher_shards_fill_the_cache_for_the_next_run(tiny_cnn_cfg, tmp_path):
     def cfg(*overrides):
         return tiny_cnn_cfg(f"paths.cache_dir={tmp_path / 'cache'}", *overrides)
 
-    shards = [train.run(cfg(f"teacher_shard={i}/2"), output_dir=tmp_path / f"shard{i}") for i in range(2)]
+    shards = [run(cfg(f"teacher_shard={i}/2"), output_dir=tmp_path / f"shard{i}") for i in range(2)]
     assert [s["trained"] for s in shards] == [2, 2]
     partial = tmp_path / "cache" / "teachers" / f"{shards[0]['teachers']}.partial"
     mtimes = {f.name: f.stat().st_mtime_ns for f in partial.glob("teacher_*.pt")}
     assert len(mtimes) == 4
-    metrics = train.run(cfg(), output_dir=tmp_path / "final")
+    metrics = run(cfg(), output_dir=tmp_path / "final")
     final = tmp_path / "cache" / "teachers" / metrics["artifacts"]["teachers"]
     assert {f.name: f.stat().st_mtime_ns for f in final.glob("teacher_*.pt")} == mtimes
 
 
 def test_bad_shard_is_refused(tiny_cnn_cfg, tmp_path):
     with pytest.raises(ValueError, match="teacher_shard"):
-        train.run(tiny_cnn_cfg("teacher_shard=2/2"), output_dir=tmp_path)
+        run(tiny_cnn_cfg("teacher_shard=2/2"), output_dir=tmp_path)
 
 
 def test_shards_are_refused_for_heads(tiny_cfg, tmp_path):
     with pytest.raises(ValueError, match="teacher_shard is for CNN teachers"):
-        train.run(tiny_cfg("teacher_shard=0/2"), output_dir=tmp_path)
+        run(tiny_cfg("teacher_shard=0/2"), output_dir=tmp_path)

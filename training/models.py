@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from itertools import pairwise
 
-from hydra.utils import instantiate
-from omegaconf import DictConfig
 from torch import nn
 from torchvision.models import resnet18, resnet50
 
@@ -70,8 +68,3 @@ def resnet(depth: int, num_labels: int = 40, width: int | None = None, stem: str
         nn.init.kaiming_normal_(net.conv1.weight, mode="fan_out", nonlinearity="relu")
         net.maxpool = nn.Identity()
     return net
-
-
-def net_from_config(model_cfg: DictConfig) -> nn.Module:
-    """The network a ``model`` node of conf/teacher or conf/student describes (``_target_`` plus arguments)."""
-    return instantiate(model_cfg)

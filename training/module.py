@@ -2,7 +2,7 @@
 
 Teachers and the student both use it. Following Lightning's style guide the network is passed in; the
 module owns the loss (binary cross-entropy on logits, one independent Bernoulli per label), the optimiser
-(AdamW with a per-step cosine decay to zero), the uint8 -> float conversion, the augmentation and the
+(built by the ``optimizer`` factory, AdamW in every shipped config, with a per-step cosine decay to zero), the uint8 -> float conversion, the augmentation and the
 metrics, named ``split/metric``.
 
 A label is predicted present iff sigmoid(logit) > 0.5, i.e. logit > 0: the same rule the vote stage uses.
@@ -10,14 +10,15 @@ A label is predicted present iff sigmoid(logit) > 0.5, i.e. logit > 0: the same 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytorch_lightning as pl
 import torch
-from omegaconf import DictConfig
 from torch import nn
 from torch.nn import functional as F
 from torchmetrics.classification import MultilabelAccuracy, MultilabelF1Score
 
-from teachers.data import to_float
+from training.data import to_float
 
 
 def random_hflip(images: torch.Tensor) -> torch.Tensor:
@@ -34,14 +35,15 @@ class MultiLabelModule(pl.LightningModule):
     ``test_per_attribute_accuracy`` holds the accuracy of each label (a float tensor [num_labels]).
     """
 
-    def __init__(self, net: nn.Module, num_labels: int, lr: float, weight_decay: float, augment: bool = False):
+    def __init__(self, net: nn.Module, num_labels: int,
+                 optimizer: Callable[..., torch.optim.Optimizer] = torch.optim.AdamW, augment: bool = False):
         super().__init__()
-        if lr <= 0:
-            raise ValueError(f"lr must be positive, got {lr!r}")
-        if weight_decay < 0:
-            raise ValueError(f"weight_decay must be non-negative, got {weight_decay!r}")
-        self.save_hyperparameters(ignore=["net"])
+        if not callable(optimizer):
+            raise ValueError(f"optimizer must be a factory taking the parameters (a `_partial_` node), "
+                             f"got {optimizer!r}")
+        self.save_hyperparameters(ignore=["net", "optimizer"])
         self.net = net
+        self.make_optimizer = optimizer
         self.metrics = nn.ModuleDict(
             {
                 f"{split}_{name}": metric(num_labels=num_labels, average="macro")
@@ -88,18 +90,7 @@ class MultiLabelModule(pl.LightningModule):
         self.test_acc_per_attribute.reset()
 
     def configure_optimizers(self):
-        optimizer = torch.optim.AdamW(self.net.parameters(), lr=self.hparams.lr, weight_decay=self.hparams.weight_decay)
+        optimizer = self.make_optimizer(self.net.parameters())
         total_steps = max(1, int(self.trainer.estimated_stepping_batches))
         scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=total_steps)
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
-
-
-def module_from_config(cfg: DictConfig, net: nn.Module) -> MultiLabelModule:
-    """The module a conf/teacher or conf/student node describes (optimizer, augment, model.num_labels)."""
-    return MultiLabelModule(
-        net,
-        num_labels=cfg.model.num_labels,
-        lr=cfg.optimizer.lr,
-        weight_decay=cfg.optimizer.weight_decay,
-        augment=cfg.augment,
-    )

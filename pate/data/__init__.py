@@ -8,7 +8,7 @@ from pate.data.celeba import (
     check_celeba_root,
     load_celeba,
     read_attributes,
-    read_partition,
+    read_splits,
 )
 from pate.data.partition import partition_teachers, split_public
 from pate.data.synthetic import generate_synthetic_celeba
@@ -24,7 +24,7 @@ __all__ = [
     "load_celeba",
     "partition_teachers",
     "read_attributes",
-    "read_partition",
+    "read_splits",
     "sample_attributes",
     "split_public",
 ]

@@ -131,7 +131,7 @@ def _tokens(text: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return starts, ends, per_line[: filled[-1] + 1 if filled.size else 0]
 
 
-def read_partition(root: str | os.PathLike, filenames: Sequence[str]) -> np.ndarray:
+def read_splits(root: str | os.PathLike, filenames: Sequence[str]) -> np.ndarray:
     """int8 [N] split codes (``SPLITS``) from ``list_eval_partition.txt``, aligned to ``filenames``.
 
     The partition file must name exactly the images of ``filenames`` (any order), once each, with a code in
@@ -181,6 +181,9 @@ class CelebAArrays:
     split: np.ndarray  # int8 [N], CelebA's codes (SPLITS)
     filenames: tuple[str, ...]
     attribute_names: tuple[str, ...]
+    # SHA-256 (16 hex digits) of the content: labels, split and file names as read, and the decoded images'
+    # checksum. Stage keys use it, so data edited in place is never mistaken for the data a cache was built on.
+    fingerprint: str = ""
 
     def indices(self, split_name: str) -> np.ndarray:
         """Row indices (int64, ascending) of one of CelebA's official splits: 'train', 'val' or 'test'."""
@@ -238,7 +241,7 @@ def load_celeba(
         raise ValueError(f"num_workers={num_workers!r}; expected an integer >= 0")
     path = check_celeba_root(root)
     filenames, labels = read_attributes(path)
-    split = read_partition(path, filenames)
+    split = read_splits(path, filenames)
     if not filenames:
         raise ValueError(f"{path / ATTRIBUTE_FILE} lists no images")
     shape = (len(filenames), 3, int(image_size), int(image_size))
@@ -259,9 +262,24 @@ def load_celeba(
                 log.warning("tensor cache %s is not usable (%s); rebuilding it", data_file, problem)
             _build_cache(data_file, sidecar, identity, [path / IMAGE_DIR / f for f in filenames], shape,
                          num_workers, progress)
+        images_checksum = json.loads(sidecar.read_text())["blake2b"]  # verified just above
     images = np.load(data_file, mmap_mode="r")
     return CelebAArrays(images=images, labels=labels, split=split, filenames=tuple(filenames),
-                        attribute_names=ATTRIBUTE_NAMES)
+                        attribute_names=ATTRIBUTE_NAMES,
+                        fingerprint=content_fingerprint(labels, split, filenames, images_checksum))
+
+
+def content_fingerprint(labels: np.ndarray, split: np.ndarray, filenames: Sequence[str], images_checksum: str) -> str:
+    """SHA-256 (16 hex digits) of what a dataset holds: the label and split arrays (dtype, shape, bytes), the file
+    names in row order and the checksum of the decoded images. Cheap (the images' checksum is computed anyway
+    when the tensor cache is verified) and sound: any edit to a label, a split or an image changes it."""
+    h = hashlib.sha256()
+    for array in (np.ascontiguousarray(labels), np.ascontiguousarray(split)):
+        h.update(f"{array.dtype.str}{array.shape}".encode())
+        h.update(array.tobytes())
+    h.update("\0".join(filenames).encode())
+    h.update(images_checksum.encode())
+    return h.hexdigest()[:16]
 
 
 # ---------------------------------------------------------------------------------- the tensor cache
@@ -346,5 +364,5 @@ __all__ = [
     "decode_image",
     "load_celeba",
     "read_attributes",
-    "read_partition",
+    "read_splits",
 ]

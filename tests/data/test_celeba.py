@@ -15,7 +15,7 @@ from pate.data.celeba import (
     check_celeba_root,
     load_celeba,
     read_attributes,
-    read_partition,
+    read_splits,
 )
 
 # Non-square like CelebA's 178 x 218 (w x h): the central square is rows 4..23 of 28.
@@ -76,9 +76,9 @@ def test_read_attributes_maps_plus_minus_one_to_one_zero(fake_celeba):
 
 def test_read_partition_aligns_codes_to_filenames(fake_celeba):
     names, _ = read_attributes(fake_celeba)
-    assert read_partition(fake_celeba, names).tolist() == CODES
-    assert read_partition(fake_celeba, names[::-1]).tolist() == CODES[::-1]
-    assert read_partition(fake_celeba, names).dtype == np.int8
+    assert read_splits(fake_celeba, names).tolist() == CODES
+    assert read_splits(fake_celeba, names[::-1]).tolist() == CODES[::-1]
+    assert read_splits(fake_celeba, names).dtype == np.int8
 
 
 def test_load_celeba_decodes_central_square(fake_celeba, tmp_path):
@@ -250,7 +250,7 @@ def test_malformed_partition_file_is_rejected(fake_celeba, content, message):
     (fake_celeba / "list_eval_partition.txt").write_text(content)
     names, _ = read_attributes(fake_celeba)
     with pytest.raises(ValueError, match=message):
-        read_partition(fake_celeba, names)
+        read_splits(fake_celeba, names)
 
 
 def test_splits_are_celebas_codes():

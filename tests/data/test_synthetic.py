@@ -11,7 +11,7 @@ from pate.data.celeba import (
     ATTRIBUTE_NAMES,
     load_celeba,
     read_attributes,
-    read_partition,
+    read_splits,
 )
 from pate.data.synthetic import IN_PROGRESS, MARKER, generate_synthetic_celeba
 from pate.data.synthetic_attributes import (
@@ -227,7 +227,7 @@ def test_generation_is_deterministic_per_seed_whatever_the_workers(tmp_path):
 
 def test_split_codes_are_contiguous_blocks(tiny):
     names, _ = read_attributes(tiny)
-    assert read_partition(tiny, names).tolist() == [0] * 160 + [1] * 10 + [2] * 30
+    assert read_splits(tiny, names).tolist() == [0] * 160 + [1] * 10 + [2] * 30
 
 
 @pytest.mark.parametrize("kwargs, message", [

@@ -7,7 +7,7 @@ import pytest
 import torch
 import torchvision
 
-import train
+from pipeline import run
 from pate.data.celeba import SPLITS
 from pate.features import Extractor, PixelFeatures, RandomConvFeatures, RandomPatchFeatures, TorchvisionFeatures
 from pate.features.stage import build_features
@@ -82,7 +82,7 @@ def test_the_feature_stage_fits_on_public_images_only(features, tiny_cfg, tmp_pa
 
     monkeypatch.setattr(Extractor, "fit", spy)
     cfg = tiny_cfg(*features.split(), f"paths.cache_dir={tmp_path / 'cache'}")
-    train.run(cfg, output_dir=tmp_path / "run")
+    run(cfg, output_dir=tmp_path / "run")
     data = load_data(cfg.data, Path(cfg.paths.cache_dir) / "tensors", progress=False)
     assert len(seen) == 1, "the features stage did not fit exactly once"
     by_split = {name: {img.tobytes() for img in data.images[data.indices(name)]} for name in SPLITS}

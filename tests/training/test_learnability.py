@@ -43,10 +43,9 @@ def test_teachers_and_student_learn_an_easy_signal(tmp_path):
     result = train_student(
         cfg.student,
         cfg.trainer,
-        images,
-        query,
+        images[query],
         consensus,
-        evaluate,
+        images[evaluate],
         labels[evaluate],
         seed=0,
         log_dir=tmp_path / "student",

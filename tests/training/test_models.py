@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from teachers.models import SmallCNN, net_from_config, resnet
+from training.models import SmallCNN, resnet
+from training.recipe import Recipe
 
 from .conftest import compose_config
 
@@ -23,7 +24,7 @@ MODEL_CONFIGS = [
 def test_configured_models_give_one_logit_per_label(group, name, size):
     cfg = compose_config(["~aggregator", f"{group}={name}"])
     torch.manual_seed(0)
-    net = net_from_config(cfg[group].model).eval()
+    net = Recipe.from_config(cfg[group], group).make_net().eval()
     with torch.inference_mode():
         logits = net(torch.randn(2, 3, size, size))
     assert logits.shape == (2, 40)
@@ -66,3 +67,20 @@ def test_resnet_rejects_bad_arguments(kwargs, match):
 def test_small_cnn_rejects_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         SmallCNN(**kwargs)
+
+
+def test_a_recipe_instantiates_the_optimizer_as_a_factory():
+    cfg = compose_config(["~aggregator", "teacher=small_cnn"])
+    recipe = Recipe.from_config(cfg.teacher)
+    module = recipe.module()
+    optimizer = recipe.make_optimizer(module.net.parameters())
+    assert isinstance(optimizer, torch.optim.AdamW)
+    assert optimizer.defaults["lr"] == cfg.teacher.optimizer.lr
+    assert optimizer.defaults["weight_decay"] == cfg.teacher.optimizer.weight_decay
+    assert recipe.make_net() is not recipe.make_net()  # a fresh network per teacher
+
+
+def test_an_optimizer_node_without_partial_is_refused():
+    cfg = compose_config(["~aggregator", "teacher=small_cnn", "teacher.optimizer._partial_=false"])
+    with pytest.raises(ValueError, match="teacher.optimizer"):
+        Recipe.from_config(cfg.teacher)

@@ -2,23 +2,27 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 
 import numpy as np
 import pytest
 import torch
 
-from teachers.data import IndexedImages, make_loader, to_float
-from teachers.ensemble import build_trainer
-from teachers.models import SmallCNN
-from teachers.module import MultiLabelModule, random_hflip
+from training.data import IndexedImages, make_loader, to_float
+from training.trainer import build_trainer
+from training.models import SmallCNN
+from training.module import MultiLabelModule, random_hflip
+from training.recipe import Recipe
+
+from .conftest import compose_config
 
 
 @pytest.fixture()
 def module_and_loader(tiny_data):
     images, labels = tiny_data
     torch.manual_seed(0)
-    module = MultiLabelModule(SmallCNN(num_labels=40, width=4), num_labels=40, lr=1e-3, weight_decay=0.0)
+    module = MultiLabelModule(SmallCNN(num_labels=40, width=4), num_labels=40)
     loader = make_loader(
         IndexedImages(images, np.arange(60), labels), batch_size=16, shuffle=False, seed=0, num_workers=0
     )
@@ -66,11 +70,20 @@ def test_random_hflip_flips_about_half_the_images_and_nothing_else():
     assert 150 < int(flipped.sum()) < 250
 
 
-@pytest.mark.parametrize(("kwargs", "match"), [({"lr": 0.0}, "lr"), ({"weight_decay": -1.0}, "weight_decay")])
-def test_module_rejects_bad_hyperparameters(kwargs, match):
-    args = {"lr": 1e-3, "weight_decay": 0.0} | kwargs
+@pytest.mark.parametrize("override, match", [("teacher.optimizer.lr=0.0", "teacher.optimizer.lr"),
+                                             ("teacher.optimizer.weight_decay=-1.0", "teacher.optimizer.weight_decay"),
+                                             ("teacher.max_epochs=0", "teacher.max_epochs")])
+def test_a_recipe_rejects_bad_hyperparameters(override, match):
+    cfg = compose_config(["~aggregator", "teacher=small_cnn", override])
     with pytest.raises(ValueError, match=match):
-        MultiLabelModule(SmallCNN(4, 4), num_labels=4, **args)
+        Recipe.from_config(cfg.teacher, "teacher")
+
+
+def test_the_module_builds_its_optimizer_from_the_factory():
+    module = MultiLabelModule(SmallCNN(4, 4), num_labels=4, optimizer=functools.partial(torch.optim.SGD, lr=0.5))
+    assert isinstance(module.make_optimizer(module.net.parameters()), torch.optim.SGD)
+    with pytest.raises(ValueError, match="optimizer must be a factory"):
+        MultiLabelModule(SmallCNN(4, 4), num_labels=4, optimizer=0.1)
 
 
 def test_tensorboard_logger_without_the_package_names_the_extra(cfg, tmp_path, monkeypatch):

@@ -10,9 +10,10 @@ import pytest
 import torch
 
 import teachers.votes as votes_module
-from teachers.data import to_float
+from training.data import to_float
 from teachers.ensemble import train_teachers
 from teachers.votes import load_teacher, predict_votes
+from training.recipe import Recipe
 
 PARTITION = [np.arange(0, 10), np.arange(10, 20), np.arange(20, 30)]
 QUERIES = np.arange(30, 43)
@@ -47,7 +48,7 @@ def test_votes_and_accuracy_match_a_direct_forward_pass(cfg, tiny_data, teacher_
     images, labels = tiny_data
     votes, accuracy = run(cfg, tiny_data, teacher_paths, batch_size=4)
     for t, path in enumerate(teacher_paths):
-        net = load_teacher(path, cfg.teacher)
+        net = load_teacher(path, Recipe.from_config(cfg.teacher))
         assert not net.training
         with torch.inference_mode():
             logits = net(to_float(torch.from_numpy(images)))

@@ -1,0 +1,200 @@
+"""The stage graph: one function per stage, from the config and its upstream stages to a ``pate.artifacts.Stage``.
+
+    data -> features -> partition -> teachers -> votes -> aggregate -> student -> evaluate
+
+Each builder reads what it needs from its upstream *artifacts* (the partition's parts, the queries' indices,
+the features, the teachers' files, the votes, the released labels), so what a stage declares upstream is what
+it depends on. The dataset itself is the graph's source, identified by its content fingerprint. A stage's key
+covers its own config, its upstream keys and the code in ``CODE[stage]``.
+
+Privacy boundaries, by construction of the calls below:
+* the features stage fits its extractor on public (validation) images only;
+* only the teachers and votes stages touch the private training split;
+* the student stages are handed the public query images (or features), the released labels and the
+  evaluation images and labels -- sliced here, so the student functions never receive the dataset.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from omegaconf import DictConfig, OmegaConf
+
+from pate.artifacts import Artifact, Stage
+from pate.data import CelebAArrays
+from pate.features import FeatureTable, build_features, choose_fit_rows, read_features
+from pate.privacy import DEFAULT_ORDERS
+from pate.stages import (
+    build_aggregate, build_majority_labels, build_partition, build_queries, build_true_labels, read_aggregate,
+    read_queries, read_teacher_parts, read_votes,
+)
+from student.stages import build_head_student, build_student
+from teachers.stages import build_head_teachers, build_head_votes, build_teachers, build_votes
+
+# The sources each stage's result depends on (files or packages under the repository root); their syntax trees
+# are part of the stage's key, so a change to what runs rebuilds the stage and everything below it.
+CODE: dict[str, tuple[str, ...]] = {
+    "partition": ("pate/data/partition.py", "pate/stages.py"),
+    "queries": ("pate/data/partition.py", "pate/stages.py"),
+    "features": ("pate/features",),
+    "teachers": ("teachers", "training", "pate/features"),
+    "votes": ("teachers", "training", "pate/features", "pate/votes.py"),
+    "aggregate": ("pate/privacy", "pate/mechanisms", "pate/aggregators", "pate/votes.py", "pate/stages.py"),
+    "student": ("student", "training", "pate/features"),
+}
+
+
+def plain(node) -> Any:
+    """A config node as plain Python (for stage keys)."""
+    return OmegaConf.to_container(node, resolve=True) if isinstance(node, DictConfig) else node
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """The graph's source: the decoded arrays and their identity in stage keys (``pate.stages.data_identity``)."""
+
+    arrays: CelebAArrays
+    identity: dict[str, Any]
+
+
+def partition_stage(cfg: DictConfig, data: Dataset) -> Stage:
+    num_teachers, seed = int(cfg.partition.num_teachers), int(cfg.partition.seed)
+    return Stage("partition", {"data": data.identity, "num_teachers": num_teachers, "seed": seed},
+                 lambda work, _: build_partition(work, data.arrays, num_teachers, seed), code=CODE["partition"])
+
+
+def queries_stage(cfg: DictConfig, data: Dataset) -> Stage:
+    num_queries, seed = int(cfg.data.num_queries), int(cfg.data.query_seed)
+    return Stage("queries", {"data": data.identity, "num_queries": num_queries, "seed": seed},
+                 lambda work, _: build_queries(work, data.arrays, num_queries, seed), code=CODE["queries"])
+
+
+def features_stage(cfg: DictConfig, data: Dataset, extractor) -> Stage:
+    """The public features, keyed by the data, the extractor's identity (settings, weights checksum) and the
+    choice of its public fit images: another extractor gives other features and retrains the teachers."""
+    fit = cfg.features
+    arrays = data.arrays
+
+    def build(work: Path, _) -> None:
+        fit_rows = choose_fit_rows(arrays.indices(str(fit.fit_split)), fit.num_fit_images, int(fit.fit_seed))
+        rows = np.concatenate([arrays.indices("train"), arrays.indices("test")])
+        build_features(work, extractor, arrays.images, fit_rows, rows, arrays.indices("train"), int(fit.fit_seed),
+                       progress=bool(cfg.progress))
+
+    return Stage("features", {"data": data.identity, "extractor": extractor.identity(), "fit_split": str(fit.fit_split),
+                              "num_fit_images": int(fit.num_fit_images), "fit_seed": int(fit.fit_seed)},
+                 build, code=CODE["features"])
+
+
+def _features(up: dict[str, Artifact]) -> FeatureTable:
+    return read_features(up["features"])
+
+
+def teachers_stage(cfg: DictConfig, data: Dataset, partition: Stage, features: Stage | None) -> Stage:
+    """The teacher ensemble, keyed by the teacher config and the partition (and, for heads, the features)."""
+    progress, labels = bool(cfg.progress), data.arrays.labels
+    if cfg.teacher.kind == "heads":
+        return Stage("teachers", {"teacher": plain(cfg.teacher)},
+                     lambda work, up: build_head_teachers(work, cfg.teacher, _features(up), labels,
+                                                          read_teacher_parts(up["partition"]), progress=progress),
+                     {"partition": partition, "features": features}, code=CODE["teachers"])
+    return Stage("teachers", {"teacher": plain(cfg.teacher), "precision": str(cfg.trainer.precision)},
+                 lambda work, up: build_teachers(work, cfg.teacher, cfg.trainer, data.arrays.images, labels,
+                                                 read_teacher_parts(up["partition"]), progress=progress),
+                 {"partition": partition}, code=CODE["teachers"])
+
+
+def votes_stage(cfg: DictConfig, data: Dataset, partition: Stage, teachers: Stage, queries: Stage,
+                features: Stage | None) -> Stage:
+    """Every teacher's vote on every public query, and each teacher's accuracy on evaluation images."""
+    progress, arrays = bool(cfg.progress), data.arrays
+    if cfg.teacher.kind == "heads":
+        def build(work: Path, up: dict[str, Artifact]) -> None:
+            query_indices, eval_indices = read_queries(up["queries"])
+            build_head_votes(work, up["teachers"].path, cfg.teacher, _features(up), read_teacher_parts(up["partition"]),
+                             arrays.labels, query_indices, eval_indices, progress=progress)
+
+        return Stage("votes", {"accuracy_images": int(cfg.teacher.accuracy_images)}, build,
+                     {"teachers": teachers, "queries": queries, "features": features, "partition": partition},
+                     code=CODE["votes"])
+
+    def build_cnn(work: Path, up: dict[str, Artifact]) -> None:
+        query_indices, eval_indices = read_queries(up["queries"])
+        num_teachers = len(read_teacher_parts(up["partition"]))
+        build_votes(work, up["teachers"].path, num_teachers, cfg.teacher, cfg.trainer, arrays.images, arrays.labels,
+                    query_indices, eval_indices, progress=progress)
+
+    return Stage("votes", {}, build_cnn, {"teachers": teachers, "queries": queries, "partition": partition},
+                 code=CODE["votes"])
+
+
+def cost_fingerprint(aggregator) -> str:
+    """SHA-256 (16 hex digits) of what one query of ``aggregator`` costs today: its RDP curve on the default
+    orders and its delta_per_query. In the aggregate's key, so a changed sensitivity or accountant rebuilds it
+    even when no source file changed (a monkeypatch, an edited dependency)."""
+    curve = np.asarray(aggregator.rdp(DEFAULT_ORDERS), dtype=np.float64)
+    blob = curve.tobytes() + json.dumps(float(aggregator.delta_per_query)).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def aggregate_stage(cfg: DictConfig, aggregator, asked: int, votes: Stage) -> Stage:
+    """The released labels of the first ``asked`` queries and their cost events (``ledger.json``)."""
+    config = {"aggregator": str(cfg.aggregator._target_), "parameters": aggregator.noise_parameters(),
+              "settings": plain(cfg.aggregator), "neighbors": str(aggregator.neighbors), "asked": asked,
+              "seed": int(cfg.seed), "cost": cost_fingerprint(aggregator)}
+    num_labels = int(cfg.data.num_labels)
+    return Stage("aggregate", config,
+                 lambda work, up: build_aggregate(work, aggregator, read_votes(up["votes"]), num_labels, asked,
+                                                  int(cfg.seed)),
+                 {"votes": votes}, code=CODE["aggregate"])
+
+
+REFERENCES = ("majority_vote", "true_labels")
+
+
+def reference_stage(source: str, data: Dataset, votes: Stage, queries: Stage) -> Stage:
+    """Labels that are never released, for the report's reference lines: the teachers' non-private majority
+    (needs the votes) or the true labels of the public queries (needs the queries)."""
+    if source == "majority_vote":
+        return Stage("aggregate", {"reference": source},
+                     lambda work, up: build_majority_labels(work, read_votes(up["votes"])),
+                     {"votes": votes}, code=CODE["aggregate"])
+    if source != "true_labels":
+        raise ValueError(f"reference source={source!r}; expected one of {REFERENCES}")
+    return Stage("aggregate", {"reference": source},
+                 lambda work, up: build_true_labels(work, data.arrays.labels[read_queries(up["queries"])[0]]),
+                 {"queries": queries}, code=CODE["aggregate"])
+
+
+def student_stage(cfg: DictConfig, data: Dataset, labels: Stage, queries: Stage, features: Stage | None) -> Stage:
+    """The student, trained on the answered public queries with their released labels. What it is handed is
+    sliced here from public rows only: the query images (or features), the released labels, the evaluation
+    images (or features) and labels."""
+    arrays, seed = data.arrays, int(cfg.seed)
+    if cfg.student.kind == "head":
+        def build_head(work: Path, up: dict[str, Artifact]) -> None:
+            released, (query_indices, eval_indices) = read_aggregate(up["labels"]), read_queries(up["queries"])
+            table = _features(up)
+            build_head_student(work, cfg.student, table.take(query_indices), released["labels"], released["answered"],
+                               table.take(eval_indices), arrays.labels[eval_indices])
+
+        return Stage("student", {"student": plain(cfg.student), "seed": seed}, build_head,
+                     {"labels": labels, "queries": queries, "features": features}, code=CODE["student"])
+
+    def build_cnn(work: Path, up: dict[str, Artifact]) -> None:
+        released, (query_indices, eval_indices) = read_aggregate(up["labels"]), read_queries(up["queries"])
+        build_student(work, cfg.student, cfg.trainer, np.asarray(arrays.images[query_indices]), released["labels"],
+                      released["answered"], np.asarray(arrays.images[eval_indices]), arrays.labels[eval_indices],
+                      seed, work / "logs", progress=bool(cfg.progress))
+
+    return Stage("student", {"student": plain(cfg.student), "precision": str(cfg.trainer.precision), "seed": seed},
+                 build_cnn, {"labels": labels, "queries": queries}, code=CODE["student"])
+
+
+__all__ = ["CODE", "REFERENCES", "Dataset", "aggregate_stage", "cost_fingerprint", "features_stage", "partition_stage", "plain",
+           "queries_stage", "reference_stage", "student_stage", "teachers_stage", "votes_stage"]

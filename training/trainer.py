@@ -1,0 +1,108 @@
+"""The Lightning Trainer factory and the device helpers shared by teacher and student training."""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+
+import pytorch_lightning as pl
+import torch
+from omegaconf import DictConfig
+from pytorch_lightning.loggers import CSVLogger, TensorBoardLogger
+
+_LOGGERS = ("csv", "tensorboard")
+
+
+def build_trainer(
+    trainer_cfg: DictConfig, max_epochs: int, log_dir: Path | None = None, progress: bool = False
+) -> pl.Trainer:
+    """A Lightning Trainer from a conf/trainer node: no checkpoints (stages save their own outputs), no model
+    summary, Lightning's progress bar only when ``progress``, and a CSV (or TensorBoard) logger writing to
+    ``log_dir`` (no logger when ``log_dir`` is None)."""
+    if not isinstance(max_epochs, int) or max_epochs < 1:
+        raise ValueError(f"max_epochs must be a positive integer, got {max_epochs!r}")
+    kind = trainer_cfg.get("logger", "csv")
+    if kind not in _LOGGERS:
+        raise ValueError(f"trainer.logger must be one of {_LOGGERS}, got {kind!r}")
+    logger = False
+    if log_dir is not None:
+        if kind == "tensorboard":
+            try:
+                import tensorboard  # noqa: F401  (TensorBoardLogger fails late and obscurely without it)
+            except ImportError as err:
+                raise ImportError(
+                    "trainer.logger=tensorboard needs the tensorboard package: pip install -e '.[tensorboard]'"
+                ) from err
+            logger = TensorBoardLogger(save_dir=str(log_dir), name="")
+        else:
+            logger = CSVLogger(save_dir=str(log_dir), name="")
+    return pl.Trainer(
+        accelerator=trainer_cfg.accelerator,
+        devices=trainer_cfg.devices,
+        precision=trainer_cfg.precision,
+        deterministic=trainer_cfg.deterministic,
+        max_epochs=max_epochs,
+        logger=logger,
+        default_root_dir=None if log_dir is None else str(log_dir),
+        enable_checkpointing=False,
+        enable_model_summary=False,
+        enable_progress_bar=progress,
+        # train/loss is logged per epoch; this only silences the warning about short epochs.
+        log_every_n_steps=1,
+    )
+
+
+@contextmanager
+def expected_warnings_hidden() -> Iterator[None]:
+    """Hide two warnings that are expected here and say nothing actionable: Lightning's note that the module's
+    validation_step is unused (stages fit without validation) and pytorch-lightning 2.6 using torch's
+    deprecated ``LeafSpec`` (printed once per teacher otherwise)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="You defined a `validation_step` but have no `val_dataloader`")
+        warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated")
+        yield
+
+
+def fit(trainer: pl.Trainer, module: pl.LightningModule, loader) -> None:
+    """``trainer.fit`` without validation, with :func:`expected_warnings_hidden`."""
+    with expected_warnings_hidden():
+        trainer.fit(module, loader)
+
+
+@contextmanager
+def quiet_lightning() -> Iterator[None]:
+    """Hide Lightning's per-Trainer info lines ("GPU available: ...") while many teachers train under one bar."""
+    loggers = [logging.getLogger(name) for name in ("pytorch_lightning", "lightning.pytorch", "lightning_fabric")]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        for lg, level in zip(loggers, levels, strict=True):
+            lg.setLevel(level)
+
+
+def device_of(trainer_cfg: DictConfig) -> torch.device:
+    """``trainer.accelerator`` as a torch device: "cpu" -> cpu, "gpu" or "cuda" -> the current CUDA device."""
+    accelerator = trainer_cfg.accelerator
+    if accelerator == "cpu":
+        return torch.device("cpu")
+    if accelerator in ("gpu", "cuda"):
+        if not torch.cuda.is_available():
+            raise RuntimeError(f"trainer.accelerator={accelerator!r} but torch sees no CUDA device")
+        return torch.device("cuda")
+    raise ValueError(f"trainer.accelerator must be 'cpu' or 'gpu' for inference, got {accelerator!r}")
+
+
+def autocast_for(device: torch.device, precision) -> AbstractContextManager:
+    """Autocast matching Lightning's ``precision`` setting: bf16 for "bf16-*", fp16 for "16-*", else off."""
+    precision = str(precision)
+    dtype = torch.bfloat16 if precision.startswith("bf16") else torch.float16 if precision.startswith("16") else None
+    return torch.autocast(device.type, dtype=dtype, enabled=dtype is not None)
+
+
+__all__ = ["autocast_for", "build_trainer", "device_of", "expected_warnings_hidden", "fit", "quiet_lightning"]
