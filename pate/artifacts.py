@@ -1,4 +1,4 @@
-"""Content-addressed artifact cache for the pipeline stages (DESIGN.md section 3).
+"""Content-addressed artifact cache for the pipeline stages (docs/architecture.md, section 2).
 
 Every stage is a plain function of (its own config, upstream artifacts) that writes one directory. The
 directory's name is a key derived from the stage name, the stage's own config, the keys of its upstream

@@ -1,7 +1,7 @@
 """The numpy stages of the pipeline: data, partition, queries, aggregate, and the evaluation of released labels.
 
 The teacher and student stages live in ``teachers/stages.py`` and ``student/stages.py`` (they need
-Lightning); ``train.py`` wires all of them into the stage graph (DESIGN.md section 3).
+Lightning); ``pipeline/stages.py`` wires all of them into the stage graph (docs/architecture.md, section 2).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Vote arrays: the contract between the vote stage and the aggregators.
 
-Two forms exist (DESIGN.md section 3):
+Two forms exist (docs/architecture.md, section 2):
 
 * per-teacher votes, bool ``[Q, T, L]`` (query, teacher, label), stored packed along the label axis
   as ``np.packbits(bits, axis=-1)`` (big bit order, zero padding) -- uint8 ``[Q, T, ceil(L / 8)]``;

@@ -1,7 +1,7 @@
 """Who sees what: the private training split cut into teacher parts, the held-out split into public queries
 and evaluation records.
 
-The privacy analysis (DESIGN.md section 2) relies on the teacher parts being disjoint: a training record lives
+The privacy analysis (docs/architecture.md, section 1) relies on the teacher parts being disjoint: a training record lives
 in exactly one part, so changing it changes at most one teacher's votes. ``partition_teachers`` guarantees
 that by construction (one permutation cut into contiguous pieces).
 """

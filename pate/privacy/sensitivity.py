@@ -1,7 +1,7 @@
 """Sensitivities derived from the neighbouring relation -- the only place where that happens.
 
 The unit of privacy is one training record. It lives in exactly one teacher's partition, so changing
-it can change that teacher's whole vote vector v in {0, 1}^L (DESIGN.md section 2). With the vote
+it can change that teacher's whole vote vector v in {0, 1}^L (docs/architecture.md, section 1). With the vote
 histogram h = sum over teachers of v (one count per label):
 
 The relation is a :class:`NeighboringRelation`; every function here also accepts its string value.

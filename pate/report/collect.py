@@ -1,7 +1,7 @@
 """Read a finished Hydra multirun directory into validated run records.
 
 A sweep directory holds Hydra's ``multirun.yaml`` and one directory per job with ``.hydra/config.yaml``
-and ``.hydra/overrides.yaml``; a job that finished also holds the ``metrics.json`` written by ``train.py``.
+and ``.hydra/overrides.yaml``; a job that finished also holds the ``metrics.json`` written by a ``train.py`` run.
 A job without ``metrics.json`` is recorded as failed, never dropped. A ``metrics.json`` that breaks the
 schema is a pipeline bug and raises ``ValueError`` naming the file and the key.
 """
