@@ -14,7 +14,9 @@ from typing import Any
 import numpy as np
 
 from pate.artifacts import Artifact
-from pate.data import CelebAArrays, generate_synthetic_celeba, load_celeba, partition_teachers, split_public
+from pate.data import (
+    CelebAArrays, PublicSplit, generate_synthetic_celeba, load_celeba, partition_teachers, pool_size, split_public,
+)
 from pate.privacy import Ledger
 from pate.votes import PackedVotes
 
@@ -59,7 +61,7 @@ def load_data(data_cfg: Mapping[str, Any], tensor_cache_dir: Path, progress: boo
 
 
 # ------------------------------------------------------------------------------------------ partition
-def check_partition_config(data: CelebAArrays, num_teachers: int, num_queries: int) -> None:
+def check_partition_config(data: CelebAArrays, num_teachers: int, num_queries: int, pool_fraction: float) -> None:
     """Fail before any training when the split sizes cannot satisfy the config."""
     n_train = len(data.indices("train"))
     if not 1 <= num_teachers <= n_train:
@@ -68,10 +70,12 @@ def check_partition_config(data: CelebAArrays, num_teachers: int, num_queries: i
             f"expected 1 <= num_teachers <= {n_train} (each teacher needs at least one record)"
         )
     n_test = len(data.indices("test"))
-    if not 1 <= num_queries < n_test:
+    pool = pool_size(n_test, pool_fraction)
+    if not 1 <= num_queries <= pool < n_test:
         raise ValueError(
-            f"data.num_queries={num_queries} but the held-out (test) split holds {n_test} records; expected "
-            f"1 <= num_queries < {n_test} so that some held-out records remain to evaluate the student"
+            f"data.num_queries={num_queries} with data.pool_fraction={pool_fraction} of the held-out (test) split's "
+            f"{n_test} records (a public pool of {pool}); expected 1 <= num_queries <= pool size < {n_test}, so "
+            f"that the queries fit in the pool and some held-out records remain to evaluate the student"
         )
 
 
@@ -90,17 +94,20 @@ def read_teacher_parts(art: Artifact) -> list[np.ndarray]:
     return [records[a:b] for a, b in zip(offsets[:-1], offsets[1:])]
 
 
-def build_queries(work: Path, data: CelebAArrays, num_queries: int, seed: int) -> None:
-    """Write ``queries.npz``: the public queries drawn from the held-out test split and the rest of that
-    split, which evaluates the student. Its own stage, so that changing the queries keeps the teachers."""
-    queries, evaluation = split_public(data.indices("test"), num_queries, seed)
-    np.savez(work / "queries.npz", query_indices=queries, eval_indices=evaluation)
+def build_queries(work: Path, data: CelebAArrays, pool_fraction: float, num_queries: int, seed: int) -> None:
+    """Write ``queries.npz``: the held-out test split cut into the student's public pool (``pool_indices``,
+    ``pool_fraction`` of it), the public queries in it (``query_indices``) and the evaluation records
+    (``eval_indices``, the rest). Its own stage, so that changing the queries keeps the teachers."""
+    heldout = data.indices("test")
+    split = split_public(heldout, pool_size(len(heldout), pool_fraction), num_queries, seed)
+    np.savez(work / "queries.npz", query_indices=split.queries, pool_indices=split.pool,
+             eval_indices=split.evaluation)
 
 
-def read_queries(art: Artifact) -> tuple[np.ndarray, np.ndarray]:
-    """(public query indices, evaluation indices) of a queries artifact."""
+def read_queries(art: Artifact) -> PublicSplit:
+    """The public pool, queries and evaluation records of a queries artifact."""
     with np.load(art.file("queries.npz")) as z:
-        return z["query_indices"], z["eval_indices"]
+        return PublicSplit(pool=z["pool_indices"], queries=z["query_indices"], evaluation=z["eval_indices"])
 
 
 # ---------------------------------------------------------------------------------------------- votes

@@ -46,10 +46,14 @@ def instantiate(node: DictConfig, what: str):
 
 
 def method_name(cfg: DictConfig) -> str:
-    """The aggregator's config name (``conf/aggregator/<name>.yaml``), or its class name outside Hydra."""
+    """The aggregator's config name (``conf/aggregator/<name>.yaml``, its class name outside Hydra), with
+    ``+<student.semi.method>`` when the student learns from the unlabeled pool too: a report over both students
+    shows them as separate methods."""
+    name = cfg.aggregator._target_.rsplit(".", 1)[-1]
     if HydraConfig.initialized():
-        return HydraConfig.get().runtime.choices.get("aggregator") or cfg.aggregator._target_.rsplit(".", 1)[-1]
-    return cfg.aggregator._target_.rsplit(".", 1)[-1]
+        name = HydraConfig.get().runtime.choices.get("aggregator") or name
+    semi = cfg.student.get("semi")
+    return name if semi is None or semi.method == "supervised" else f"{name}+{semi.method}"
 
 
 def prepare_aggregator(cfg: DictConfig):
@@ -109,7 +113,8 @@ def prepare(cfg: DictConfig) -> tuple[Graph, Dataset, Any, float | None, int]:
     if cfg.data.get("synthetic") is None:
         check_celeba_root(cfg.data.root)
     arrays = load_data(cfg.data, Path(cfg.paths.cache_dir) / "tensors", progress=bool(cfg.progress))
-    check_partition_config(arrays, int(cfg.partition.num_teachers), int(cfg.data.num_queries))
+    check_partition_config(arrays, int(cfg.partition.num_teachers), int(cfg.data.num_queries),
+                           float(cfg.data.pool_fraction))
     data = Dataset(arrays, data_identity(plain(cfg.data), arrays))
     partition, queries = partition_stage(cfg, data), queries_stage(cfg, data)
     features = features_stage(cfg, data, extractor) if extractor is not None else None
@@ -155,7 +160,7 @@ def student_result(cfg: DictConfig, store: ArtifactStore, graph: Graph, data: Da
     trained on them."""
     student = student_stage(cfg, data, labels, graph.queries, graph.features)
     released = read_aggregate(store.get(labels))
-    query_indices, _ = read_queries(store.get(graph.queries))
+    query_indices = read_queries(store.get(graph.queries)).queries
     scores = json.loads(store.get(student).file("student.json").read_text())
     return {"released": released, "student": scores, "student_key": student.key,
             **label_metrics(released["labels"], released["answered"], data.arrays.labels[query_indices])}
@@ -169,7 +174,7 @@ def evaluate(cfg: DictConfig, store: ArtifactStore, graph: Graph, data: Dataset,
     main = student_result(cfg, store, graph, data, graph.aggregate)
     privacy = replay_privacy(store.get(graph.aggregate), delta)
     votes = read_votes(store.get(graph.votes))
-    _, eval_indices = read_queries(store.get(graph.queries))
+    eval_indices = read_queries(store.get(graph.queries)).evaluation
     answered = main["released"]["answered"]
     metrics: dict[str, Any] = {
         "method": method_name(cfg),

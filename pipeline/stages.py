@@ -26,7 +26,7 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from pate.artifacts import Artifact, Stage
-from pate.data import CelebAArrays
+from pate.data import CelebAArrays, PublicSplit
 from pate.features import FeatureTable, build_features, choose_fit_rows, read_features
 from pate.privacy import DEFAULT_ORDERS
 from pate.stages import (
@@ -69,9 +69,13 @@ def partition_stage(cfg: DictConfig, data: Dataset) -> Stage:
 
 
 def queries_stage(cfg: DictConfig, data: Dataset) -> Stage:
-    num_queries, seed = int(cfg.data.num_queries), int(cfg.data.query_seed)
-    return Stage("queries", {"data": data.identity, "num_queries": num_queries, "seed": seed},
-                 lambda work, _: build_queries(work, data.arrays, num_queries, seed), code=CODE["queries"])
+    """The public side: the student's pool, the queries in it, the evaluation records."""
+    pool_fraction, num_queries = float(cfg.data.pool_fraction), int(cfg.data.num_queries)
+    seed = int(cfg.data.query_seed)
+    return Stage("queries", {"data": data.identity, "pool_fraction": pool_fraction, "num_queries": num_queries,
+                             "seed": seed},
+                 lambda work, _: build_queries(work, data.arrays, pool_fraction, num_queries, seed),
+                 code=CODE["queries"])
 
 
 def features_stage(cfg: DictConfig, data: Dataset, extractor) -> Stage:
@@ -115,19 +119,19 @@ def votes_stage(cfg: DictConfig, data: Dataset, partition: Stage, teachers: Stag
     progress, arrays = bool(cfg.progress), data.arrays
     if cfg.teacher.kind == "heads":
         def build(work: Path, up: dict[str, Artifact]) -> None:
-            query_indices, eval_indices = read_queries(up["queries"])
+            public = read_queries(up["queries"])
             build_head_votes(work, up["teachers"].path, cfg.teacher, _features(up), read_teacher_parts(up["partition"]),
-                             arrays.labels, query_indices, eval_indices, progress=progress)
+                             arrays.labels, public.queries, public.evaluation, progress=progress)
 
         return Stage("votes", {"accuracy_images": int(cfg.teacher.accuracy_images)}, build,
                      {"teachers": teachers, "queries": queries, "features": features, "partition": partition},
                      code=CODE["votes"])
 
     def build_cnn(work: Path, up: dict[str, Artifact]) -> None:
-        query_indices, eval_indices = read_queries(up["queries"])
+        public = read_queries(up["queries"])
         num_teachers = len(read_teacher_parts(up["partition"]))
         build_votes(work, up["teachers"].path, num_teachers, cfg.teacher, cfg.trainer, arrays.images, arrays.labels,
-                    query_indices, eval_indices, progress=progress)
+                    public.queries, public.evaluation, progress=progress)
 
     return Stage("votes", {}, build_cnn, {"teachers": teachers, "queries": queries, "partition": partition},
                  code=CODE["votes"])
@@ -167,34 +171,45 @@ def reference_stage(source: str, data: Dataset, votes: Stage, queries: Stage) ->
     if source != "true_labels":
         raise ValueError(f"reference source={source!r}; expected one of {REFERENCES}")
     return Stage("aggregate", {"reference": source},
-                 lambda work, up: build_true_labels(work, data.arrays.labels[read_queries(up["queries"])[0]]),
+                 lambda work, up: build_true_labels(work, data.arrays.labels[read_queries(up["queries"]).queries]),
                  {"queries": queries}, code=CODE["aggregate"])
 
 
+def unlabeled_rows(public: PublicSplit, answered: np.ndarray) -> np.ndarray:
+    """The pool images the student may use without a label: every pool image that is not an answered query
+    (an unanswered query joins them as an image, never as a label set of zeros)."""
+    return np.setdiff1d(public.pool, public.queries[answered])
+
+
 def student_stage(cfg: DictConfig, data: Dataset, labels: Stage, queries: Stage, features: Stage | None) -> Stage:
-    """The student, trained on the answered public queries with their released labels. What it is handed is
-    sliced here from public rows only: the query images (or features), the released labels, the evaluation
-    images (or features) and labels."""
+    """The student, trained on the answered public queries with their released labels and (``student.semi``)
+    the pool's other images without labels. What it is handed is sliced here from public rows only: the query
+    images (or features), the released labels, the unlabeled pool images (or features), the evaluation images
+    (or features) and labels."""
     arrays, seed = data.arrays, int(cfg.seed)
     if cfg.student.kind == "head":
         def build_head(work: Path, up: dict[str, Artifact]) -> None:
-            released, (query_indices, eval_indices) = read_aggregate(up["labels"]), read_queries(up["queries"])
+            released, public = read_aggregate(up["labels"]), read_queries(up["queries"])
             table = _features(up)
-            build_head_student(work, cfg.student, table.take(query_indices), released["labels"], released["answered"],
-                               table.take(eval_indices), arrays.labels[eval_indices])
+            build_head_student(work, cfg.student, table.take(public.queries), released["labels"],
+                               released["answered"], table.take(unlabeled_rows(public, released["answered"])),
+                               table.take(public.evaluation), arrays.labels[public.evaluation])
 
         return Stage("student", {"student": plain(cfg.student), "seed": seed}, build_head,
                      {"labels": labels, "queries": queries, "features": features}, code=CODE["student"])
 
     def build_cnn(work: Path, up: dict[str, Artifact]) -> None:
-        released, (query_indices, eval_indices) = read_aggregate(up["labels"]), read_queries(up["queries"])
-        build_student(work, cfg.student, cfg.trainer, np.asarray(arrays.images[query_indices]), released["labels"],
-                      released["answered"], np.asarray(arrays.images[eval_indices]), arrays.labels[eval_indices],
-                      seed, work / "logs", progress=bool(cfg.progress))
+        released, public = read_aggregate(up["labels"]), read_queries(up["queries"])
+        unlabeled = unlabeled_rows(public, released["answered"])
+        build_student(work, cfg.student, cfg.trainer, np.asarray(arrays.images[public.queries]), released["labels"],
+                      released["answered"], np.asarray(arrays.images[unlabeled]),
+                      np.asarray(arrays.images[public.evaluation]), arrays.labels[public.evaluation], seed,
+                      work / "logs", progress=bool(cfg.progress))
 
     return Stage("student", {"student": plain(cfg.student), "precision": str(cfg.trainer.precision), "seed": seed},
                  build_cnn, {"labels": labels, "queries": queries}, code=CODE["student"])
 
 
-__all__ = ["CODE", "REFERENCES", "Dataset", "aggregate_stage", "cost_fingerprint", "features_stage", "partition_stage", "plain",
-           "queries_stage", "reference_stage", "student_stage", "teachers_stage", "votes_stage"]
+__all__ = ["CODE", "REFERENCES", "Dataset", "aggregate_stage", "cost_fingerprint", "features_stage", "partition_stage",
+           "plain", "queries_stage", "reference_stage", "student_stage", "teachers_stage", "unlabeled_rows",
+           "votes_stage"]

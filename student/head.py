@@ -1,8 +1,10 @@
-"""``student=head``: a ridge head on the public features, trained on the released labels of the answered queries.
+"""``student=head``: a ridge head on the public features, trained on the released labels of the answered queries
+(and, with ``student.semi``, on the pool's unlabeled images).
 
 It reads exactly what the CNN student reads -- the answered public queries (here their public features) with
-their released labels, and the evaluation split -- and picks its L2 strength per attribute by leave-one-out
-over the released labels (post-processing of released data, so free of privacy cost).
+their released labels, the unlabeled pool images' features and the evaluation split -- and picks its L2
+strength per attribute by leave-one-out (post-processing of released data and public images, so free of
+privacy cost).
 """
 
 from __future__ import annotations
@@ -13,20 +15,47 @@ from omegaconf import DictConfig
 from torchmetrics.functional.classification import multilabel_accuracy, multilabel_f1_score
 
 from pate.features import fit_ridge_heads, head_scores, head_weights
+from student.semi import SemiSupervision, confident_pseudo_labels
+
+
+def _fit(student_cfg: DictConfig, features: torch.Tensor, targets: torch.Tensor):
+    """A ridge head (L2 strength per attribute by leave-one-out) on ``features`` [n, D], ``targets`` [n, L];
+    returns (weights [1, D, L], bias [1, L])."""
+    x = features[None]
+    heads = fit_ridge_heads(x, targets[None], student_cfg.lambdas)
+    return head_weights(x, heads.beta, heads.ybar)
 
 
 def train_head_student(student_cfg: DictConfig, train_features: torch.Tensor, train_labels: np.ndarray,
-                       eval_features: torch.Tensor, eval_labels: np.ndarray) -> dict:
-    """Fit on (``train_features`` [n, D], ``train_labels`` [n, L]); score on the evaluation split. Returns the
-    same metrics as the CNN student (mean per-attribute accuracy, macro F1, per-attribute accuracy, n)."""
+                       unlabeled_features: torch.Tensor, eval_features: torch.Tensor, eval_labels: np.ndarray
+                       ) -> dict:
+    """Fit on (``train_features`` [n, D], ``train_labels`` [n, L]) and, with ``student.semi.method=pseudo_label``,
+    on ``unlabeled_features`` [U, D] (student/semi.py); score on the evaluation split. Returns the same metrics
+    as the CNN student (mean per-attribute accuracy, macro F1, per-attribute accuracy, n) and what was used of
+    the unlabeled images.
+
+    Self-training with a ridge head: every unlabeled image joins the refit; a confident entry gets its hard
+    pseudo-label as target, an unconfident one its current score (a neutral target: the refit is anchored to
+    the current head there rather than pulled towards a guess), so all attributes share one kernel and one
+    leave-one-out fit.
+    """
+    semi = SemiSupervision.from_config(student_cfg)
     if len(train_features) < 2:
         raise ValueError(f"student=head needs at least 2 answered queries (leave-one-out), got {len(train_features)}")
     if len(train_features) != len(train_labels) or len(eval_features) != len(eval_labels):
         raise ValueError(f"features and labels must have one row per image: {len(train_features)} vs "
                          f"{len(train_labels)} (train), {len(eval_features)} vs {len(eval_labels)} (eval)")
-    x = train_features[None]
-    heads = fit_ridge_heads(x, torch.from_numpy(np.asarray(train_labels, dtype=np.float32))[None], student_cfg.lambdas)
-    weights, bias = head_weights(x, heads.beta, heads.ybar)
+    labels = torch.from_numpy(np.asarray(train_labels, dtype=np.float32))
+    weights, bias = _fit(student_cfg, train_features, labels)
+    pseudo_fraction = 0.0
+    if semi.uses_unlabeled and len(unlabeled_features):
+        for _ in range(semi.rounds):
+            scores = head_scores(unlabeled_features, weights, bias)[0]
+            hard, confident = confident_pseudo_labels(scores, semi.keep_fraction)
+            targets = torch.where(confident, hard, scores)
+            weights, bias = _fit(student_cfg, torch.cat([train_features, unlabeled_features]),
+                                 torch.cat([labels, targets.float()]))
+            pseudo_fraction = float(confident.double().mean())
     probs = (head_scores(eval_features, weights, bias)[0] - 0.5).sigmoid()  # > 1/2 exactly where the score > 1/2
     truth = torch.from_numpy(np.asarray(eval_labels, dtype=np.int64))
     num_labels = truth.shape[1]
@@ -36,7 +65,7 @@ def train_head_student(student_cfg: DictConfig, train_features: torch.Tensor, tr
         "student_f1": float(multilabel_f1_score(probs, truth, num_labels=num_labels, average="macro")),
         "student_per_attribute_accuracy": per_attribute.tolist(),
         "student_train_size": int(len(train_features)),
+        "student_semi": semi.method,
+        "student_unlabeled_size": int(len(unlabeled_features)) if semi.uses_unlabeled else 0,
+        "student_pseudo_labelled_fraction": pseudo_fraction,
     }
-
-
-__all__ = ["train_head_student"]

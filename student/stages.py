@@ -1,8 +1,8 @@
 """The student stage: builders for ``pate.artifacts.Stage`` (wired in ``pipeline/stages.py``).
 
 Sealed off from private data by its signature: it is handed the public query images (or their features), the
-labels released for them and the evaluation images and labels -- arrays, never the dataset, its indices or
-the partition.
+labels released for them, the public pool's unlabeled images (or features) and the evaluation images and
+labels -- arrays, never the dataset, its indices or the partition.
 """
 
 from __future__ import annotations
@@ -21,28 +21,31 @@ _NOTHING_ANSWERED = {"student_accuracy": None, "student_f1": None, "student_per_
 
 
 def build_student(work: Path, student_cfg, trainer_cfg, query_images: np.ndarray, released: np.ndarray,
-                  answered: np.ndarray, eval_images: np.ndarray, eval_labels: np.ndarray, seed: int, log_dir: Path,
-                  progress: bool = True) -> None:
-    """Train on the answered public queries (``query_images[answered]``) with their released labels; evaluate on
-    (``eval_images``, ``eval_labels``). Writes ``student.json`` with the student's metrics; when no query was
+                  answered: np.ndarray, unlabeled_images: np.ndarray, eval_images: np.ndarray,
+                  eval_labels: np.ndarray, seed: int, log_dir: Path, progress: bool = True) -> None:
+    """Train on the answered public queries (``query_images[answered]``) with their released labels and, with
+    ``student.semi``, on ``unlabeled_images`` (the pool's other images, unanswered queries included); evaluate
+    on (``eval_images``, ``eval_labels``). Writes ``student.json`` with the student's metrics; when no query was
     answered there is nothing to train on, and the metrics are null (not a made-up score) with a note saying
     why."""
     if not answered.any():
         atomic_write_json(work / "student.json", _NOTHING_ANSWERED)
         return
-    metrics = train_student(student_cfg, trainer_cfg, query_images[answered], released[answered], eval_images,
-                            eval_labels, seed=seed, log_dir=log_dir, progress=progress)
+    metrics = train_student(student_cfg, trainer_cfg, query_images[answered], released[answered], unlabeled_images,
+                            eval_images, eval_labels, seed=seed, log_dir=log_dir, progress=progress)
     atomic_write_json(work / "student.json", metrics)
 
 
 def build_head_student(work: Path, student_cfg, query_features: torch.Tensor, released: np.ndarray,
-                       answered: np.ndarray, eval_features: torch.Tensor, eval_labels: np.ndarray) -> None:
-    """``student=head``: a ridge head on the public features of the answered queries with their released labels,
-    scored on the evaluation features; writes ``student.json`` like :func:`build_student`."""
+                       answered: np.ndarray, unlabeled_features: torch.Tensor, eval_features: torch.Tensor,
+                       eval_labels: np.ndarray) -> None:
+    """``student=head``: a ridge head on the public features of the answered queries with their released labels
+    (and, with ``student.semi``, the unlabeled pool's features), scored on the evaluation features; writes
+    ``student.json`` like :func:`build_student`."""
     if answered.sum() < 2:
         atomic_write_json(work / "student.json", {**_NOTHING_ANSWERED, "student_train_size": int(answered.sum()),
                                                   "note": "fewer than 2 public queries were answered: no student"})
         return
     metrics = train_head_student(student_cfg, query_features[torch.from_numpy(answered)], released[answered],
-                                 eval_features, eval_labels)
+                                 unlabeled_features, eval_features, eval_labels)
     atomic_write_json(work / "student.json", metrics)

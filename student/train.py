@@ -14,21 +14,35 @@ from pathlib import Path
 
 import numpy as np
 import pytorch_lightning as pl
+import torch
 from omegaconf import DictConfig
 from torch.utils.data import DataLoader
 
 from training.data import IndexedImages, check_images, check_labels, make_loader
+from student.semi import SemiSupervision, confident_pseudo_labels
+from training.module import predict_logits
 from training.recipe import Recipe
 from training.trainer import build_trainer, expected_warnings_hidden, fit
 
 
 def student_loader(student_cfg: DictConfig, trainer_cfg: DictConfig, images: np.ndarray, labels: np.ndarray,
-                   seed: int) -> DataLoader:
-    """Shuffled loader over ``images`` with ``labels`` (one row each)."""
+                   seed: int, mask: np.ndarray | None = None) -> DataLoader:
+    """Shuffled loader over ``images`` with ``labels`` (one row each) and, optionally, the loss ``mask``."""
     check_images(images)
     labels = check_labels(labels, images.shape[0], "train_labels")
-    dataset = IndexedImages(images, np.arange(images.shape[0]), labels)
+    dataset = IndexedImages(images, np.arange(images.shape[0]), labels, mask)
     return make_loader(dataset, student_cfg.batch_size, shuffle=True, seed=seed, num_workers=trainer_cfg.num_workers)
+
+
+def _fit(recipe: Recipe, student_cfg, trainer_cfg, images, labels, seed: int, log_dir: Path, progress: bool,
+         mask=None):
+    """A fresh student (seeded) fitted on ``images`` with ``labels`` (and the loss ``mask``); (module, trainer)."""
+    loader = student_loader(student_cfg, trainer_cfg, images, labels, seed, mask)
+    pl.seed_everything(seed, workers=True, verbose=False)
+    module = recipe.module()
+    trainer = build_trainer(trainer_cfg, recipe.max_epochs, log_dir=log_dir, progress=progress)
+    fit(trainer, module, loader)
+    return module, trainer
 
 
 def train_student(
@@ -36,18 +50,23 @@ def train_student(
     trainer_cfg: DictConfig,
     train_images: np.ndarray,
     train_labels: np.ndarray,
+    unlabeled_images: np.ndarray,
     eval_images: np.ndarray,
     eval_labels: np.ndarray,
     seed: int,
     log_dir: Path,
     progress: bool = True,
 ) -> dict:
-    """Train the student on (``train_images``, ``train_labels``) and test it on (``eval_images``,
-    ``eval_labels``).
+    """Train the student on (``train_images``, ``train_labels``) and, with ``student.semi.method=pseudo_label``,
+    on ``unlabeled_images`` (student/semi.py); test it on (``eval_images``, ``eval_labels``).
+
+    Pseudo-labelling with a CNN: a supervised student predicts the unlabeled images; a fresh student (same seed)
+    is then fitted on the released labels and the confident pseudo-labels, the unconfident entries masked out of
+    the loss; ``rounds`` times.
 
     Returns ``student_accuracy`` (mean over labels of the per-label accuracy), ``student_f1`` (macro F1),
-    ``student_per_attribute_accuracy`` (list, one per label) and ``student_train_size``. Initialisation, batch
-    order and augmentation are seeded from ``seed``.
+    ``student_per_attribute_accuracy`` (list, one per label), ``student_train_size`` and what was used of the
+    unlabeled images. Initialisation, batch order and augmentation are seeded from ``seed``.
     """
     check_images(train_images)
     if train_images.shape[0] == 0:
@@ -63,13 +82,22 @@ def train_student(
             f"eval_labels have {eval_labels.shape[1]} labels but student.model.num_labels is "
             f"{student_cfg.model.num_labels}"
         )
-
-    recipe = Recipe.from_config(student_cfg, "student")
-    loader = student_loader(student_cfg, trainer_cfg, train_images, train_labels, seed)
-    pl.seed_everything(seed, workers=True, verbose=False)
-    module = recipe.module()
-    trainer = build_trainer(trainer_cfg, recipe.max_epochs, log_dir=Path(log_dir), progress=progress)
-    fit(trainer, module, loader)
+    recipe, semi = Recipe.from_config(student_cfg, "student"), SemiSupervision.from_config(student_cfg)
+    labels = np.asarray(train_labels).astype(np.uint8)
+    module, trainer = _fit(recipe, student_cfg, trainer_cfg, train_images, labels, seed, Path(log_dir), progress)
+    pseudo_fraction = 0.0
+    if semi.uses_unlabeled and len(unlabeled_images):
+        check_images(unlabeled_images)
+        for round_ in range(semi.rounds):
+            module.eval()
+            probs = torch.sigmoid(predict_logits(module.net, torch.from_numpy(unlabeled_images), 512))
+            hard, confident = confident_pseudo_labels(probs, semi.keep_fraction)
+            images = np.concatenate([train_images, unlabeled_images])
+            targets = np.concatenate([labels, hard.numpy().astype(np.uint8)])
+            mask = np.concatenate([np.ones_like(labels), confident.numpy().astype(np.uint8)])
+            module, trainer = _fit(recipe, student_cfg, trainer_cfg, images, targets, seed,
+                                   Path(log_dir) / f"pseudo_{round_}", progress, mask=mask)
+            pseudo_fraction = float(confident.double().mean())
     eval_loader = make_loader(
         IndexedImages(eval_images, np.arange(eval_images.shape[0]), eval_labels),
         student_cfg.batch_size,
@@ -84,4 +112,7 @@ def train_student(
         "student_f1": float(scores["test/f1"]),
         "student_per_attribute_accuracy": module.test_per_attribute_accuracy.tolist(),
         "student_train_size": int(train_images.shape[0]),
+        "student_semi": semi.method,
+        "student_unlabeled_size": int(len(unlabeled_images)) if semi.uses_unlabeled else 0,
+        "student_pseudo_labelled_fraction": pseudo_fraction,
     }

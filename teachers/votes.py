@@ -17,7 +17,8 @@ from torch import nn
 from torchmetrics.functional.classification import multilabel_accuracy
 from tqdm.auto import tqdm
 
-from training.data import check_images, check_indices, check_labels, to_float
+from training.data import check_images, check_indices, check_labels
+from training.module import predict_logits
 from training.recipe import Recipe
 from training.trainer import autocast_for, device_of
 
@@ -28,14 +29,6 @@ def load_teacher(path: str | Path, recipe: Recipe) -> nn.Module:
     payload = torch.load(path, map_location="cpu", weights_only=True)
     net.load_state_dict(payload["state_dict"])
     return net.eval()
-
-
-@torch.inference_mode()
-def predict_logits(net: nn.Module, images: torch.Tensor, batch_size: int) -> torch.Tensor:
-    """float32 logits [n, L] of ``net`` on uint8 ``images`` [n, 3, S, S] (on the net's device), in batches."""
-    if not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
-    return torch.cat([net(to_float(images[s : s + batch_size])).float() for s in range(0, len(images), batch_size)])
 
 
 def predict_votes(

@@ -136,11 +136,18 @@ def test_the_student_stage_is_sealed_off_from_private_data(kind, tiny_cfg, tiny_
             np.testing.assert_array_equal(a, released["labels"])
         elif a.ndim == 2 and a.dtype == np.uint8:
             np.testing.assert_array_equal(a, eval_labels)
+    unlabeled = np.setdiff1d(queries["pool_indices"], queries["query_indices"][released["answered"]])
     if kind == "head":
         key = metrics["artifacts"]["features"]
         table = read_features(Artifact("features", key, Path(cfg.paths.cache_dir) / "features" / key))
         torch.testing.assert_close(args[2], table.take(queries["query_indices"]))
-        torch.testing.assert_close(args[5], table.take(queries["eval_indices"]))
+        torch.testing.assert_close(args[5], table.take(unlabeled))
+        torch.testing.assert_close(args[6], table.take(queries["eval_indices"]))
+    else:
+        # the training inputs (queries, unlabeled pool) hold no evaluation image, the unlabeled ones are the pool's
+        training = set(_rows(args[3])) | set(_rows(args[6]))
+        assert not training & set(_rows(data.images[queries["eval_indices"]]))
+        assert set(_rows(args[6])) == set(_rows(data.images[unlabeled]))
 
 
 def test_unknown_aggregator_is_refused_with_the_choices():
@@ -221,3 +228,35 @@ def test_bad_shard_is_refused(tiny_cnn_cfg, tmp_path):
 def test_shards_are_refused_for_heads(tiny_cfg, tmp_path):
     with pytest.raises(ValueError, match="teacher_shard is for CNN teachers"):
         run(tiny_cfg("teacher_shard=0/2"), output_dir=tmp_path)
+
+
+def test_unanswered_queries_join_the_unlabeled_pool(tiny_cfg, tmp_path, monkeypatch):
+    """A budget that answers only some queries: the unanswered ones reach the student as unlabeled images
+    (their features), never as label sets of zeros, and the answered ones only with their released labels."""
+    calls = _spy_on_student(monkeypatch, "build_head_student")
+    cfg = tiny_cfg("privacy.budget_epsilon=80", "student.semi.method=pseudo_label", "seed=77")
+    metrics = run(cfg, output_dir=tmp_path)
+    assert 0 < metrics["answered"] < metrics["queries"]
+    (_, _, _, released, answered, unlabeled, _, _), _ = calls[0]
+    cache = Path(cfg.paths.cache_dir)
+    queries = np.load(cache / "queries" / metrics["artifacts"]["queries"] / "queries.npz")
+    key = metrics["artifacts"]["features"]
+    table = read_features(Artifact("features", key, cache / "features" / key))
+    unanswered = queries["query_indices"][~answered]
+    expected = np.setdiff1d(queries["pool_indices"], queries["query_indices"][answered])
+    assert np.isin(unanswered, expected).all() and len(expected) == len(queries["pool_indices"]) - answered.sum()
+    torch.testing.assert_close(unlabeled, table.take(expected))
+    assert not released[~answered].any()  # what an unanswered query holds; build_head_student drops it
+    student = json.loads((cache / "student" / metrics["artifacts"]["student"] / "student.json").read_text())
+    assert student["student_train_size"] == answered.sum() and student["student_unlabeled_size"] == len(expected)
+
+
+@pytest.mark.parametrize("make_name", ["tiny_cfg", "tiny_cnn_cfg"])
+def test_a_tiny_semi_supervised_run_is_deterministic(make_name, request, tmp_path):
+    make = request.getfixturevalue(make_name)
+    runs = [run(make("student.semi.method=pseudo_label", f"paths.cache_dir={tmp_path / name}"),
+                output_dir=tmp_path / name / "run") for name in ("a", "b")]
+    drop = ("versions",)
+    assert [{k: v for k, v in r.items() if k not in drop} for r in runs][0] == \
+        {k: v for k, v in runs[1].items() if k not in drop}
+    assert runs[0]["student_accuracy"] is not None

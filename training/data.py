@@ -55,17 +55,22 @@ class IndexedImages(Dataset):
 
     ``labels``, when given, are aligned with ``indices`` (shape [len(indices), L], one row per selected
     image: the caller slices a full label array itself), so that a student's dataset can hold released
-    labels that exist only for the answered queries. Items are ``(uint8 image, float labels)``, or the
-    image alone without labels. ``indices`` is kept so that callers can check what a loader may see.
+    labels that exist only for the answered queries. Items are ``(uint8 image, float labels)``, with a float
+    ``mask`` row third when a mask is given (which label entries count in the loss), or the image alone
+    without labels. ``indices`` is kept so that callers can check what a loader may see.
     """
 
-    def __init__(self, images, indices, labels=None):
+    def __init__(self, images, indices, labels=None, mask=None):
         check_images(images)
         self.indices = check_indices(indices, images.shape[0])
         self.images = torch.from_numpy(np.ascontiguousarray(images[self.indices]))
-        self.labels = None
+        self.labels = self.mask = None
         if labels is not None:
             self.labels = torch.from_numpy(check_labels(labels, len(self.indices)).astype(np.float32))
+        if mask is not None:
+            if labels is None:
+                raise ValueError("a mask needs labels: it says which label entries count in the loss")
+            self.mask = torch.from_numpy(check_labels(mask, len(self.indices), "mask").astype(np.float32))
 
     def __len__(self) -> int:
         return len(self.indices)
@@ -73,7 +78,9 @@ class IndexedImages(Dataset):
     def __getitem__(self, i):
         if self.labels is None:
             return self.images[i]
-        return self.images[i], self.labels[i]
+        if self.mask is None:
+            return self.images[i], self.labels[i]
+        return self.images[i], self.labels[i], self.mask[i]
 
 
 def make_loader(dataset: Dataset, batch_size: int, shuffle: bool, seed: int, num_workers: int) -> DataLoader:

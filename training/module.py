@@ -59,11 +59,14 @@ class MultiLabelModule(pl.LightningModule):
         return self.net(to_float(images))
 
     def training_step(self, batch, batch_idx):
-        images, targets = batch
+        # (images, targets) or (images, targets, mask): a masked entry (pseudo-labelling's unconfident guess)
+        # adds nothing to the loss, which averages over the entries that count
+        images, targets, *mask = batch
         x = to_float(images)
         if self.hparams.augment:
             x = random_hflip(x)
-        loss = F.binary_cross_entropy_with_logits(self.net(x), targets)
+        losses = F.binary_cross_entropy_with_logits(self.net(x), targets, reduction="none")
+        loss = (losses * mask[0]).sum() / mask[0].sum().clamp_min(1) if mask else losses.mean()
         self.log("train/loss", loss, on_step=False, on_epoch=True, prog_bar=True, batch_size=len(targets))
         return loss
 
@@ -94,3 +97,11 @@ class MultiLabelModule(pl.LightningModule):
         total_steps = max(1, int(self.trainer.estimated_stepping_batches))
         scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=total_steps)
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
+
+
+@torch.inference_mode()
+def predict_logits(net: nn.Module, images: torch.Tensor, batch_size: int) -> torch.Tensor:
+    """float32 logits [n, L] of ``net`` on uint8 ``images`` [n, 3, S, S] (on the net's device), in batches."""
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+    return torch.cat([net(to_float(images[s : s + batch_size])).float() for s in range(0, len(images), batch_size)])

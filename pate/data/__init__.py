@@ -10,7 +10,7 @@ from pate.data.celeba import (
     read_attributes,
     read_splits,
 )
-from pate.data.partition import partition_teachers, split_public
+from pate.data.partition import PublicSplit, partition_teachers, pool_size, split_public
 from pate.data.synthetic import generate_synthetic_celeba
 from pate.data.synthetic_attributes import PREVALENCE, sample_attributes
 
@@ -27,4 +27,6 @@ __all__ = [
     "read_splits",
     "sample_attributes",
     "split_public",
+    "PublicSplit",
+    "pool_size",
 ]

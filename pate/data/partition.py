@@ -1,12 +1,14 @@
-"""Who sees what: the private training split cut into teacher parts, the held-out split into public queries
-and evaluation records.
+"""Who sees what: the private training split cut into teacher parts, the held-out split into the student's
+public pool (the queries and the unlabeled images) and the evaluation records.
 
-The privacy analysis (docs/architecture.md, section 1) relies on the teacher parts being disjoint: a training record lives
-in exactly one part, so changing it changes at most one teacher's votes. ``partition_teachers`` guarantees
-that by construction (one permutation cut into contiguous pieces).
+The privacy analysis (docs/architecture.md, section 1) relies on the teacher parts being disjoint: a training
+record lives in exactly one part, so changing it changes at most one teacher's votes. ``partition_teachers``
+guarantees that by construction (one permutation cut into contiguous pieces).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -49,20 +51,53 @@ def partition_teachers(indices: np.ndarray, num_teachers: int, seed: int) -> lis
     return [np.sort(part) for part in np.array_split(shuffled, int(num_teachers))]
 
 
-def split_public(heldout_indices: np.ndarray, num_queries: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """(query_indices, evaluation_indices): a random ``num_queries`` of the held-out records become the
-    student's unlabeled public queries, the rest evaluate it. Disjoint and covering, each sorted; the choice
-    is ``np.random.default_rng(seed).permutation`` of the held-out records.
+@dataclass(frozen=True)
+class PublicSplit:
+    """The held-out split, cut in three (each sorted, int64): ``queries`` (labelled by the aggregator) lie in
+    ``pool`` (every image the student may train on: the queries and the unlabeled rest), and ``evaluation``
+    (never trained on, not even without labels) is disjoint from the pool."""
+
+    pool: np.ndarray
+    queries: np.ndarray
+    evaluation: np.ndarray
+
+    @property
+    def unlabeled(self) -> np.ndarray:
+        """Pool images that are not queries (sorted)."""
+        return np.setdiff1d(self.pool, self.queries)
+
+
+def split_public(heldout_indices: np.ndarray, pool_size: int, num_queries: int, seed: int) -> PublicSplit:
+    """Cut the held-out records into the student's pool (``pool_size`` records, ``num_queries`` of them the
+    public queries) and the evaluation records (the rest). One ``np.random.default_rng(seed).permutation`` of
+    the held-out records: its first ``num_queries`` are the queries, its first ``pool_size`` the pool, so the
+    queries of a smaller ``num_queries`` are a subset of those of a larger one and the evaluation records do
+    not depend on ``num_queries``.
     """
     arr = _as_index_array(heldout_indices, "heldout_indices")
     _check_seed(seed)
-    if not _is_int(num_queries) or not 1 <= num_queries < arr.size:
+    if not _is_int(pool_size) or not 1 <= pool_size < arr.size:
         raise ValueError(
-            f"num_queries={num_queries!r} with {arr.size} held-out records; expected an integer with "
-            f"1 <= num_queries < {arr.size} so that at least one record is left to evaluate the student"
+            f"public pool size {pool_size!r} with {arr.size} held-out records; expected an integer with "
+            f"1 <= pool size < {arr.size} so that at least one record is left to evaluate the student "
+            f"(data.pool_fraction sets it)"
+        )
+    if not _is_int(num_queries) or not 1 <= num_queries <= pool_size:
+        raise ValueError(
+            f"data.num_queries={num_queries!r} with a public pool of {pool_size} records; expected an integer "
+            f"with 1 <= num_queries <= {pool_size} (raise data.pool_fraction for more)"
         )
     shuffled = arr[np.random.default_rng(seed).permutation(arr.size)]
-    return np.sort(shuffled[:num_queries]), np.sort(shuffled[num_queries:])
+    return PublicSplit(pool=np.sort(shuffled[:pool_size]), queries=np.sort(shuffled[:num_queries]),
+                       evaluation=np.sort(shuffled[pool_size:]))
 
 
-__all__ = ["partition_teachers", "split_public"]
+def pool_size(num_heldout: int, pool_fraction: float) -> int:
+    """``round(pool_fraction * num_heldout)``; ``pool_fraction`` must lie in (0, 1)."""
+    if not isinstance(pool_fraction, (int, float)) or isinstance(pool_fraction, bool) or not 0 < pool_fraction < 1:
+        raise ValueError(f"data.pool_fraction={pool_fraction!r}; expected a number in (0, 1): the share of the "
+                         f"held-out split that forms the student's public pool (the rest evaluates it)")
+    return int(round(pool_fraction * num_heldout))
+
+
+__all__ = ["PublicSplit", "partition_teachers", "pool_size", "split_public"]

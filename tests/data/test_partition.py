@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from pate.data.partition import partition_teachers, split_public
+from pate.data.partition import partition_teachers, pool_size, split_public
 
 # Record ids need not be 0..n-1: the training split of CelebA is a subset of all rows.
 RECORDS = np.arange(1000, dtype=np.int64) * 3 + 7
@@ -60,24 +60,37 @@ def test_partition_rejects_bad_indices_and_seed():
         partition_teachers(RECORDS, 2, seed=-1)
 
 
-@pytest.mark.parametrize("num_queries", [1, 600, 999])
-def test_split_public_is_disjoint_covering_and_sized(num_queries):
-    queries, evaluation = split_public(RECORDS, num_queries, seed=2)
-    assert len(queries) == num_queries and len(evaluation) == RECORDS.size - num_queries
-    assert np.intersect1d(queries, evaluation).size == 0
-    assert np.array_equal(np.sort(np.concatenate([queries, evaluation])), RECORDS)
-    assert np.all(np.diff(queries) > 0) and np.all(np.diff(evaluation) > 0)
+@pytest.mark.parametrize("pool, num_queries", [(1, 1), (600, 600), (999, 1), (500, 120)])
+def test_split_public_is_disjoint_covering_and_sized(pool, num_queries):
+    split = split_public(RECORDS, pool, num_queries, seed=2)
+    assert (len(split.pool), len(split.queries), len(split.evaluation)) == (pool, num_queries, RECORDS.size - pool)
+    assert np.isin(split.queries, split.pool).all()
+    assert np.intersect1d(split.pool, split.evaluation).size == 0
+    assert np.array_equal(np.sort(np.concatenate([split.pool, split.evaluation])), RECORDS)
+    assert np.array_equal(np.sort(np.concatenate([split.queries, split.unlabeled])), split.pool)
+    for part in (split.pool, split.queries, split.evaluation):
+        assert np.all(np.diff(part) > 0)
 
 
-def test_split_public_is_deterministic_per_seed_and_differs_across_seeds():
-    q1, e1 = split_public(RECORDS, 100, seed=4)
-    q2, e2 = split_public(RECORDS, 100, seed=4)
-    q3, _ = split_public(RECORDS, 100, seed=5)
-    assert np.array_equal(q1, q2) and np.array_equal(e1, e2)
-    assert not np.array_equal(q1, q3)
+def test_split_public_is_deterministic_per_seed_and_nested_in_num_queries():
+    first, again = split_public(RECORDS, 500, 100, seed=4), split_public(RECORDS, 500, 100, seed=4)
+    assert all(np.array_equal(getattr(first, f), getattr(again, f)) for f in ("pool", "queries", "evaluation"))
+    assert not np.array_equal(first.queries, split_public(RECORDS, 500, 100, seed=5).queries)
+    more = split_public(RECORDS, 500, 400, seed=4)  # a query-budget sweep keeps the pool and the evaluation set
+    assert np.isin(first.queries, more.queries).all()
+    assert np.array_equal(first.pool, more.pool) and np.array_equal(first.evaluation, more.evaluation)
 
 
-@pytest.mark.parametrize("num_queries", [0, -3, 1000, 1001, 1.0])
-def test_split_public_rejects_bad_num_queries(num_queries):
-    with pytest.raises(ValueError, match=r"num_queries=.*1000 held-out records"):
-        split_public(RECORDS, num_queries, seed=0)
+@pytest.mark.parametrize("pool, num_queries, match", [
+    (500, 0, "num_queries=0"), (500, -3, "num_queries=-3"), (500, 501, "num_queries=501"),
+    (500, 1.0, "num_queries=1.0"), (1000, 10, "pool size 1000"), (0, 0, "pool size 0"),
+])
+def test_split_public_rejects_bad_sizes(pool, num_queries, match):
+    with pytest.raises(ValueError, match=match):
+        split_public(RECORDS, pool, num_queries, seed=0)
+
+
+@pytest.mark.parametrize("fraction", [0, 1, 1.5, -0.1, True])
+def test_pool_fraction_must_lie_strictly_between_0_and_1(fraction):
+    with pytest.raises(ValueError, match="data.pool_fraction"):
+        pool_size(1000, fraction)

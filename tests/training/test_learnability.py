@@ -45,6 +45,7 @@ def test_teachers_and_student_learn_an_easy_signal(tmp_path):
         cfg.trainer,
         images[query],
         consensus,
+        images[:0],  # no unlabeled images: the supervised student
         images[evaluate],
         labels[evaluate],
         seed=0,

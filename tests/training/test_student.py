@@ -33,11 +33,12 @@ def test_loader_holds_exactly_the_given_images(cfg, tiny_data):
 
 def test_train_student_reports_and_is_reproducible(cfg, tiny_data, tmp_path):
     images, labels = tiny_data
-    args = (cfg.student, cfg.trainer, images[TRAIN], released(len(TRAIN)), images[EVAL], labels[EVAL])
+    args = (cfg.student, cfg.trainer, images[TRAIN], released(len(TRAIN)), images[:0], images[EVAL], labels[EVAL])
     first = train_student(*args, seed=7, log_dir=tmp_path / "a", progress=False)
     second = train_student(*args, seed=7, log_dir=tmp_path / "b", progress=False)
     assert first == second
-    assert set(first) == {"student_accuracy", "student_f1", "student_per_attribute_accuracy", "student_train_size"}
+    assert set(first) == {"student_accuracy", "student_f1", "student_per_attribute_accuracy", "student_train_size",
+                          "student_semi", "student_unlabeled_size", "student_pseudo_labelled_fraction"}
     assert first["student_train_size"] == len(TRAIN)
     assert len(first["student_per_attribute_accuracy"]) == 40
     assert first["student_accuracy"] == pytest.approx(np.mean(first["student_per_attribute_accuracy"]), abs=1e-6)
@@ -55,5 +56,5 @@ def test_train_student_reports_and_is_reproducible(cfg, tiny_data, tmp_path):
 def test_bad_inputs_are_rejected(cfg, tiny_data, tmp_path, train, evaluate, match):
     images, labels = tiny_data
     with pytest.raises(ValueError, match=match):
-        train_student(cfg.student, cfg.trainer, images[train], released(len(train)), images[evaluate],
+        train_student(cfg.student, cfg.trainer, images[train], released(len(train)), images[:0], images[evaluate],
                       labels[evaluate], seed=0, log_dir=tmp_path, progress=False)
