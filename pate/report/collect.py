@@ -140,7 +140,8 @@ def collect_sweep(sweep_dir: str | Path) -> Sweep:
 
     Job directories are the sub-directories holding ``.hydra/`` (so launcher folders such as
     ``.submitit/`` are not jobs). Raises ValueError when ``sweep_dir`` is not a multirun directory, when a
-    metrics.json breaks the schema, when no job finished, or when finished runs mix relations or deltas.
+    metrics.json breaks the schema, when no job finished, or when finished runs mix relations, deltas or
+    query counts.
     """
     directory = Path(sweep_dir)
     if not (directory / "multirun.yaml").is_file():
@@ -170,8 +171,12 @@ def collect_sweep(sweep_dir: str | Path) -> Sweep:
                          f"failed jobs: {[f.job for f in failed]}")
     relations: dict[str, list[str]] = {}
     deltas: dict[float, list[str]] = {}
+    query_counts: dict[int, list[str]] = {}
     for run in runs:
         relations.setdefault(run.metrics["neighbors"], []).append(run.job)
         deltas.setdefault(float(run.metrics["delta"]), []).append(run.job)
+        query_counts.setdefault(int(run.metrics["queries"]), []).append(run.job)
+    # the tables average runs of one (method, epsilon) over seeds: runs with other query counts must not join them
+    _single(query_counts, "queries", directory)
     return Sweep(directory, sweep_overrides, tuple(runs), tuple(failed),
                  relation=_single(relations, "neighbors", directory), delta=_single(deltas, "delta", directory))
