@@ -201,6 +201,8 @@ def evaluate(cfg: DictConfig, store: ArtifactStore, graph: Graph, data: Dataset,
         "student_accuracy": main["student"]["student_accuracy"],
         "student_f1": main["student"]["student_f1"],
         "student_train_size": main["student"]["student_train_size"],
+        "student_semi": str(cfg.student.semi.method) if cfg.student.get("semi") is not None else "supervised",
+        "student_unlabeled_size": main["student"].get("student_unlabeled_size", 0),
         "teacher_accuracy": float(votes["teacher_accuracy"].mean()),
         "not_covered_by_epsilon": {
             "keys": list(NOT_COVERED_BY_EPSILON),
@@ -255,7 +257,9 @@ def summary(m: dict[str, Any]) -> str:
         f"teachers          mean accuracy {pct(m['teacher_accuracy'])} ({m['num_teachers']} teachers; a "
         f"diagnostic, not covered by epsilon)",
         f"student           accuracy {pct(m['student_accuracy'])}, macro F1 {pct(m['student_f1'])} "
-        f"(trained on {m['student_train_size']} released label sets)",
+        f"(trained on {m['student_train_size']} released label sets"
+        + (f" and {m['student_unlabeled_size']} unlabeled pool images, {m['student_semi']})"
+           if m["student_unlabeled_size"] else ")"),
         f"baseline          majority class accuracy {pct(m['majority_class_accuracy'])}",
     ]
     return "results\n  " + "\n  ".join(lines)
