@@ -124,17 +124,25 @@ def queries_within_budget(aggregator, num_queries: int, budget_epsilon: float | 
 
     Every query asked is paid for whether or not it is answered (the selection and the test both look at
     the votes), so the cost of n queries is n times the per-query curve; epsilon is monotone in n, so a
-    bisection over n finds the largest affordable count.
+    bisection over n finds the largest affordable count. A budget that is not a positive number, or that
+    cannot pay for one query, raises ``ValueError`` naming ``privacy.budget_epsilon``: a run that could answer
+    nothing is refused before any data is read or any teacher trained.
     """
     if budget_epsilon is None:
         return num_queries
+    if isinstance(budget_epsilon, bool) or not isinstance(budget_epsilon, (int, float)) or not budget_epsilon > 0:
+        raise ValueError(f"privacy.budget_epsilon={budget_epsilon!r}; expected a number > 0 (or null: no budget)")
 
     def cost(n: int) -> float:
         return Ledger().compose(aggregator, count=n).epsilon(delta)[0] if n else 0.0
 
+    if cost(1) > budget_epsilon:
+        raise ValueError(f"privacy.budget_epsilon={budget_epsilon:g} cannot pay for one query: one query of "
+                         f"{aggregator.name} costs epsilon {cost(1):.4g} at delta={delta:g} (neighbours: "
+                         f"{aggregator.neighbors}); raise the budget or the noise (privacy.target_epsilon)")
     if cost(num_queries) <= budget_epsilon:
         return num_queries
-    lo, hi = 0, num_queries  # cost(lo) <= budget < cost(hi)
+    lo, hi = 1, num_queries  # cost(lo) <= budget < cost(hi)
     while hi - lo > 1:
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if cost(mid) <= budget_epsilon else (lo, mid)

@@ -22,7 +22,7 @@ from training.data import IndexedImages, check_images, check_labels, make_loader
 from student.semi import SemiSupervision, confident_pseudo_labels
 from training.module import predict_logits
 from training.recipe import Recipe
-from training.trainer import build_trainer, expected_warnings_hidden, fit
+from training.trainer import build_trainer, expected_warnings_hidden, fit, quiet_lightning
 
 
 def student_loader(student_cfg: DictConfig, trainer_cfg: DictConfig, images: np.ndarray, labels: np.ndarray,
@@ -40,8 +40,9 @@ def _fit(recipe: Recipe, student_cfg, trainer_cfg, images, labels, seed: int, lo
     loader = student_loader(student_cfg, trainer_cfg, images, labels, seed, mask)
     pl.seed_everything(seed, workers=True, verbose=False)
     module = recipe.module()
-    trainer = build_trainer(trainer_cfg, recipe.max_epochs, log_dir=log_dir, progress=progress)
-    fit(trainer, module, loader)
+    with quiet_lightning():  # no accelerator banners or library tips in the run's output
+        trainer = build_trainer(trainer_cfg, recipe.max_epochs, log_dir=log_dir, progress=progress)
+        fit(trainer, module, loader)
     return module, trainer
 
 
@@ -105,7 +106,7 @@ def train_student(
         seed=seed,
         num_workers=trainer_cfg.num_workers,
     )
-    with expected_warnings_hidden():
+    with expected_warnings_hidden(), quiet_lightning():
         scores = trainer.test(module, eval_loader, verbose=False)[0]
     return {
         "student_accuracy": float(scores["test/acc"]),

@@ -2,6 +2,7 @@
 boundaries, and configuration errors."""
 
 import json
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -166,6 +167,8 @@ def test_unknown_aggregator_is_refused_with_the_choices():
     (["teacher.chunk_size=0"], "chunk_size"),
     (["features.extractor.num_filters=0"], "num_filters"),
     (["features.num_fit_images=0"], "num_fit_images"),
+    (["privacy.budget_epsilon=-1"], "privacy.budget_epsilon=-1"),
+    (["privacy.budget_epsilon=0.001"], "budget_epsilon=0.001 cannot pay for one query"),
 ])
 def test_bad_configuration_fails_before_training(tiny_cfg, tmp_path, monkeypatch, overrides, match):
     for name in ("train_teachers", "train_head_teachers"):
@@ -260,3 +263,13 @@ def test_a_tiny_semi_supervised_run_is_deterministic(make_name, request, tmp_pat
     assert [{k: v for k, v in r.items() if k not in drop} for r in runs][0] == \
         {k: v for k, v in runs[1].items() if k not in drop}
     assert runs[0]["student_accuracy"] is not None
+
+
+def test_a_cnn_run_prints_no_accelerator_banner_or_library_tip(tiny_cnn_cfg, tmp_path, capfd, caplog):
+    caplog.set_level(logging.INFO)
+    run(tiny_cnn_cfg("seed=4242"), output_dir=tmp_path)  # a seed no other test uses: the student trains
+    printed = capfd.readouterr()
+    text = printed.out + printed.err + caplog.text
+    assert "student: building" in caplog.text, "the student stage did not run"
+    for noise in ("GPU available", "TPU available", "Tip:", "litlogger"):
+        assert noise not in text, noise
