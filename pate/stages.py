@@ -15,7 +15,8 @@ import numpy as np
 
 from pate.artifacts import Artifact
 from pate.data import (
-    CelebAArrays, PublicSplit, generate_synthetic_celeba, load_celeba, partition_teachers, pool_size, split_public,
+    SPLITS, CelebAArrays, PublicSplit, generate_synthetic_celeba, load_celeba, partition_teachers, pool_size,
+    split_public,
 )
 from pate.privacy import Ledger
 from pate.votes import PackedVotes
@@ -63,6 +64,11 @@ def load_data(data_cfg: Mapping[str, Any], tensor_cache_dir: Path, progress: boo
 # ------------------------------------------------------------------------------------------ partition
 def check_partition_config(data: CelebAArrays, num_teachers: int, num_queries: int, pool_fraction: float) -> None:
     """Fail before any training when the split sizes cannot satisfy the config."""
+    for split in ("train", "test"):
+        if len(data.indices(split)) == 0:
+            raise ValueError(f"the {split} split is empty: no row of list_eval_partition.txt has code "
+                             f"{SPLITS[split]} ({split}); the pipeline needs private training records and "
+                             f"held-out public records")
     n_train = len(data.indices("train"))
     if not 1 <= num_teachers <= n_train:
         raise ValueError(

@@ -14,7 +14,7 @@ import hydra
 import torch
 from hydra.core.hydra_config import HydraConfig
 from hydra.errors import InstantiationException
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from pate.artifacts import ArtifactStore, Stage, atomic_write_json, code_version
 from pate.data import check_celeba_root
@@ -97,6 +97,11 @@ class Graph:
 def prepare(cfg: DictConfig) -> tuple[Graph, Dataset, Any, float | None, int]:
     """Everything that can fail without training fails here: the aggregator and its calibration, the models,
     the extractor, the data root, the split sizes. Returns (graph, dataset, aggregator, multiplier, asked)."""
+    for key, low in (("seed", 0), ("partition.seed", 0), ("data.query_seed", 0), ("data.num_queries", 1),
+                     ("partition.num_teachers", 1)):
+        value = OmegaConf.select(cfg, key)
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ValueError(f"{key}={value!r}; expected an integer >= {low}")
     aggregator, multiplier, asked = prepare_aggregator(cfg)
     if cfg.teacher.kind == "heads":
         check_heads_config(cfg.teacher)

@@ -15,7 +15,6 @@ from hydra.errors import MissingConfigException
 from pipeline import run
 
 from pate.artifacts import Artifact
-from pate.data import SPLITS
 from pate.features import read_features
 from pate.stages import load_data
 from tests.conftest import compose_config
@@ -168,6 +167,9 @@ def test_unknown_aggregator_is_refused_with_the_choices():
     (["features.extractor.num_filters=0"], "num_filters"),
     (["features.num_fit_images=0"], "num_fit_images"),
     (["privacy.budget_epsilon=-1"], "privacy.budget_epsilon=-1"),
+    (["seed=-1"], "seed=-1"),
+    (["partition.seed=1.5"], "partition.seed=1.5"),
+    (["data.num_queries=0"], "data.num_queries=0"),
     (["privacy.budget_epsilon=0.001"], "budget_epsilon=0.001 cannot pay for one query"),
 ])
 def test_bad_configuration_fails_before_training(tiny_cfg, tmp_path, monkeypatch, overrides, match):
@@ -273,3 +275,14 @@ def test_a_cnn_run_prints_no_accelerator_banner_or_library_tip(tiny_cnn_cfg, tmp
     assert "student: building" in caplog.text, "the student stage did not run"
     for noise in ("GPU available", "TPU available", "Tip:", "litlogger"):
         assert noise not in text, noise
+
+
+@pytest.mark.parametrize("codes, split", [([0, 0, 0, 0], "test"), ([2, 2, 1, 2], "train")])
+def test_an_empty_split_is_named(codes, split):
+    from pate.data import CelebAArrays
+    from pate.stages import check_partition_config
+
+    data = CelebAArrays(images=np.zeros((4, 3, 2, 2), np.uint8), labels=np.zeros((4, 40), np.uint8),
+                        split=np.array(codes, np.int8), filenames=tuple("abcd"), attribute_names=())
+    with pytest.raises(ValueError, match=f"the {split} split is empty"):
+        check_partition_config(data, num_teachers=1, num_queries=1, pool_fraction=0.5)

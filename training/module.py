@@ -1,9 +1,10 @@
 """The one LightningModule of the project: multi-label training of any ``nn.Module`` from the zoo.
 
 Teachers and the student both use it. Following Lightning's style guide the network is passed in; the
-module owns the loss (binary cross-entropy on logits, one independent Bernoulli per label), the optimiser
-(built by the ``optimizer`` factory, AdamW in every shipped config, with a per-step cosine decay to zero), the uint8 -> float conversion, the augmentation and the
-metrics, named ``split/metric``.
+module owns the loss (binary cross-entropy on logits, one independent Bernoulli per label, optionally masked
+per entry), the optimiser (built by the ``optimizer`` factory, AdamW in every shipped config, with a per-step
+cosine decay to zero), the uint8 -> float conversion, the augmentation and the metrics, named
+``split/metric``.
 
 A label is predicted present iff sigmoid(logit) > 0.5, i.e. logit > 0: the same rule the vote stage uses.
 """
