@@ -28,7 +28,9 @@ from pipeline.stages import (
     student_stage, teachers_stage, votes_stage,
 )
 from teachers.ensemble import train_teachers
+from student.semi import SemiSupervision
 from teachers.heads import check_heads_config
+from training.recipe import Recipe
 
 log = logging.getLogger("train")
 
@@ -110,9 +112,10 @@ def prepare(cfg: DictConfig) -> tuple[Graph, Dataset, Any, float | None, int]:
                              "teacher=heads fits all teachers in one process (seconds per hundred teachers): run "
                              "without it")
     else:
-        instantiate(cfg.teacher.model, "teacher model (conf/teacher)")
+        Recipe.from_config(cfg.teacher, "teacher")  # model, optimizer, epochs, batch size
     if cfg.student.kind != "head":
-        instantiate(cfg.student.model, "student model (conf/student)")
+        Recipe.from_config(cfg.student, "student")
+    SemiSupervision.from_config(cfg.student)
     extractor = instantiate(cfg.features.extractor, "feature extractor (conf/features)") if uses_features(cfg) \
         else None
     if cfg.data.get("synthetic") is None:
