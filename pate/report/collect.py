@@ -135,13 +135,13 @@ def _single(values: dict[Any, list[str]], what: str, directory: Path) -> Any:
     return next(iter(values))
 
 
-def collect_sweep(sweep_dir: str | Path) -> Sweep:
+def collect_sweep(sweep_dir: str | Path, mixed_queries: bool = False) -> Sweep:
     """Read every job of the Hydra multirun at ``sweep_dir``.
 
     Job directories are the sub-directories holding ``.hydra/`` (so launcher folders such as
     ``.submitit/`` are not jobs). Raises ValueError when ``sweep_dir`` is not a multirun directory, when a
     metrics.json breaks the schema, when no job finished, or when finished runs mix relations, deltas or
-    query counts.
+    (unless ``mixed_queries``: the query-budget report) query counts.
     """
     directory = Path(sweep_dir)
     if not (directory / "multirun.yaml").is_file():
@@ -177,6 +177,7 @@ def collect_sweep(sweep_dir: str | Path) -> Sweep:
         deltas.setdefault(float(run.metrics["delta"]), []).append(run.job)
         query_counts.setdefault(int(run.metrics["queries"]), []).append(run.job)
     # the tables average runs of one (method, epsilon) over seeds: runs with other query counts must not join them
-    _single(query_counts, "queries", directory)
+    if not mixed_queries:
+        _single(query_counts, "queries", directory)
     return Sweep(directory, sweep_overrides, tuple(runs), tuple(failed),
                  relation=_single(relations, "neighbors", directory), delta=_single(deltas, "delta", directory))

@@ -1,4 +1,5 @@
-"""Write the report of a finished sweep: report.md, results.csv and the metric-vs-epsilon PNGs."""
+"""Write the report of a finished sweep: report.md, results.csv and the metric-vs-epsilon PNGs, or, for a sweep
+over the number of queries, the query-budget report (``pate.report.queries``)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from pate.io import atomic_write_bytes
 from pate.report.collect import collect_sweep
 from pate.report.markdown import render_report
 from pate.report.plots import make_plots
+from pate.report.queries import PLOT_NAME as QUERY_PLOT
+from pate.report.queries import QuerySummary, query_csv, query_plot, render_query_report, summarize_queries
 from pate.report.summary import CALIBRATION_TOLERANCE, Summary, calibration_miss, headline, summarize
 from pate.report.tables import results_csv
 
@@ -23,7 +26,7 @@ class Report:
     """What write_report wrote (file name -> path) and the summary it was computed from."""
 
     files: Mapping[str, Path]
-    summary: Summary
+    summary: Summary | QuerySummary
 
     def notices(self) -> list[str]:
         """One line per thing a reader must not miss: failed jobs, calibration misses, warnings."""
@@ -42,10 +45,17 @@ def write_report(sweep_dir: str | Path, out_dir: str | Path | None = None) -> Re
     Everything is computed before the first file is written, so bad input (see ``collect_sweep``) raises
     ValueError without leaving a partial report.
     """
-    summary = summarize(collect_sweep(sweep_dir))
-    contents = {REPORT_NAME: render_report(summary, headline(summary)).encode(),
-                CSV_NAME: results_csv(summary).encode()}
-    for name, fig in make_plots(summary).items():
+    sweep = collect_sweep(sweep_dir, mixed_queries=True)
+    if len({run.metrics["queries"] for run in sweep.runs}) > 1:  # a sweep over data.num_queries
+        summary = summarize_queries(sweep)
+        contents = {REPORT_NAME: render_query_report(summary).encode(), CSV_NAME: query_csv(summary).encode()}
+        figures = {QUERY_PLOT: query_plot(summary)}
+    else:
+        summary = summarize(sweep)
+        contents = {REPORT_NAME: render_report(summary, headline(summary)).encode(),
+                    CSV_NAME: results_csv(summary).encode()}
+        figures = make_plots(summary)
+    for name, fig in figures.items():
         buffer = io.BytesIO()
         # No metadata: the PNG depends on the data only (matplotlib otherwise stamps its version).
         fig.savefig(buffer, format="png", dpi=120, metadata={"Software": None})
