@@ -26,7 +26,7 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from pate.artifacts import Artifact, Stage
-from pate.data import CelebAArrays, PublicSplit
+from pate.data import CelebAArrays
 from pate.features import FeatureTable, build_features, choose_fit_rows, read_features
 from pate.privacy import DEFAULT_ORDERS
 from pate.stages import (
@@ -175,12 +175,6 @@ def reference_stage(source: str, data: Dataset, votes: Stage, queries: Stage) ->
                  {"queries": queries}, code=CODE["aggregate"])
 
 
-def unlabeled_rows(public: PublicSplit, answered: np.ndarray) -> np.ndarray:
-    """The pool images the student may use without a label: every pool image that is not an answered query
-    (an unanswered query joins them as an image, never as a label set of zeros)."""
-    return np.setdiff1d(public.pool, public.queries[answered])
-
-
 def student_stage(cfg: DictConfig, data: Dataset, labels: Stage, queries: Stage, features: Stage | None) -> Stage:
     """The student, trained on the answered public queries with their released labels and (``student.semi``)
     the pool's other images without labels. What it is handed is sliced here from public rows only: the query
@@ -192,7 +186,7 @@ def student_stage(cfg: DictConfig, data: Dataset, labels: Stage, queries: Stage,
             released, public = read_aggregate(up["labels"]), read_queries(up["queries"])
             table = _features(up)
             build_head_student(work, cfg.student, table.take(public.queries), released["labels"],
-                               released["answered"], table.take(unlabeled_rows(public, released["answered"])),
+                               released["answered"], table.take(public.unlabeled(released["answered"])),
                                table.take(public.evaluation), arrays.labels[public.evaluation])
 
         return Stage("student", {"student": plain(cfg.student), "seed": seed}, build_head,
@@ -200,7 +194,7 @@ def student_stage(cfg: DictConfig, data: Dataset, labels: Stage, queries: Stage,
 
     def build_cnn(work: Path, up: dict[str, Artifact]) -> None:
         released, public = read_aggregate(up["labels"]), read_queries(up["queries"])
-        unlabeled = unlabeled_rows(public, released["answered"])
+        unlabeled = public.unlabeled(released["answered"])
         build_student(work, cfg.student, cfg.trainer, np.asarray(arrays.images[public.queries]), released["labels"],
                       released["answered"], np.asarray(arrays.images[unlabeled]),
                       np.asarray(arrays.images[public.evaluation]), arrays.labels[public.evaluation], seed,
@@ -211,5 +205,5 @@ def student_stage(cfg: DictConfig, data: Dataset, labels: Stage, queries: Stage,
 
 
 __all__ = ["CODE", "REFERENCES", "Dataset", "aggregate_stage", "cost_fingerprint", "features_stage", "partition_stage",
-           "plain", "queries_stage", "reference_stage", "student_stage", "teachers_stage", "unlabeled_rows",
+           "plain", "queries_stage", "reference_stage", "student_stage", "teachers_stage",
            "votes_stage"]

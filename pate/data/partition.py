@@ -61,10 +61,11 @@ class PublicSplit:
     queries: np.ndarray
     evaluation: np.ndarray
 
-    @property
-    def unlabeled(self) -> np.ndarray:
-        """Pool images that are not queries (sorted)."""
-        return np.setdiff1d(self.pool, self.queries)
+    def unlabeled(self, answered: np.ndarray) -> np.ndarray:
+        """Pool images the student may use without a label (sorted): every pool image that is not an answered
+        query (``answered``: bool [len(queries)]); an unanswered query joins them as an image, never as a label
+        set of zeros."""
+        return np.setdiff1d(self.pool, self.queries[np.asarray(answered, dtype=bool)])
 
 
 def split_public(heldout_indices: np.ndarray, pool_size: int, num_queries: int, seed: int) -> PublicSplit:

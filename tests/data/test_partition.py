@@ -67,7 +67,9 @@ def test_split_public_is_disjoint_covering_and_sized(pool, num_queries):
     assert np.isin(split.queries, split.pool).all()
     assert np.intersect1d(split.pool, split.evaluation).size == 0
     assert np.array_equal(np.sort(np.concatenate([split.pool, split.evaluation])), RECORDS)
-    assert np.array_equal(np.sort(np.concatenate([split.queries, split.unlabeled])), split.pool)
+    everything = np.ones(len(split.queries), dtype=bool)
+    assert np.array_equal(np.sort(np.concatenate([split.queries, split.unlabeled(everything)])), split.pool)
+    assert np.array_equal(split.unlabeled(~everything), split.pool)  # unanswered queries stay in the pool
     for part in (split.pool, split.queries, split.evaluation):
         assert np.all(np.diff(part) > 0)
 
