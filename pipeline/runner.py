@@ -25,7 +25,7 @@ from pate.stages import (
 )
 from pipeline.stages import (
     REFERENCES, Dataset, aggregate_stage, features_stage, partition_stage, plain, queries_stage, reference_stage,
-    student_stage, teachers_stage, votes_stage,
+    student_stage, teachers_stage, views_stage, votes_stage,
 )
 from teachers.ensemble import train_teachers
 from student.semi import SemiSupervision
@@ -91,6 +91,7 @@ class Graph:
     teachers: Stage
     votes: Stage
     aggregate: Stage
+    views: Stage | None = None  # strong views of the pool for the head student's consistency method
 
     def keys(self) -> dict[str, str]:
         return {name: stage.key for name, stage in vars(self).items() if stage is not None}
@@ -115,7 +116,7 @@ def prepare(cfg: DictConfig) -> tuple[Graph, Dataset, Any, float | None, int]:
         Recipe.from_config(cfg.teacher, "teacher")  # model, optimizer, epochs, batch size
     if cfg.student.kind != "head":
         Recipe.from_config(cfg.student, "student")
-    SemiSupervision.from_config(cfg.student)
+    semi = SemiSupervision.from_config(cfg.student)
     extractor = instantiate(cfg.features.extractor, "feature extractor (conf/features)") if uses_features(cfg) \
         else None
     if cfg.data.get("synthetic") is None:
@@ -128,7 +129,10 @@ def prepare(cfg: DictConfig) -> tuple[Graph, Dataset, Any, float | None, int]:
     features = features_stage(cfg, data, extractor) if extractor is not None else None
     teachers = teachers_stage(cfg, data, partition, features)
     votes = votes_stage(cfg, data, partition, teachers, queries, features)
-    graph = Graph(partition, queries, features, teachers, votes, aggregate_stage(cfg, aggregator, asked, votes))
+    views = views_stage(cfg, data, extractor, features, queries) \
+        if cfg.student.kind == "head" and semi.method == "consistency" else None
+    graph = Graph(partition, queries, features, teachers, votes, aggregate_stage(cfg, aggregator, asked, votes),
+                  views)
     return graph, data, aggregator, multiplier, asked
 
 
@@ -166,7 +170,7 @@ def student_result(cfg: DictConfig, store: ArtifactStore, graph: Graph, data: Da
                    ) -> dict[str, Any]:
     """The released (or reference) labels of ``labels`` with their quality on the public queries, and the student
     trained on them."""
-    student = student_stage(cfg, data, labels, graph.queries, graph.features)
+    student = student_stage(cfg, data, labels, graph.queries, graph.features, graph.views)
     released = read_aggregate(store.get(labels))
     query_indices = read_queries(store.get(graph.queries)).queries
     scores = json.loads(store.get(student).file("student.json").read_text())

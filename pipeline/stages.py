@@ -1,6 +1,7 @@
 """The stage graph: one function per stage, from the config and its upstream stages to a ``pate.artifacts.Stage``.
 
     data -> features -> partition -> teachers -> votes -> aggregate -> student -> evaluate
+    features, queries -> views -> student   (strong views of the pool: the head student's consistency method)
 
 Each builder reads what it needs from its upstream *artifacts* (the partition's parts, the queries' indices,
 the features, the teachers' files, the votes, the released labels), so what a stage declares upstream is what
@@ -27,7 +28,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from pate.artifacts import Artifact, Stage
 from pate.data import CelebAArrays
-from pate.features import FeatureTable, build_features, choose_fit_rows, read_features
+from pate.features import FeatureTable, build_features, choose_fit_rows, fit_extractor, read_features
+from pate.features.views import build_views
 from pate.privacy import DEFAULT_ORDERS
 from pate.stages import (
     build_aggregate, build_majority_labels, build_partition, build_queries, build_true_labels, read_aggregate,
@@ -42,6 +44,7 @@ CODE: dict[str, tuple[str, ...]] = {
     "partition": ("pate/data/partition.py", "pate/stages.py"),
     "queries": ("pate/data/partition.py", "pate/stages.py"),
     "features": ("pate/features",),
+    "views": ("pate/features",),
     "teachers": ("teachers", "training", "pate/features"),
     "votes": ("teachers", "training", "pate/features", "pate/votes.py"),
     "aggregate": ("pate/privacy", "pate/mechanisms", "pate/aggregators", "pate/votes.py", "pate/stages.py"),
@@ -78,6 +81,11 @@ def queries_stage(cfg: DictConfig, data: Dataset) -> Stage:
                  code=CODE["queries"])
 
 
+def _fit_rows(cfg: DictConfig, arrays: CelebAArrays) -> np.ndarray:
+    fit = cfg.features
+    return choose_fit_rows(arrays.indices(str(fit.fit_split)), fit.num_fit_images, int(fit.fit_seed))
+
+
 def features_stage(cfg: DictConfig, data: Dataset, extractor) -> Stage:
     """The public features, keyed by the data, the extractor's identity (settings, weights checksum) and the
     choice of its public fit images: another extractor gives other features and retrains the teachers."""
@@ -85,7 +93,7 @@ def features_stage(cfg: DictConfig, data: Dataset, extractor) -> Stage:
     arrays = data.arrays
 
     def build(work: Path, _) -> None:
-        fit_rows = choose_fit_rows(arrays.indices(str(fit.fit_split)), fit.num_fit_images, int(fit.fit_seed))
+        fit_rows = _fit_rows(cfg, arrays)
         rows = np.concatenate([arrays.indices("train"), arrays.indices("test")])
         build_features(work, extractor, arrays.images, fit_rows, rows, arrays.indices("train"), int(fit.fit_seed),
                        progress=bool(cfg.progress))
@@ -97,6 +105,23 @@ def features_stage(cfg: DictConfig, data: Dataset, extractor) -> Stage:
 
 def _features(up: dict[str, Artifact]) -> FeatureTable:
     return read_features(up["features"])
+
+
+def views_stage(cfg: DictConfig, data: Dataset, extractor, features: Stage, queries: Stage) -> Stage:
+    """Features of one strong view of each public pool image (``student.semi.method=consistency`` with
+    ``student=head``), seeded by the run's seed; the extractor is refitted as the features stage fitted it and
+    must reproduce its features (pate/features/views.py)."""
+    semi, arrays, seed = cfg.student.semi, data.arrays, int(cfg.seed)
+
+    def build(work: Path, up: dict[str, Artifact]) -> None:
+        if not extractor.fitted:
+            fit_extractor(extractor, arrays.images, _fit_rows(cfg, arrays), arrays.indices("train"),
+                          int(cfg.features.fit_seed), progress=bool(cfg.progress))
+        build_views(work, extractor, arrays.images, read_queries(up["queries"]).pool, _features(up), seed,
+                    float(semi.min_scale), float(semi.jitter), progress=bool(cfg.progress))
+
+    return Stage("views", {"seed": seed, "min_scale": float(semi.min_scale), "jitter": float(semi.jitter)}, build,
+                 {"features": features, "queries": queries}, code=CODE["views"])
 
 
 def teachers_stage(cfg: DictConfig, data: Dataset, partition: Stage, features: Stage | None) -> Stage:
@@ -175,22 +200,25 @@ def reference_stage(source: str, data: Dataset, votes: Stage, queries: Stage) ->
                  {"queries": queries}, code=CODE["aggregate"])
 
 
-def student_stage(cfg: DictConfig, data: Dataset, labels: Stage, queries: Stage, features: Stage | None) -> Stage:
+def student_stage(cfg: DictConfig, data: Dataset, labels: Stage, queries: Stage, features: Stage | None,
+                  views: Stage | None = None) -> Stage:
     """The student, trained on the answered public queries with their released labels and (``student.semi``)
     the pool's other images without labels. What it is handed is sliced here from public rows only: the query
-    images (or features), the released labels, the unlabeled pool images (or features), the evaluation images
-    (or features) and labels."""
+    images (or features), the released labels, the unlabeled pool images (or features, and with ``views`` the
+    features of their strong views), the evaluation images (or features) and labels."""
     arrays, seed = data.arrays, int(cfg.seed)
     if cfg.student.kind == "head":
         def build_head(work: Path, up: dict[str, Artifact]) -> None:
             released, public = read_aggregate(up["labels"]), read_queries(up["queries"])
-            table = _features(up)
+            table, unlabeled = _features(up), public.unlabeled(released["answered"])
+            strong = read_features(up["views"]).take(unlabeled) if "views" in up else None
             build_head_student(work, cfg.student, table.take(public.queries), released["labels"],
-                               released["answered"], table.take(public.unlabeled(released["answered"])),
-                               table.take(public.evaluation), arrays.labels[public.evaluation])
+                               released["answered"], table.take(unlabeled), table.take(public.evaluation),
+                               arrays.labels[public.evaluation], strong_features=strong)
 
-        return Stage("student", {"student": plain(cfg.student), "seed": seed}, build_head,
-                     {"labels": labels, "queries": queries, "features": features}, code=CODE["student"])
+        upstream = {"labels": labels, "queries": queries, "features": features, **({"views": views} if views else {})}
+        return Stage("student", {"student": plain(cfg.student), "seed": seed}, build_head, upstream,
+                     code=CODE["student"])
 
     def build_cnn(work: Path, up: dict[str, Artifact]) -> None:
         released, public = read_aggregate(up["labels"]), read_queries(up["queries"])
@@ -206,4 +234,4 @@ def student_stage(cfg: DictConfig, data: Dataset, labels: Stage, queries: Stage,
 
 __all__ = ["CODE", "REFERENCES", "Dataset", "aggregate_stage", "cost_fingerprint", "features_stage", "partition_stage",
            "plain", "queries_stage", "reference_stage", "student_stage", "teachers_stage",
-           "votes_stage"]
+           "views_stage", "votes_stage"]

@@ -27,19 +27,24 @@ def _fit(student_cfg: DictConfig, features: torch.Tensor, targets: torch.Tensor)
 
 
 def train_head_student(student_cfg: DictConfig, train_features: torch.Tensor, train_labels: np.ndarray,
-                       unlabeled_features: torch.Tensor, eval_features: torch.Tensor, eval_labels: np.ndarray
-                       ) -> dict:
-    """Fit on (``train_features`` [n, D], ``train_labels`` [n, L]) and, with ``student.semi.method=pseudo_label``,
-    on ``unlabeled_features`` [U, D] (student/semi.py); score on the evaluation split. Returns the same metrics
-    as the CNN student (mean per-attribute accuracy, macro F1, per-attribute accuracy, n) and what was used of
-    the unlabeled images.
+                       unlabeled_features: torch.Tensor, eval_features: torch.Tensor, eval_labels: np.ndarray,
+                       strong_features: torch.Tensor | None = None) -> dict:
+    """Fit on (``train_features`` [n, D], ``train_labels`` [n, L]) and, with ``student.semi``, on the unlabeled
+    images (student/semi.py); score on the evaluation split. Returns the same metrics as the CNN student (mean
+    per-attribute accuracy, macro F1, per-attribute accuracy, n) and what was used of the unlabeled images.
 
     Self-training with a ridge head: every unlabeled image joins the refit; a confident entry gets its hard
     pseudo-label as target, an unconfident one its current score (a neutral target: the refit is anchored to
     the current head there rather than pulled towards a guess), so all attributes share one kernel and one
-    leave-one-out fit.
+    leave-one-out fit. ``pseudo_label`` refits on ``unlabeled_features`` [U, D] themselves; ``consistency``
+    (FixMatch) takes the pseudo-labels from them (the weak view) but refits on ``strong_features`` [U, D], the
+    features of a strongly augmented view of the same U images, row for row.
     """
     semi = SemiSupervision.from_config(student_cfg)
+    if semi.method == "consistency" and (strong_features is None or strong_features.shape != unlabeled_features.shape):
+        raise ValueError(f"student.semi.method=consistency needs strong_features with the unlabeled features' shape "
+                         f"{tuple(unlabeled_features.shape)}, got "
+                         f"{None if strong_features is None else tuple(strong_features.shape)}")
     if len(train_features) < 2:
         raise ValueError(f"student=head needs at least 2 answered queries (leave-one-out), got {len(train_features)}")
     if len(train_features) != len(train_labels) or len(eval_features) != len(eval_labels):
@@ -49,11 +54,12 @@ def train_head_student(student_cfg: DictConfig, train_features: torch.Tensor, tr
     weights, bias = _fit(student_cfg, train_features, labels)
     pseudo_fraction = 0.0
     if semi.uses_unlabeled and len(unlabeled_features):
+        refit_on = strong_features if semi.method == "consistency" else unlabeled_features
         for _ in range(semi.rounds):
-            scores = head_scores(unlabeled_features, weights, bias)[0]
-            hard, confident = confident_pseudo_labels(scores, semi.keep_fraction)
-            targets = torch.where(confident, hard, scores)
-            weights, bias = _fit(student_cfg, torch.cat([train_features, unlabeled_features]),
+            hard, confident = confident_pseudo_labels(head_scores(unlabeled_features, weights, bias)[0],
+                                                      semi.keep_fraction)
+            targets = torch.where(confident, hard, head_scores(refit_on, weights, bias)[0])
+            weights, bias = _fit(student_cfg, torch.cat([train_features, refit_on]),
                                  torch.cat([labels, targets.float()]))
             pseudo_fraction = float(confident.double().mean())
     probs = (head_scores(eval_features, weights, bias)[0] - 0.5).sigmoid()  # > 1/2 exactly where the score > 1/2

@@ -11,6 +11,18 @@ Using them is post-processing of released data plus public images, so it costs n
   ``rounds`` times. Confidence is per attribute: for attribute l, the unlabeled entries whose distance from the
   decision value 1/2 is among the top ``keep_fraction`` of that attribute's (:func:`confident_pseudo_labels`),
   so a rare attribute is judged against its own scores, not against a common one's.
+* ``consistency``: FixMatch (Sohn et al. 2020, "FixMatch: Simplifying Semi-Supervised Learning with Consistency
+  and Confidence", Alg. 1), adapted to multi-label: the prediction on a weakly augmented view of an unlabeled
+  image gives hard pseudo-labels; where confident (the per-attribute threshold above, in place of FixMatch's
+  single softmax threshold, which has no meaning for 40 independent Bernoullis) they are the targets of the
+  prediction on a *strongly* augmented view of the same image, with weight ``unlabeled_weight`` (FixMatch's
+  lambda_u). Strong views are :func:`pate.features.ssl.augment` (random-resized crop down to ``min_scale`` of
+  the area, flip, brightness and contrast in [1 - jitter, 1 + jitter]).
+  - CNN student: each step adds a batch of ``unlabeled_ratio`` x ``batch_size`` unlabeled images (FixMatch's
+    mu); weak view = a random flip; thresholds per attribute within that batch.
+  - head student: the features of one strong view per unlabeled image (the ``views`` stage) join the refit,
+    with the pseudo-labels of the image's own features (the weak view) where confident and the head's current
+    score on the strong view elsewhere (a neutral target, as in ``pseudo_label``); ``rounds`` times.
 """
 
 from __future__ import annotations
@@ -20,7 +32,7 @@ from dataclasses import dataclass
 import torch
 from omegaconf import DictConfig
 
-METHODS = ("supervised", "pseudo_label")
+METHODS = ("supervised", "pseudo_label", "consistency")
 
 
 @dataclass(frozen=True)
@@ -30,27 +42,46 @@ class SemiSupervision:
     method: str = "supervised"
     keep_fraction: float = 0.5
     rounds: int = 1
+    unlabeled_weight: float = 1.0
+    unlabeled_ratio: int = 1
+    min_scale: float = 0.5
+    jitter: float = 0.3
 
     def __post_init__(self):
         if self.method not in METHODS:
             raise ValueError(f"student.semi.method={self.method!r}; expected one of {METHODS}")
-        if isinstance(self.keep_fraction, bool) or not isinstance(self.keep_fraction, (int, float)) \
-                or not 0 < self.keep_fraction <= 1:
-            raise ValueError(f"student.semi.keep_fraction={self.keep_fraction!r}; expected a number in (0, 1]: the "
-                             f"share of unlabeled entries per attribute that get a pseudo-label")
-        if isinstance(self.rounds, bool) or not isinstance(self.rounds, int) or self.rounds < 1:
-            raise ValueError(f"student.semi.rounds={self.rounds!r}; expected an integer >= 1")
+        _number_in("keep_fraction", self.keep_fraction, 0, 1, "the share of unlabeled entries per attribute that "
+                   "get a pseudo-label")
+        _number_in("min_scale", self.min_scale, 0, 1, "the smallest share of the image a strong view keeps")
+        _number_in("jitter", self.jitter, 0, 1, "the brightness and contrast range of a strong view", low_open=False)
+        _number_in("unlabeled_weight", self.unlabeled_weight, 0, float("inf"), "the weight of the unlabeled loss")
+        for key in ("rounds", "unlabeled_ratio"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"student.semi.{key}={value!r}; expected an integer >= 1")
 
     @classmethod
     def from_config(cls, student_cfg: DictConfig) -> SemiSupervision:
         node = student_cfg.get("semi")
         if node is None:
             return cls()
-        return cls(method=str(node.method), keep_fraction=node.keep_fraction, rounds=node.rounds)
+        unknown = sorted(set(node) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise ValueError(f"student.semi has unknown keys {unknown}; expected some of "
+                             f"{sorted(cls.__dataclass_fields__)}")
+        return cls(**{key: node[key] for key in node})
 
     @property
     def uses_unlabeled(self) -> bool:
         return self.method != "supervised"
+
+
+def _number_in(key: str, value, low: float, high: float, what: str, low_open: bool = True) -> None:
+    """Refuse ``student.semi.<key>`` unless it is a number in (low, high] (or [low, high] with low_open=False)."""
+    number = not isinstance(value, bool) and isinstance(value, (int, float))
+    if not number or not (low < value if low_open else low <= value) or not value <= high:
+        interval = f"{'(' if low_open else '['}{low:g}, {high:g}{']' if high != float('inf') else ')'}"
+        raise ValueError(f"student.semi.{key}={value!r}; expected a number in {interval}: {what}")
 
 
 def confident_pseudo_labels(scores: torch.Tensor, keep_fraction: float) -> tuple[torch.Tensor, torch.Tensor]:

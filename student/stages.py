@@ -38,14 +38,14 @@ def build_student(work: Path, student_cfg, trainer_cfg, query_images: np.ndarray
 
 def build_head_student(work: Path, student_cfg, query_features: torch.Tensor, released: np.ndarray,
                        answered: np.ndarray, unlabeled_features: torch.Tensor, eval_features: torch.Tensor,
-                       eval_labels: np.ndarray) -> None:
+                       eval_labels: np.ndarray, strong_features: torch.Tensor | None = None) -> None:
     """``student=head``: a ridge head on the public features of the answered queries with their released labels
-    (and, with ``student.semi``, the unlabeled pool's features), scored on the evaluation features; writes
-    ``student.json`` like :func:`build_student`."""
+    (and, with ``student.semi``, the unlabeled pool's features, and for ``consistency`` the features of their
+    strong views), scored on the evaluation features; writes ``student.json`` like :func:`build_student`."""
     if answered.sum() < 2:
         atomic_write_json(work / "student.json", {**_NOTHING_ANSWERED, "student_train_size": int(answered.sum()),
                                                   "note": "fewer than 2 public queries were answered: no student"})
         return
     metrics = train_head_student(student_cfg, query_features[torch.from_numpy(answered)], released[answered],
-                                 unlabeled_features, eval_features, eval_labels)
+                                 unlabeled_features, eval_features, eval_labels, strong_features)
     atomic_write_json(work / "student.json", metrics)

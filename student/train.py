@@ -19,6 +19,7 @@ from omegaconf import DictConfig
 from torch.utils.data import DataLoader
 
 from training.data import IndexedImages, check_images, check_labels, make_loader
+from student.consistency import ConsistencyModule, consistency_loaders
 from student.semi import SemiSupervision, confident_pseudo_labels
 from training.module import predict_logits
 from training.recipe import Recipe
@@ -35,11 +36,19 @@ def student_loader(student_cfg: DictConfig, trainer_cfg: DictConfig, images: np.
 
 
 def _fit(recipe: Recipe, student_cfg, trainer_cfg, images, labels, seed: int, log_dir: Path, progress: bool,
-         mask=None):
-    """A fresh student (seeded) fitted on ``images`` with ``labels`` (and the loss ``mask``); (module, trainer)."""
+         mask=None, consistency: tuple[SemiSupervision, np.ndarray] | None = None):
+    """A fresh student (seeded) fitted on ``images`` with ``labels`` (and the loss ``mask``) and, given
+    ``consistency`` = (settings, unlabeled images), FixMatch's unlabeled loss (student/consistency.py);
+    returns (module, trainer)."""
     loader = student_loader(student_cfg, trainer_cfg, images, labels, seed, mask)
     pl.seed_everything(seed, workers=True, verbose=False)
-    module = recipe.module()
+    if consistency is None:
+        module = recipe.module()
+    else:
+        semi, unlabeled = consistency
+        module = ConsistencyModule(recipe, semi, seed)
+        with expected_warnings_hidden():  # CombinedLoader flattens its dict with torch's deprecated LeafSpec
+            loader = consistency_loaders(loader, unlabeled, semi.unlabeled_ratio, seed, trainer_cfg.num_workers)
     with quiet_lightning():  # no accelerator banners or library tips in the run's output
         trainer = build_trainer(trainer_cfg, recipe.max_epochs, log_dir=log_dir, progress=progress)
         fit(trainer, module, loader)
@@ -58,12 +67,13 @@ def train_student(
     log_dir: Path,
     progress: bool = True,
 ) -> dict:
-    """Train the student on (``train_images``, ``train_labels``) and, with ``student.semi.method=pseudo_label``,
-    on ``unlabeled_images`` (student/semi.py); test it on (``eval_images``, ``eval_labels``).
+    """Train the student on (``train_images``, ``train_labels``) and, with ``student.semi``, on
+    ``unlabeled_images`` (student/semi.py); test it on (``eval_images``, ``eval_labels``).
 
     Pseudo-labelling with a CNN: a supervised student predicts the unlabeled images; a fresh student (same seed)
     is then fitted on the released labels and the confident pseudo-labels, the unconfident entries masked out of
-    the loss; ``rounds`` times.
+    the loss; ``rounds`` times. Consistency (FixMatch): one fit whose every step adds the unlabeled loss of
+    student/consistency.py.
 
     Returns ``student_accuracy`` (mean over labels of the per-label accuracy), ``student_f1`` (macro F1),
     ``student_per_attribute_accuracy`` (list, one per label), ``student_train_size`` and what was used of the
@@ -85,10 +95,13 @@ def train_student(
         )
     recipe, semi = Recipe.from_config(student_cfg, "student"), SemiSupervision.from_config(student_cfg)
     labels = np.asarray(train_labels).astype(np.uint8)
-    module, trainer = _fit(recipe, student_cfg, trainer_cfg, train_images, labels, seed, Path(log_dir), progress)
-    pseudo_fraction = 0.0
     if semi.uses_unlabeled and len(unlabeled_images):
         check_images(unlabeled_images)
+    consistency = (semi, unlabeled_images) if semi.method == "consistency" and len(unlabeled_images) else None
+    module, trainer = _fit(recipe, student_cfg, trainer_cfg, train_images, labels, seed, Path(log_dir), progress,
+                           consistency=consistency)
+    pseudo_fraction = module.confident_fraction if consistency else 0.0
+    if semi.method == "pseudo_label" and len(unlabeled_images):
         for round_ in range(semi.rounds):
             module.eval()
             probs = torch.sigmoid(predict_logits(module.net, torch.from_numpy(unlabeled_images), 512))

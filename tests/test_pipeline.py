@@ -259,15 +259,29 @@ def test_unanswered_queries_join_the_unlabeled_pool(tiny_cfg, tmp_path, monkeypa
     assert student["student_train_size"] == answered.sum() and student["student_unlabeled_size"] == len(expected)
 
 
+@pytest.mark.parametrize("method", ["pseudo_label", "consistency"])
 @pytest.mark.parametrize("make_name", ["tiny_cfg", "tiny_cnn_cfg"])
-def test_a_tiny_semi_supervised_run_is_deterministic(make_name, request, tmp_path):
+def test_a_tiny_semi_supervised_run_is_deterministic(make_name, method, request, tmp_path):
     make = request.getfixturevalue(make_name)
-    runs = [run(make("student.semi.method=pseudo_label", f"paths.cache_dir={tmp_path / name}"),
+    runs = [run(make(f"student.semi.method={method}", f"paths.cache_dir={tmp_path / name}"),
                 output_dir=tmp_path / name / "run") for name in ("a", "b")]
     drop = ("versions",)
     assert [{k: v for k, v in r.items() if k not in drop} for r in runs][0] == \
         {k: v for k, v in runs[1].items() if k not in drop}
-    assert runs[0]["student_accuracy"] is not None
+    assert runs[0]["student_accuracy"] is not None and runs[0]["method"].endswith(f"+{method}")
+    assert runs[0]["student_unlabeled_size"] > 0
+
+
+def test_strong_views_are_of_pool_images_only(tiny_cfg, tmp_path):
+    """The head student's consistency method reads strong views of the pool (queries and unlabeled images),
+    never of an evaluation image."""
+    cfg = tiny_cfg("student.semi.method=consistency", "seed=78")
+    metrics = run(cfg, output_dir=tmp_path)
+    cache = Path(cfg.paths.cache_dir)
+    queries = np.load(cache / "queries" / metrics["artifacts"]["queries"] / "queries.npz")
+    views = np.load(cache / "views" / metrics["artifacts"]["views"] / "rows.npy")
+    assert views.tolist() == sorted(queries["pool_indices"].tolist())
+    assert not np.isin(queries["eval_indices"], views).any()
 
 
 def test_a_cnn_run_prints_no_accelerator_banner_or_library_tip(tiny_cnn_cfg, tmp_path, capfd, caplog):

@@ -42,7 +42,7 @@ class MultiLabelModule(pl.LightningModule):
         if not callable(optimizer):
             raise ValueError(f"optimizer must be a factory taking the parameters (a `_partial_` node), "
                              f"got {optimizer!r}")
-        self.save_hyperparameters(ignore=["net", "optimizer"])
+        self.save_hyperparameters("num_labels", "augment")  # by name: a subclass's own arguments stay out
         self.net = net
         self.make_optimizer = optimizer
         self.metrics = nn.ModuleDict(

@@ -11,6 +11,7 @@ memory-mapped by :class:`FeatureTable`.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,28 +36,39 @@ def choose_fit_rows(public_rows: np.ndarray, num_fit_images: int, seed: int) -> 
     return np.sort(np.random.default_rng(seed).choice(public_rows, take, replace=False))
 
 
-def build_features(work: Path, extractor: Extractor, images: np.ndarray, fit_rows: np.ndarray,
-                   rows: np.ndarray, private_rows: np.ndarray, fit_seed: int, progress: bool = True) -> None:
-    """Fit ``extractor`` on ``images[fit_rows]`` (public), then write the features of ``images[rows]``.
-
-    ``private_rows`` are the training split's rows: a fit row among them is refused before anything runs.
-    Writes ``features.npy`` float16 [len(rows), D], ``rows.npy`` int64 (sorted) and ``extractor.json``.
-    """
+def fit_extractor(extractor: Extractor, images: np.ndarray, fit_rows: np.ndarray, private_rows: np.ndarray,
+                  fit_seed: int, progress: bool = True) -> None:
+    """Fit ``extractor`` on ``images[fit_rows]`` (public). ``private_rows`` are the training split's rows: a fit
+    row among them is refused before anything runs."""
     check_uint8_images(images)
-    fit_rows, rows = np.asarray(fit_rows, dtype=np.int64), np.unique(np.asarray(rows, dtype=np.int64))
+    fit_rows = np.asarray(fit_rows, dtype=np.int64)
     leaked = np.intersect1d(fit_rows, private_rows)
     if leaked.size:
         raise ValueError(f"the extractor's fit rows include {leaked.size} private training rows (e.g. "
                          f"{leaked[:5].tolist()}); it may only be fitted on public images")
     with tqdm(total=len(fit_rows), desc="features: fit on public images", unit="img", disable=not progress) as bar:
         extractor.fit(np.asarray(images[fit_rows]), seed=fit_seed, progress=bar.update)
+
+
+def write_features(work: Path, extractor: Extractor, images: np.ndarray, rows: np.ndarray, progress: bool = True,
+                   view: Callable[[torch.Tensor], torch.Tensor] | None = None, desc: str = "features: extract"
+                   ) -> int:
+    """Write the fitted ``extractor``'s features of ``images[rows]`` (of ``view(batch)``, a uint8 -> uint8 map,
+    when given) as ``features.npy`` float16 [len(rows), D] and ``rows.npy`` int64; ``rows`` must be sorted
+    and distinct. Batches are taken in row order, so a seeded ``view`` gives the same file every time. Returns
+    D."""
+    rows = np.asarray(rows, dtype=np.int64)
+    if not np.array_equal(rows, np.unique(rows)):
+        raise ValueError("rows must be sorted and distinct")
     dim = extractor.dim(images.shape[-1])
     tmp = work / (FEATURES_FILE + ".tmp")
     out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float16, shape=(len(rows), dim))
-    with tqdm(total=len(rows), desc="features: extract", unit="img", disable=not progress) as bar:
+    with tqdm(total=len(rows), desc=desc, unit="img", disable=not progress) as bar:
         for part in batches(len(rows), 1024):
-            chunk = np.asarray(images[rows[part]])
-            encoded = np.concatenate([extractor.transform(torch.from_numpy(chunk[s])).numpy()
+            chunk = torch.from_numpy(np.asarray(images[rows[part]]))
+            if view is not None:
+                chunk = view(chunk)
+            encoded = np.concatenate([extractor.transform(chunk[s]).numpy()
                                       for s in batches(len(chunk), extractor.batch_size)]).astype(np.float16)
             if not np.isfinite(encoded).all():  # checked per chunk: re-reading the whole file would cost a pass
                 raise RuntimeError(f"{type(extractor).__name__} produced non-finite features for image rows "
@@ -67,6 +79,15 @@ def build_features(work: Path, extractor: Extractor, images: np.ndarray, fit_row
     del out
     tmp.replace(work / FEATURES_FILE)
     np.save(work / ROWS_FILE, rows)
+    return dim
+
+
+def build_features(work: Path, extractor: Extractor, images: np.ndarray, fit_rows: np.ndarray,
+                   rows: np.ndarray, private_rows: np.ndarray, fit_seed: int, progress: bool = True) -> None:
+    """Fit ``extractor`` on ``images[fit_rows]`` (public, :func:`fit_extractor`), then write the features of
+    ``images[rows]`` (:func:`write_features`) and ``extractor.json``."""
+    fit_extractor(extractor, images, fit_rows, private_rows, fit_seed, progress)
+    dim = write_features(work, extractor, images, np.unique(np.asarray(rows, dtype=np.int64)), progress)
     atomic_write_json(work / "extractor.json", {**extractor.identity(), "dim": dim, "fit_rows": len(fit_rows)})
 
 
@@ -101,4 +122,4 @@ def read_features(art: Artifact) -> FeatureTable:
                         identity=json.loads(art.file("extractor.json").read_text()))
 
 
-__all__ = ["FeatureTable", "build_features", "choose_fit_rows", "read_features"]
+__all__ = ["FeatureTable", "build_features", "choose_fit_rows", "fit_extractor", "read_features", "write_features"]

@@ -11,7 +11,7 @@ import yaml
 from pate.report.collect import Run
 from pate.report.plots import PLOTS
 from pate.report.summary import (CALIBRATION_TOLERANCE, HEADLINE_FRACTION, NON_PRIVATE, TARGET, Cell, Headline,
-                                 Summary, calibration_error, calibration_miss, distinct)
+                                 Summary, calibration_error, calibration_miss, distinct, true_labels_reference)
 from pate.report.tables import format_epsilon, format_stat, format_value, jobs_table, reference_table, results_table
 
 RELATION_TEXT = {
@@ -84,10 +84,18 @@ def _headline(summary: Summary, lines: tuple[Headline, ...]) -> list[str]:
         return out + ["No true-labels reference in this sweep (reference runs were off), so the headline "
                       "(the ε at which the student reaches "
                       f"{HEADLINE_FRACTION:.0%} of the non-private student's accuracy) cannot be computed."]
-    reference = summary.references["true_labels"]["student_accuracy"]
-    out += [f"Smallest ε on the grid at which the student's mean accuracy reaches {HEADLINE_FRACTION:.0%} of the "
-            f"student trained on the true labels ({HEADLINE_FRACTION:g} × {reference.mean:.4f} = {threshold:.4f}); "
-            f"{_privacy(summary)}:", ""]
+    thresholds = {line.threshold for line in lines}
+    if len(thresholds) == 1:
+        reference = summary.references[true_labels_reference(summary, lines[0].method)]["student_accuracy"]
+        out += [f"Smallest ε on the grid at which the student's mean accuracy reaches {HEADLINE_FRACTION:.0%} of "
+                f"the student trained on the true labels ({HEADLINE_FRACTION:g} × {reference.mean:.4f} = "
+                f"{threshold:.4f}); {_privacy(summary)}:", ""]
+    else:
+        out += [f"Smallest ε on the grid at which the student's mean accuracy reaches {HEADLINE_FRACTION:.0%} of "
+                f"the same kind of student (supervised or semi-supervised) trained on the true labels; "
+                f"{_privacy(summary)}. Thresholds: "
+                + "; ".join(f"{line.method} {line.threshold:.4f}" for line in lines if line.threshold is not None)
+                + ".", ""]
     for line in lines:
         if not line.private:
             out.append(f"- **{line.method}**: non-private runs only, no ε.")

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from matplotlib.figure import Figure
 
 from pate.report.summary import ACHIEVED, HEADLINE_FRACTION, NON_PRIVATE, TARGET, Summary
-from pate.report.tables import METRIC_LABELS, REFERENCE_LABELS
+from pate.report.tables import METRIC_LABELS, reference_label
 
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")
 _REFERENCE_STYLE = {"true_labels": dict(color="black", linestyle="-"),
@@ -68,16 +68,21 @@ def plot_metric_vs_epsilon(summary: Summary, spec: PlotSpec) -> Figure:
         for cell in (c for c in cells if c.axis == NON_PRIVATE and c.stats[spec.metric] is not None):
             ax.axhline(cell.stats[spec.metric].mean, linestyle=":", color=style["color"],
                        label=f"{method} (non-private)")
-    for name in spec.references:
-        stat = summary.references.get(name, {}).get(spec.metric)
+    names = [name for base in spec.references for name in sorted(summary.references)
+             if name == base or name.startswith(base + "+")]  # with each semi-supervised student's own
+    for name in names:
+        stat = summary.references[name].get(spec.metric)
         if stat is None:
             continue
-        ref_style = _REFERENCE_STYLE.get(name, dict(color="tab:brown", linestyle="-."))
-        ax.axhline(stat.mean, linewidth=1.2, label=f"reference: {REFERENCE_LABELS.get(name, name)}", **ref_style)
+        base, _, semi = name.partition("+")
+        ref_style = dict(_REFERENCE_STYLE.get(base, dict(color="tab:brown", linestyle="-.")))
+        if semi:
+            ref_style["linestyle"] = (0, (1, 1)) if base == "true_labels" else (0, (3, 1, 1, 1))
+        ax.axhline(stat.mean, linewidth=1.2, label=f"reference: {reference_label(name)}", **ref_style)
         if stat.std:
             ax.axhspan(stat.mean - stat.std, stat.mean + stat.std, color=ref_style["color"], alpha=0.12, linewidth=0)
     true_accuracy = summary.references.get("true_labels", {}).get("student_accuracy")
-    if spec.threshold and true_accuracy is not None:
+    if spec.threshold and true_accuracy is not None:  # the supervised student's; semi-supervised ones in report.md
         ax.axhline(HEADLINE_FRACTION * true_accuracy.mean, color="black", linestyle=":", linewidth=1.0,
                    label=f"{HEADLINE_FRACTION:.0%} of the true-labels student")
     ax.set_xscale("log")

@@ -135,11 +135,22 @@ def _cell(method: str, axis: str, epsilon: float | None, runs: list[Run]) -> Cel
     return Cell(method, axis, epsilon, tuple(runs), stats)
 
 
+def reference_name(name: str, student_semi: str | None) -> str:
+    """The key of a reference line for a run whose student learns with ``student_semi``: a reference student is
+    the run's own student kind trained on other labels, so a semi-supervised student (``student.semi.method``)
+    has its own, ``<name>+<method>``; the majority class involves no student."""
+    if name == "majority_class" or student_semi in (None, "supervised"):
+        return name
+    return f"{name}+{student_semi}"
+
+
 def _references(runs: tuple[Run, ...]) -> tuple[dict[str, dict[str, Stat]], list[str]]:
-    """Reference lines: one value per seed (they are cached, so identical across the jobs of a seed)."""
+    """Reference lines: one value per seed (they are cached, so identical across the jobs of a seed that use
+    the same student), one line per student kind (:func:`reference_name`)."""
     per_seed: dict[str, dict[str, dict[int, list[float]]]] = {}
     for run in runs:
-        for name, values in sorted((run.metrics["reference"] or {}).items()):
+        for raw, values in sorted((run.metrics["reference"] or {}).items()):
+            name = reference_name(raw, run.metrics.get("student_semi"))
             for metric, value in values.items():
                 seeds = per_seed.setdefault(name, {}).setdefault(metric, {})
                 seeds.setdefault(run.metrics["seed"], []).append(value)
@@ -183,18 +194,26 @@ def summarize(sweep: Sweep) -> Summary:
     return Summary(sweep, cells, references, tuple(warnings))
 
 
+def true_labels_reference(summary: Summary, method: str) -> str:
+    """The name of the true-labels reference that ``method``'s student is measured against."""
+    semi = next((run.metrics.get("student_semi") for cell in summary.cells if cell.method == method
+                 for run in cell.runs), None)
+    return reference_name("true_labels", semi)
+
+
 def headline(summary: Summary, fraction: float = HEADLINE_FRACTION) -> tuple[Headline, ...]:
     """For each method, the smallest grid epsilon whose mean student accuracy >= fraction x the mean
-    student accuracy of the true-labels reference (the non-private student).
+    student accuracy of the true-labels reference (the non-private student of the method's own student kind,
+    :func:`reference_name`).
 
     "Smallest epsilon at which it is reached", literally: a later dip below the threshold does not undo it.
     """
     if not 0.0 < fraction <= 1.0:
         raise ValueError(f"fraction={fraction!r}: expected a number in (0, 1]")
-    reference = summary.references.get("true_labels", {}).get("student_accuracy")
-    threshold = None if reference is None else fraction * reference.mean
     lines = []
     for method in summary.methods:
+        reference = summary.references.get(true_labels_reference(summary, method), {}).get("student_accuracy")
+        threshold = None if reference is None else fraction * reference.mean
         # cells where some run answered no query have no student there: they can be "best", but reach the
         # threshold only when every run of the cell has a student
         scored = sorted((c for c in summary.cells if c.method == method and c.axis != NON_PRIVATE

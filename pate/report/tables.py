@@ -26,6 +26,15 @@ REFERENCE_LABELS = {
     "majority_vote": "teacher majority vote (non-private)",
     "majority_class": "majority class (each attribute's majority value on the evaluation split)",
 }
+
+
+def reference_label(name: str) -> str:
+    """A reference line's label; ``<name>+<method>`` is the reference for the students of that semi-supervised
+    method (pate.report.summary.reference_name)."""
+    base, _, semi = name.partition("+")
+    return REFERENCE_LABELS.get(base, base) + (f", {semi} student" if semi else "")
+
+
 # Column order of results.csv: the schema's order, with derived calibration columns after epsilon;
 # nested objects (noise, reference, versions, artifacts) become dotted columns, sorted within each.
 _CSV_LEADING = ("job", "status")
@@ -152,7 +161,7 @@ def reference_table(summary: Summary) -> str:
     for name in sorted(summary.references):
         stats = summary.references[name]
         seeds = max(stat.n for stat in stats.values())
-        rows.append([REFERENCE_LABELS.get(name, name), str(seeds)]
+        rows.append([reference_label(name), str(seeds)]
                     + [format_stat(stats.get(m)) for m in REFERENCE_METRICS])
     return _markdown(header, rows)
 

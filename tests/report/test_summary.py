@@ -148,3 +148,36 @@ def test_headline_of_a_method_that_never_answered(sweep_dir, job_factory):
     lines = {line.method: line for line in headline(summarize(collect_sweep(sweep_dir)))}
     assert lines["stable_topk_gumbel"].private
     assert lines["stable_topk_gumbel"].reached is None and lines["stable_topk_gumbel"].best is None
+
+
+def test_each_student_kind_has_its_own_reference(tmp_path, job_factory):
+    """A sweep over supervised and pseudo-labelling students: the reference students differ by kind, which is
+    no inconsistency; each method's headline threshold is its own kind's true-labels student."""
+    from pate.report import write_report
+
+    make_metrics, write_job = job_factory
+    sweep = tmp_path / "s"
+    sweep.mkdir()
+    (sweep / "multirun.yaml").write_text("hydra: {overrides: {task: []}}\n")
+    job = 0
+    for semi, true_acc in (("supervised", 0.88), ("pseudo_label", 0.90)):
+        for seed in (0, 1):
+            metrics = make_metrics("gaussian_pate", 4.0, seed, accuracy=0.86)
+            metrics["method"] = "gaussian_pate" + ("" if semi == "supervised" else f"+{semi}")
+            metrics["student_semi"] = semi
+            metrics["reference"]["true_labels"]["student_accuracy"] = true_acc
+            write_job(sweep, str(job), [f"seed={seed}"], metrics)
+            job += 1
+    summary = summarize(collect_sweep(sweep))
+    assert summary.warnings == ()
+    assert summary.references["true_labels"]["student_accuracy"].mean == pytest.approx(0.88)
+    assert summary.references["true_labels+pseudo_label"]["student_accuracy"].mean == pytest.approx(0.90)
+    assert "majority_class+pseudo_label" not in summary.references
+    lines = {h.method: h for h in headline(summary)}
+    assert lines["gaussian_pate"].threshold == pytest.approx(0.97 * 0.88)
+    assert lines["gaussian_pate+pseudo_label"].threshold == pytest.approx(0.97 * 0.90)
+    assert lines["gaussian_pate"].reached is not None and lines["gaussian_pate+pseudo_label"].reached is None
+    write_report(sweep, tmp_path / "out")
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "gaussian_pate+pseudo_label 0.8730" in report
+    assert "student on the true labels (non-private), pseudo_label student" in report
