@@ -33,6 +33,7 @@ __all__ = [
     "count_l2_sensitivity",
     "gap_sensitivity",
     "count_selection_range",
+    "stability_distance_sensitivity",
     "clipped_vote_l2_sensitivity",
     "clipped_vote_l1_sensitivity",
 ]
@@ -108,6 +109,19 @@ def gap_sensitivity(neighbors: str) -> float:
     proof of Proposition 7, for add_remove.
     """
     return {"replace": 2.0, "add_remove": 1.0}[check_relation(neighbors)]
+
+
+def stability_distance_sensitivity(neighbors: str) -> float:
+    """Sensitivity of a distance to instability d = floor((g - 1) / s), g a gap of the sorted counts and
+    s = ``gap_sensitivity(neighbors)``: 1 under both relations (Carvalho et al. 2020, Lemma 3.2, for add_remove).
+
+    Proof sketch. Between neighbours the gap moves to g' in [g - s, g + s] (``gap_sensitivity``), so
+    (g' - 1) / s lies within 1 of (g - 1) / s, and the floors of two reals at distance <= 1 differ by at most 1.
+    The bound is attained: g = s + 1 (d = 1) and g' = 1 (d' = 0). The top-k-stable mechanism's SVT queries are
+    such distances, so their Laplace noise is scaled for this sensitivity.
+    """
+    check_relation(neighbors)
+    return 1.0
 
 
 def count_selection_range(neighbors: str) -> float:

@@ -66,9 +66,31 @@ def test_em_cdp_pick_epsilon_closed_form():
     # By hand: L = ln(1e6) = 13.815511; sqrt(14.815511) - sqrt(13.815511) = 3.849092 - 3.716922 = 0.132170;
     # rho = 0.0174689; eps_pick = sqrt(8 rho / 10) = 0.118216.
     assert em_cdp_pick_epsilon(1.0, 1e-6, 10) == pytest.approx(0.118216, rel=1e-5)
-    for epsilon, delta, picks in [(0.15, 1e-6, 1500), (1.0, 1e-5, 3), (4.0, 1e-8, 150)]:
+    for epsilon, delta, picks in [(0.15, 1e-6, 1500), (1.0, 1e-5, 30), (4.0, 1e-8, 150)]:  # zCDP wins here
         pick = em_cdp_pick_epsilon(epsilon, delta, picks)
         assert zcdp_epsilon(picks * pick**2 / 8, delta) == pytest.approx(epsilon, rel=1e-12)
+
+
+def _dp_topk_em_epsilon_cdp(epsilon, delta, k):
+    """dp_topk's formula (google-research/dp_topk, ``em_epsilon_cdp``), restated for the cross-check."""
+    log_delta = math.log(1 / delta)
+    return max(epsilon / k, math.sqrt((8 * log_delta + 8 * epsilon) / k) - math.sqrt(8 * log_delta / k))
+
+
+@pytest.mark.parametrize("epsilon, delta, picks", [(1.0, 1e-6, 1), (1.0, 1e-6, 10), (8.0, 1e-6, 2), (50.0, 1e-6, 3),
+                                                   (0.15, 1e-6, 1500), (4.0, 1e-8, 150), (30.0, 1e-3, 5)])
+def test_em_cdp_pick_epsilon_is_dp_topks_formula(epsilon, delta, picks):
+    assert em_cdp_pick_epsilon(epsilon, delta, picks) == pytest.approx(
+        _dp_topk_em_epsilon_cdp(epsilon, delta, picks), rel=1e-12)
+
+
+def test_one_pick_spends_the_whole_budget():
+    """At one pick basic composition beats zCDP: the pick gets all of epsilon (0.368 by zCDP alone), and
+    ``spent`` charges exactly epsilon for it."""
+    assert em_cdp_pick_epsilon(1, 1e-6, 1) == 1
+    mechanism = EMPeeling.for_budget(k=1, epsilon=1.0, delta=1e-6, queries=1)
+    assert mechanism.pick_epsilon == 1 and mechanism.spent(1, 1e-6) == pytest.approx(1.0, rel=1e-12)
+    assert mechanism.spent(1, 1e-6) <= 1.0
 
 
 def test_em_cdp_budgets():

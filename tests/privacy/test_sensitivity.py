@@ -14,6 +14,7 @@ from pate.privacy.sensitivity import (
     count_l2_sensitivity,
     count_selection_range,
     gap_sensitivity,
+    stability_distance_sensitivity,
 )
 
 
@@ -49,6 +50,30 @@ def test_count_l2_sensitivity_matches_brute_force(neighbors):
 @pytest.mark.parametrize(("neighbors", "expected"), [("replace", 2.0), ("add_remove", 1.0)])
 def test_gap_sensitivity_values(neighbors, expected):
     assert gap_sensitivity(neighbors) == expected
+
+
+def _worst_move(neighbors, statistic):
+    """The largest move of ``statistic(sorted counts)`` over every histogram in {0..3}^3 and every
+    single-teacher change under the relation."""
+    changes = _differences(_votes(3), neighbors)
+    if neighbors == "add_remove":
+        changes = changes + [-d for d in changes]
+    worst = 0.0
+    for hist in itertools.product(range(4), repeat=3):
+        h = np.array(hist, dtype=float)
+        for change in changes:
+            moved = h + change
+            if moved.min() >= 0:
+                worst = max(worst, np.abs(statistic(np.sort(moved)[::-1]) - statistic(np.sort(h)[::-1])).max())
+    return worst
+
+
+@pytest.mark.parametrize("neighbors", RELATIONS)
+def test_stability_distance_sensitivity_matches_brute_force(neighbors):
+    """d = floor((gap - 1) / s) with s the relation's gap sensitivity moves by at most 1, and 1 is attained."""
+    s = gap_sensitivity(neighbors)
+    worst = _worst_move(neighbors, lambda top: np.floor((-np.diff(top) - 1) / s))
+    assert worst == stability_distance_sensitivity(neighbors) == 1.0
 
 
 @pytest.mark.parametrize("neighbors", RELATIONS)

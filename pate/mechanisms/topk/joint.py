@@ -65,6 +65,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pate.mechanisms.noise import sample_noise
 from pate.mechanisms.topk.base import PureEpsilonCost, TopKResult, check_histograms, check_k, sorted_order
 from pate.privacy import checks
 from pate.privacy.curves import exponential_mechanism_rdp
@@ -200,7 +201,7 @@ def _sample_chunk(counts: np.ndarray, k: int, eta: float, rng: np.random.Generat
     valid = (bad - (before <= 0) == 0) & (size > 0)
     log_count = _log_positive(size) + log_sum - log_before
     score = np.where(valid, log_count - eta * np.take_along_axis(cost.reshape(rows, -1), entry, axis=1), -np.inf)
-    score += rng.gumbel(size=score.shape)
+    score += sample_noise("gumbel", 1.0, score.shape, rng)  # Gumbel-max: a draw from softmax(score)
     pick = score.argmax(axis=1)
 
     # The binding entry t = (i, b) and every row's prefix n_{i'}(t) = C_{beta - 1}, beta = its blocks before t.

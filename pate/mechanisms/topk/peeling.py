@@ -74,12 +74,18 @@ def em_cdp_pick_epsilon(epsilon: float, delta: float, picks: int) -> float:
 
     Each eps_0-bounded-range pick is eps_0^2 / 8-zCDP (Cesar & Rogers 2021, Lemma 17); ``picks`` of them
     compose to rho = picks eps_0^2 / 8 (Bun & Steinke 2016, Lemma 2.3), and rho-zCDP is
-    (rho + 2 sqrt(rho log(1/delta)), delta)-DP. So eps_0 = sqrt(8 rho / picks) with
-    rho = ``zcdp_rho_for(epsilon, delta)`` = (sqrt(epsilon + log(1/delta)) - sqrt(log(1/delta)))^2.
-    ``picks`` counts every pick of every query (k per query times the number of queries).
+    (rho + 2 sqrt(rho log(1/delta)), delta)-DP: eps_0 = sqrt(8 rho / picks) with
+    rho = ``zcdp_rho_for(epsilon, delta)`` = (sqrt(epsilon + log(1/delta)) - sqrt(log(1/delta)))^2. Each pick
+    is also eps_0-DP, and basic composition (Dwork & Roth 2014, Theorem 3.16) allows eps_0 = epsilon / picks;
+    the larger of the two is within budget (Gillenwater et al. 2022, dp_topk's ``em_epsilon_cdp``):
+
+        eps_0 = max(epsilon / picks, sqrt(8 rho / picks)).
+
+    Basic composition wins for few picks (at picks = 1, eps_0 = epsilon). ``picks`` counts every pick of every
+    query (k per query times the number of queries). ``spent`` charges the smaller of the two bounds.
     """
     picks = checks.positive_int("picks", picks)
-    return math.sqrt(8.0 * zcdp_rho_for(epsilon, delta) / picks)
+    return max(checks.positive("epsilon", epsilon) / picks, math.sqrt(8.0 * zcdp_rho_for(epsilon, delta) / picks))
 
 
 class _Peeling(PureEpsilonCost):

@@ -61,14 +61,15 @@ from pate.mechanisms.topk.base import (
 from pate.mechanisms.topk.peeling import gumbel_peel
 from pate.privacy import checks
 from pate.privacy.composition import advanced_composition, replace_from_add_remove, solve_per_query
-from pate.privacy.sensitivity import NeighboringRelation, check_relation, count_selection_range, gap_sensitivity
+from pate.privacy.sensitivity import (
+    NeighboringRelation, check_relation, count_selection_range, gap_sensitivity, stability_distance_sensitivity,
+)
 
 __all__ = ["TopStable", "delta_max", "query_delta"]
 
 ANALYSED_RELATION = "add_remove"  # the relation of Carvalho et al.'s proofs; replace goes through group privacy
-# A distance to instability changes by at most 1 between neighbours (one user more or less): the
-# sensitivity of the SVT queries, whatever the gap sensitivity it was derived from.
-DISTANCE_SENSITIVITY = 1.0
+# The sensitivity of the SVT queries (distances to instability), derived in pate/privacy/sensitivity.py.
+DISTANCE_SENSITIVITY = stability_distance_sensitivity(ANALYSED_RELATION)
 
 
 def delta_max(delta_q: float, c: float) -> float:
