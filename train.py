@@ -18,16 +18,21 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from pipeline import run
+from pipeline.cli import command_line_errors
+from pipeline.help import groups_help
 
 # A suffix for this process's run directory (conf/hydra/default.yaml): two runs started in the same second get
 # different directories, and one run resolves the same suffix every time it is asked.
 RUN_ID = f"{os.getpid()}-{secrets.token_hex(2)}"
 OmegaConf.register_new_resolver("run_id", lambda: RUN_ID, replace=True)
+# --help lists the groups train.py composes (conf/hydra/default.yaml), not every directory of conf/.
+OmegaConf.register_new_resolver("train_groups", groups_help, replace=True)
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="train")
 def main(cfg: DictConfig) -> float | None:
-    metrics = run(cfg)
+    with command_line_errors(cfg):  # a config or data mistake: one line, exit 2; Ctrl-C: how to resume, exit 130
+        metrics = run(cfg)
     return metrics.get("student_accuracy")  # the objective for Hydra sweepers that optimise
 
 

@@ -36,6 +36,22 @@ def atomic_write_json(path: str | os.PathLike, obj: Any, default: Callable[[Any]
     atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=default) + "\n")
 
 
+def decode_text(path: str | os.PathLike, raw: bytes, what: str) -> str:
+    """``raw`` (the bytes of ``path``) as UTF-8 text; a file that is not text raises ``ValueError`` naming the
+    file, the line and the byte, and ``what`` the file was expected to be."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = raw.count(b"\n", 0, err.start) + 1
+        raise ValueError(f"{path}, line {line}: byte {raw[err.start]:#04x} at offset {err.start} is not UTF-8 text; "
+                         f"expected {what}") from None
+
+
+def read_text(path: str | os.PathLike, what: str) -> str:
+    """The UTF-8 text of ``path`` (:func:`decode_text`)."""
+    return decode_text(path, Path(path).read_bytes(), what)
+
+
 def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as fh:

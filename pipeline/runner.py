@@ -13,7 +13,6 @@ from typing import Any
 import hydra
 import torch
 from hydra.core.hydra_config import HydraConfig
-from hydra.errors import InstantiationException
 from omegaconf import DictConfig, OmegaConf
 
 from pate.artifacts import ArtifactStore, Stage, atomic_write_json, code_version
@@ -23,6 +22,7 @@ from pate.stages import (
     check_partition_config, data_identity, label_metrics, load_data, majority_class_accuracy, queries_within_budget,
     read_aggregate, read_queries, read_teacher_parts, read_votes, replay_privacy,
 )
+from pipeline.checks import UserError, building, check_config
 from pipeline.stages import (
     REFERENCES, Dataset, aggregate_stage, features_stage, partition_stage, plain, queries_stage, reference_stage,
     student_stage, teachers_stage, views_stage, votes_stage,
@@ -31,6 +31,7 @@ from teachers.ensemble import train_teachers
 from student.semi import SemiSupervision
 from teachers.heads import check_heads_config
 from training.recipe import Recipe
+from training.trainer import check_trainer_config
 
 log = logging.getLogger("train")
 
@@ -39,12 +40,10 @@ log = logging.getLogger("train")
 NOT_COVERED_BY_EPSILON = ("teacher_accuracy",)
 
 
-def instantiate(node: DictConfig, what: str):
-    """``hydra.utils.instantiate`` with the config group named in the error."""
-    try:
+def instantiate(node: DictConfig, group: str):
+    """``hydra.utils.instantiate``; an error is a one-line :class:`UserError` under the key ``group``."""
+    with building(group, node):
         return hydra.utils.instantiate(node)
-    except InstantiationException as err:
-        raise ValueError(f"cannot build the {what} from {plain(node)}: {err}") from err
 
 
 def method_name(cfg: DictConfig) -> str:
@@ -61,7 +60,7 @@ def method_name(cfg: DictConfig) -> str:
 def prepare_aggregator(cfg: DictConfig):
     """Instantiate the aggregator; calibrate its noise when ``privacy.target_epsilon`` is set; count the
     queries the budget allows. Returns (aggregator, noise multiplier or None, queries asked)."""
-    aggregator = instantiate(cfg.aggregator, "aggregator (conf/aggregator)")
+    aggregator = instantiate(cfg.aggregator, "aggregator")
     num_queries, delta = int(cfg.data.num_queries), float(cfg.privacy.delta)
     multiplier = None
     if cfg.privacy.target_epsilon is not None:
@@ -98,32 +97,37 @@ class Graph:
 
 
 def prepare(cfg: DictConfig) -> tuple[Graph, Dataset, Any, float | None, int]:
-    """Everything that can fail without training fails here: the aggregator and its calibration, the models,
-    the extractor, the data root, the split sizes. Returns (graph, dataset, aggregator, multiplier, asked)."""
-    for key, low in (("seed", 0), ("partition.seed", 0), ("data.query_seed", 0), ("data.num_queries", 1),
-                     ("partition.num_teachers", 1)):
-        value = OmegaConf.select(cfg, key)
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise ValueError(f"{key}={value!r}; expected an integer >= {low}")
-    aggregator, multiplier, asked = prepare_aggregator(cfg)
+    """Everything that can fail without training fails here, as a one-line :class:`UserError` naming the key or
+    the file: the plain keys (``check_config``), the aggregator and its calibration, the models, the trainer,
+    the extractor, the data and the split sizes. Returns (graph, dataset, aggregator, multiplier, asked)."""
+    check_config(cfg)
+    with building("privacy"):
+        aggregator, multiplier, asked = prepare_aggregator(cfg)
     if cfg.teacher.kind == "heads":
-        check_heads_config(cfg.teacher)
+        with building("teacher", cfg.teacher):
+            check_heads_config(cfg.teacher)
         if cfg.get("teacher_shard"):
-            raise ValueError(f"teacher_shard is for CNN teachers (got teacher_shard={cfg.teacher_shard!r}); "
-                             "teacher=heads fits all teachers in one process (seconds per hundred teachers): run "
-                             "without it")
-    else:
-        Recipe.from_config(cfg.teacher, "teacher")  # model, optimizer, epochs, batch size
-    if cfg.student.kind != "head":
-        Recipe.from_config(cfg.student, "student")
-    semi = SemiSupervision.from_config(cfg.student)
-    extractor = instantiate(cfg.features.extractor, "feature extractor (conf/features)") if uses_features(cfg) \
-        else None
-    if cfg.data.get("synthetic") is None:
-        check_celeba_root(cfg.data.root)
-    arrays = load_data(cfg.data, Path(cfg.paths.cache_dir) / "tensors", progress=bool(cfg.progress))
-    check_partition_config(arrays, int(cfg.partition.num_teachers), int(cfg.data.num_queries),
-                           float(cfg.data.pool_fraction))
+            raise UserError(f"teacher_shard is for CNN teachers (got teacher_shard={cfg.teacher_shard!r}); "
+                            "teacher=heads fits all teachers in one process (seconds per hundred teachers): run "
+                            "without it")
+    networks = [group for group in ("teacher", "student") if cfg[group].kind not in ("head", "heads")]
+    for group in networks:
+        with building(group, cfg[group]):
+            recipe = Recipe.from_config(cfg[group], group)
+        with building(f"{group}.model", cfg[group].model):
+            recipe.make_net()  # a bad depth or width fails here, not after the data is decoded
+    if networks:
+        with building(None):
+            check_trainer_config(cfg.trainer)
+    with building("student.semi"):
+        semi = SemiSupervision.from_config(cfg.student)
+    extractor = instantiate(cfg.features.extractor, "features.extractor") if uses_features(cfg) else None
+    with building(None):  # the data code names the file or the key itself
+        if cfg.data.get("synthetic") is None:
+            check_celeba_root(cfg.data.root)
+        arrays = load_data(cfg.data, Path(cfg.paths.cache_dir) / "tensors", progress=bool(cfg.progress))
+        check_partition_config(arrays, int(cfg.partition.num_teachers), int(cfg.data.num_queries),
+                               float(cfg.data.pool_fraction))
     data = Dataset(arrays, data_identity(plain(cfg.data), arrays))
     partition, queries = partition_stage(cfg, data), queries_stage(cfg, data)
     features = features_stage(cfg, data, extractor) if extractor is not None else None

@@ -36,7 +36,7 @@ def student_loader(student_cfg: DictConfig, trainer_cfg: DictConfig, images: np.
 
 
 def _fit(recipe: Recipe, student_cfg, trainer_cfg, images, labels, seed: int, log_dir: Path, progress: bool,
-         mask=None, consistency: tuple[SemiSupervision, np.ndarray] | None = None):
+         mask=None, consistency: tuple[SemiSupervision, np.ndarray] | None = None, desc: str = "student"):
     """A fresh student (seeded) fitted on ``images`` with ``labels`` (and the loss ``mask``) and, given
     ``consistency`` = (settings, unlabeled images), FixMatch's unlabeled loss (student/consistency.py);
     returns (module, trainer)."""
@@ -49,8 +49,8 @@ def _fit(recipe: Recipe, student_cfg, trainer_cfg, images, labels, seed: int, lo
         module = ConsistencyModule(recipe, semi, seed)
         with expected_warnings_hidden():  # CombinedLoader flattens its dict with torch's deprecated LeafSpec
             loader = consistency_loaders(loader, unlabeled, semi.unlabeled_ratio, seed, trainer_cfg.num_workers)
-    with quiet_lightning():  # no accelerator banners or library tips in the run's output
-        trainer = build_trainer(trainer_cfg, recipe.max_epochs, log_dir=log_dir, progress=progress)
+    with quiet_lightning(not trainer_cfg.get("verbose", False)):  # no accelerator banners or library tips
+        trainer = build_trainer(trainer_cfg, recipe.max_epochs, log_dir=log_dir, progress=progress, desc=desc)
         fit(trainer, module, loader)
     return module, trainer
 
@@ -110,7 +110,8 @@ def train_student(
             targets = np.concatenate([labels, hard.numpy().astype(np.uint8)])
             mask = np.concatenate([np.ones_like(labels), confident.numpy().astype(np.uint8)])
             module, trainer = _fit(recipe, student_cfg, trainer_cfg, images, targets, seed,
-                                   Path(log_dir) / f"pseudo_{round_}", progress, mask=mask)
+                                   Path(log_dir) / f"pseudo_{round_}", progress, mask=mask,
+                                   desc=f"student (pseudo-label round {round_ + 1})")
             pseudo_fraction = float(confident.double().mean())
     eval_loader = make_loader(
         IndexedImages(eval_images, np.arange(eval_images.shape[0]), eval_labels),
@@ -119,7 +120,7 @@ def train_student(
         seed=seed,
         num_workers=trainer_cfg.num_workers,
     )
-    with expected_warnings_hidden(), quiet_lightning():
+    with expected_warnings_hidden(), quiet_lightning(not trainer_cfg.get("verbose", False)):
         scores = trainer.test(module, eval_loader, verbose=False)[0]
     return {
         "student_accuracy": float(scores["test/acc"]),

@@ -3,6 +3,7 @@ place, a damaged teacher, two runs started together, and the ledger's replay und
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -78,9 +79,15 @@ def _flip_private_labels(root: Path, rows: int) -> None:
 
 
 def test_labels_edited_in_place_retrain_the_teachers(tmp_path, monkeypatch):
-    cfg = compose_config(["debug=tiny"], tmp_path)
+    """Real CelebA files edited in place (the synthetic set would repair itself: it is regenerated when its
+    files change), here a copy of the tiny synthetic set read as CelebA."""
+    synthetic = compose_config(["debug=tiny"], tmp_path)
+    run(synthetic, output_dir=tmp_path / "generate")
+    celeba = tmp_path / "celeba"
+    shutil.copytree(synthetic.data.root, celeba, ignore=shutil.ignore_patterns(".*"))
+    cfg = compose_config(["debug=tiny", "data=celeba", f"data.root={celeba}"], tmp_path)
     first = run(cfg, output_dir=tmp_path / "a")
-    _flip_private_labels(Path(cfg.data.root), rows=50)
+    _flip_private_labels(celeba, rows=50)
     fits = _spy(monkeypatch, pipeline.stages, "build_head_teachers")
     second = run(cfg, output_dir=tmp_path / "b")
     assert len(fits) == 1, "the teachers were served from the cache after their labels changed"

@@ -11,22 +11,43 @@ from pathlib import Path
 import pytorch_lightning as pl
 import torch
 from omegaconf import DictConfig
+from pytorch_lightning.utilities.exceptions import MisconfigurationException
 from pytorch_lightning.loggers import CSVLogger, TensorBoardLogger
+from tqdm.auto import tqdm
 
 _LOGGERS = ("csv", "tensorboard")
 
 
+class EpochBar(pl.Callback):
+    """One progress bar over a fit's epochs (Lightning's own bar redraws per epoch and per step)."""
+
+    def __init__(self, desc: str):
+        self.desc, self.bar = desc, None
+
+    def on_train_start(self, trainer, pl_module) -> None:
+        self.bar = tqdm(total=trainer.max_epochs, desc=self.desc, unit="epoch")
+
+    def on_train_epoch_end(self, trainer, pl_module) -> None:
+        self.bar.update(1)
+
+    def on_train_end(self, trainer, pl_module) -> None:
+        self.bar.close()
+
+
 def build_trainer(
-    trainer_cfg: DictConfig, max_epochs: int, log_dir: Path | None = None, progress: bool = False
+    trainer_cfg: DictConfig, max_epochs: int, log_dir: Path | None = None, progress: bool = False,
+    desc: str = "training",
 ) -> pl.Trainer:
     """A Lightning Trainer from a conf/trainer node: no checkpoints (stages save their own outputs), no model
-    summary, Lightning's progress bar only when ``progress``, and a CSV (or TensorBoard) logger writing to
-    ``log_dir`` (no logger when ``log_dir`` is None)."""
+    summary, a CSV (or TensorBoard) logger writing to ``log_dir`` (no logger when ``log_dir`` is None) and,
+    when ``progress``, one bar over the epochs named ``desc`` -- or Lightning's own bars with
+    ``trainer.verbose`` (train.py ``verbose=true``)."""
     if not isinstance(max_epochs, int) or max_epochs < 1:
         raise ValueError(f"max_epochs must be a positive integer, got {max_epochs!r}")
     kind = trainer_cfg.get("logger", "csv")
     if kind not in _LOGGERS:
         raise ValueError(f"trainer.logger must be one of {_LOGGERS}, got {kind!r}")
+    verbose = bool(trainer_cfg.get("verbose", False))
     logger = False
     if log_dir is not None:
         if kind == "tensorboard":
@@ -49,10 +70,22 @@ def build_trainer(
         default_root_dir=None if log_dir is None else str(log_dir),
         enable_checkpointing=False,
         enable_model_summary=False,
-        enable_progress_bar=progress,
+        enable_progress_bar=progress and verbose,
+        callbacks=[EpochBar(desc)] if progress and not verbose else None,
         # train/loss is logged per epoch; this only silences the warning about short epochs.
         log_every_n_steps=1,
     )
+
+
+def check_trainer_config(trainer_cfg: DictConfig) -> None:
+    """Build (and drop) a Trainer from ``trainer_cfg``, so that a bad accelerator, device count or precision is
+    a ValueError naming them before any data is read, not a Lightning traceback after the teachers' data."""
+    try:
+        with quiet_lightning(), expected_warnings_hidden():
+            build_trainer(trainer_cfg, 1)
+    except (MisconfigurationException, ValueError, TypeError) as err:
+        raise ValueError(f"trainer.accelerator={trainer_cfg.accelerator!r}, trainer.devices={trainer_cfg.devices!r}, "
+                         f"trainer.precision={trainer_cfg.precision!r}: {' '.join(str(err).split())}") from err
 
 
 @contextmanager
@@ -73,8 +106,12 @@ def fit(trainer: pl.Trainer, module: pl.LightningModule, loader) -> None:
 
 
 @contextmanager
-def quiet_lightning() -> Iterator[None]:
-    """Hide Lightning's per-Trainer info lines ("GPU available: ...") while many teachers train under one bar."""
+def quiet_lightning(enabled: bool = True) -> Iterator[None]:
+    """Hide Lightning's per-Trainer info lines ("GPU available: ...", library tips) unless ``enabled`` is False
+    (``trainer.verbose``)."""
+    if not enabled:
+        yield
+        return
     loggers = [logging.getLogger(name) for name in ("pytorch_lightning", "lightning.pytorch", "lightning_fabric")]
     levels = [lg.level for lg in loggers]
     for lg in loggers:

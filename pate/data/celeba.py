@@ -28,7 +28,7 @@ import numpy as np
 from PIL import Image
 from tqdm import tqdm
 
-from pate.io import atomic_write_json, exclusive_lock
+from pate.io import atomic_write_json, decode_text, exclusive_lock, read_text
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +104,7 @@ def read_attributes(root: str | os.PathLike) -> tuple[list[str], np.ndarray]:
         r = int(np.flatnonzero(fields != width)[0])
         raise ValueError(f"{path}, line {r + 3}: expected a file name and {width - 1} values, found {fields[r]} fields")
     starts, ends = starts.reshape(rows, width), ends.reshape(rows, width)
+    decode_text(path, raw, "CelebA's attribute file (text)")  # a binary file: named, with its line
     filenames = [body[a:b].decode() for a, b in zip(starts[:, 0].tolist(), ends[:, 0].tolist())]
     # Each value token is "1", "+1" or "-1": check its length and characters without making 8 M strings.
     chars = np.frombuffer(body + b" ", dtype=np.uint8)
@@ -140,7 +141,7 @@ def read_splits(root: str | os.PathLike, filenames: Sequence[str]) -> np.ndarray
     path = check_celeba_root(root) / PARTITION_FILE
     codes: dict[str, int] = {}
     valid = {str(v) for v in SPLITS.values()}
-    for i, line in enumerate(path.read_text().splitlines()):
+    for i, line in enumerate(read_text(path, "CelebA's partition file ('<file name> <code>' per line)").splitlines()):
         fields = line.split()
         if not fields:
             continue
@@ -203,15 +204,20 @@ def decode_image(path: str | os.PathLike, image_size: int) -> np.ndarray:
     (Lanczos) resize to ``image_size``. For JPEGs the decoder is first asked for a DCT-downscaled draft no
     smaller than ``image_size`` on the short side, which is both faster and itself an antialiasing step.
     """
-    with Image.open(path) as img:
-        img.draft("RGB", (image_size, image_size))
-        img = img.convert("RGB")
-        w, h = img.size
-        side = min(w, h)
-        left, top = (w - side) // 2, (h - side) // 2
-        # crop, then resize: resize(box=...) would let the filter reach outside the square
-        img = img.crop((left, top, left + side, top + side)).resize((image_size, image_size), Image.Resampling.LANCZOS)
-        return np.asarray(img, dtype=np.uint8).transpose(2, 0, 1)
+    try:
+        with Image.open(path) as img:
+            img.draft("RGB", (image_size, image_size))
+            img = img.convert("RGB")
+            w, h = img.size
+            side = min(w, h)
+            left, top = (w - side) // 2, (h - side) // 2
+            # crop, then resize: resize(box=...) would let the filter reach outside the square
+            img = img.crop((left, top, left + side, top + side)).resize((image_size, image_size),
+                                                                        Image.Resampling.LANCZOS)
+            return np.asarray(img, dtype=np.uint8).transpose(2, 0, 1)
+    except (OSError, ValueError, Image.DecompressionBombError) as err:  # truncated, corrupt, not an image
+        raise ValueError(f"{path}: cannot decode this image ({' '.join(str(err).split())}); replace it with the "
+                         f"file from the CelebA download") from None
 
 
 def _decode_chunk(args: tuple[list[str], int]) -> np.ndarray:
@@ -313,6 +319,11 @@ def _cache_problem(data_file: Path, sidecar: Path, identity: dict, shape: tuple[
 def _build_cache(data_file: Path, sidecar: Path, identity: dict, paths: list[Path], shape: tuple[int, ...],
                  num_workers: int, progress: bool) -> None:
     sidecar.unlink(missing_ok=True)  # from here on, a crash leaves a cache that is detected as damaged
+    # A killed decode leaves its full-size temporary file (GBs for real CelebA). The caller holds the cache's
+    # lock, so no other process is writing one now: every temporary file here is such a leftover.
+    for stale in data_file.parent.glob(f".{data_file.name}.tmp-*"):
+        log.warning("removing %s, left by an interrupted decode", stale)
+        stale.unlink(missing_ok=True)
     tmp = data_file.with_name(f".{data_file.name}.tmp-{os.getpid()}")
     try:
         out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.uint8, shape=shape)

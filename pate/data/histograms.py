@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pate.io import read_text
 from pate.privacy import checks
 
 __all__ = ["CHECKIN_SHAPES", "flat_histogram", "growing_gap_days", "heavy_tailed_histogram", "read_checkins"]
@@ -109,16 +110,16 @@ def read_checkins(path, user_column: int, item_column: int, delimiter: str | Non
     item_column = checks.non_negative_int("item_column", item_column)
     pairs: set[tuple[str, str]] = set()
     needed = max(user_column, item_column) + 1
-    with path.open(encoding="utf-8", errors="strict") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            fields = line.rstrip("\n").split(delimiter)
-            if len(fields) < needed:
-                raise ValueError(
-                    f"{path}:{number}: expected at least {needed} columns, got {len(fields)}: {line[:80]!r}"
-                )
-            pairs.add((fields[user_column], fields[item_column]))
+    text = read_text(path, "a text check-in file (one check-in per line)")
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        fields = line.rstrip("\n").split(delimiter)
+        if len(fields) < needed:
+            raise ValueError(
+                f"{path}:{number}: expected at least {needed} columns, got {len(fields)}: {line[:80]!r}"
+            )
+        pairs.add((fields[user_column], fields[item_column]))
     if not pairs:
         raise ValueError(f"check-in file {str(path)!r} holds no check-ins")
     users = {user for user, _ in pairs}

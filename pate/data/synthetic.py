@@ -20,6 +20,7 @@ Life cycle of the directory, so that a killed or repeated run is safe:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import math
@@ -76,15 +77,21 @@ def generate_synthetic_celeba(
     with exclusive_lock(root / _LOCK):
         marker = root / MARKER
         if marker.exists():
-            found = json.loads(marker.read_text()).get("params")
+            recorded = json.loads(marker.read_text())
+            found = recorded.get("params")
             if found != params:
                 raise ValueError(
                     f"{root} already holds a synthetic CelebA generated with {found}, but {params} was requested; "
                     f"point data.root at another directory or delete {root}"
                 )
-            log.info("reusing the synthetic CelebA in %s", root)
-            return root
-        if not (root / IN_PROGRESS).exists():
+            damage = _damage(root, recorded.get("files"), params["num_images"])
+            if damage is None:
+                log.info("reusing the synthetic CelebA in %s", root)
+                return root
+            log.warning("the synthetic CelebA in %s is damaged (%s); regenerating it (deterministic: the same "
+                        "files as before)", root, damage)
+            marker.unlink()
+        elif not (root / IN_PROGRESS).exists():
             strangers = sorted(p.name for p in root.iterdir() if p.name != _LOCK)
             if strangers:
                 raise ValueError(
@@ -96,9 +103,31 @@ def generate_synthetic_celeba(
         atomic_write_json(root / IN_PROGRESS, {"params": params})
         _clear(root)
         _generate(root, params, num_workers, progress)
-        atomic_write_json(marker, {"params": params})
+        atomic_write_json(marker, {"params": params, "files": _fingerprint(root)})
         (root / IN_PROGRESS).unlink()
     return root
+
+
+def _fingerprint(root: Path) -> dict:
+    """What a complete set holds: the SHA-256 of the two text files, the image names and their total size."""
+    images = sorted(os.scandir(root / IMAGE_DIR), key=lambda entry: entry.name)
+    return {**{name: hashlib.sha256((root / name).read_bytes()).hexdigest() for name in (ATTRIBUTE_FILE, PARTITION_FILE)},
+            "images": len(images), "image_bytes": sum(entry.stat().st_size for entry in images)}
+
+
+def _damage(root: Path, recorded: dict | None, num_images: int) -> str | None:
+    """None when ``root`` still holds the set the marker describes, else what is wrong with it: a missing or
+    changed text file, or missing, extra or resized images (their bytes are not hashed: 100k files a run)."""
+    for name in (ATTRIBUTE_FILE, PARTITION_FILE):
+        if not (root / name).is_file():
+            return f"{name} is missing"
+    if not (root / IMAGE_DIR).is_dir():
+        return f"{IMAGE_DIR}/ is missing"
+    current = _fingerprint(root)
+    if recorded is None:  # a set from before fingerprints were recorded: check the count only
+        return None if current["images"] == num_images else f"{IMAGE_DIR}/ holds {current['images']} of {num_images} images"
+    changed = [key for key in recorded if recorded[key] != current.get(key)]
+    return None if not changed else "changed: " + ", ".join(changed)
 
 
 def _check_params(num_images, image_size, split_fractions, seed, num_workers) -> dict:

@@ -247,3 +247,23 @@ def test_bad_parameters_are_rejected_before_any_work(tmp_path, kwargs, message):
 
 def test_generator_version_is_recorded(tiny):
     assert json.loads((tiny / MARKER).read_text())["params"]["generator_version"] == synthetic.GENERATOR_VERSION
+
+
+@pytest.mark.parametrize("damage", ["delete_attributes", "delete_image", "truncate_image", "edit_partition"])
+def test_a_damaged_set_regenerates_itself_identically(tmp_path, damage, caplog):
+    root = generate_synthetic_celeba(tmp_path / "celeba", num_images=40, image_size=32, seed=3, progress=False)
+    files = sorted(p for p in root.rglob("*") if p.is_file() and not p.name.startswith("."))
+    before = {p: p.read_bytes() for p in files}
+    image = root / "img_align_celeba" / "000007.jpg"
+    if damage == "delete_attributes":
+        (root / "list_attr_celeba.txt").unlink()
+    elif damage == "delete_image":
+        image.unlink()
+    elif damage == "truncate_image":
+        image.write_bytes(image.read_bytes()[:100])
+    else:
+        (root / "list_eval_partition.txt").write_text((root / "list_eval_partition.txt").read_text()[:-3] + "1\n")
+    caplog.set_level("WARNING")
+    generate_synthetic_celeba(root, num_images=40, image_size=32, seed=3, progress=False)
+    assert "is damaged" in caplog.text and "regenerating" in caplog.text
+    assert {p: p.read_bytes() for p in files} == before

@@ -1,0 +1,86 @@
+"""The validation pass of a run: every config key a user sets is checked before any data is read, and every
+mistake -- in the config or in the data -- reaches the console as one line (:class:`UserError`) that names the
+key (or the file), the value and what was expected.
+
+``check_config`` holds the checks of plain values; the groups that build objects (aggregator, models, trainer,
+extractor) are checked by building them once in ``pipeline.runner.prepare``, whose errors are translated here
+(:func:`as_user_error`). Data errors (a split too small, an image that does not decode) are raised by the data
+code with the file named, and arrive here the same way.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from hydra.errors import InstantiationException
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from pate.privacy.sensitivity import RELATIONS
+
+
+class UserError(ValueError):
+    """A mistake in the config or the data: train.py prints its one-line message, no traceback, and exits 2."""
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _require(ok: bool, key: str, value, expected: str) -> None:
+    if not ok:
+        raise UserError(f"{key}={value!r}; expected {expected}")
+
+
+def check_config(cfg: DictConfig) -> None:
+    """The plain keys of a run (seeds, sizes, the privacy node); raises :class:`UserError` on the first bad one."""
+    for key, low in (("seed", 0), ("partition.seed", 0), ("data.query_seed", 0), ("data.num_queries", 1),
+                     ("partition.num_teachers", 1), ("data.image_size", 1), ("features.num_fit_images", 1),
+                     ("features.fit_seed", 0)):
+        value = OmegaConf.select(cfg, key)
+        _require(isinstance(value, int) and not isinstance(value, bool) and value >= low, key, value,
+                 f"an integer >= {low}")
+    fraction = cfg.data.pool_fraction
+    _require(_is_number(fraction) and 0 < fraction <= 1, "data.pool_fraction", fraction,
+             "a number in (0, 1]: the share of the held-out split the student may train on")
+    privacy = cfg.privacy
+    _require(privacy.neighbors in RELATIONS, "privacy.neighbors", privacy.neighbors, f"one of {RELATIONS}")
+    _require(_is_number(privacy.delta) and 0 < privacy.delta < 1, "privacy.delta", privacy.delta,
+             "a number in (0, 1)")
+    for key in ("target_epsilon", "budget_epsilon"):
+        value = privacy[key]
+        _require(value is None or (_is_number(value) and value > 0), f"privacy.{key}", value,
+                 "a number > 0, or null")
+    _require(isinstance(cfg.get("verbose", False), bool), "verbose", cfg.get("verbose"), "true or false")
+
+
+def as_user_error(err: Exception, group: str | None = None, node: DictConfig | None = None) -> UserError:
+    """``err`` as a one-line :class:`UserError`. An error from building the config ``group`` (Hydra's
+    instantiate, or the object's own check, which names its argument first, "sigma must be ...") is reported
+    under the group's key: "aggregator.sigma must be ..."."""
+    cause = err.__cause__ if isinstance(err, InstantiationException) and err.__cause__ is not None else err
+    text = " ".join(str(cause).split()) or type(cause).__name__
+    if isinstance(cause, KeyError):
+        text = f"missing key {text}"
+    if group is not None and not text.startswith(group):
+        first = text.split(" ", 1)[0].rstrip(":=")
+        text = f"{group}.{text}" if node is not None and first in node else f"{group}: {text}"
+    return UserError(text)
+
+
+@contextmanager
+def building(group: str | None, node: DictConfig | None = None) -> Iterator[None]:
+    """Translate an error raised while building ``group`` from ``node`` (:func:`as_user_error`); ``None``: an
+    error whose message names its key or file itself."""
+    try:
+        yield
+    except UserError:
+        raise
+    except (ValueError, TypeError, KeyError, FileNotFoundError, InstantiationException, OmegaConfBaseException) as err:
+        raise as_user_error(err, group, node) from err
+
+
+__all__ = ["UserError", "as_user_error", "building", "check_config"]

@@ -1,0 +1,148 @@
+"""Every bad input a user can give train.py -- a config value or a data file -- ends as a short error: exit
+status 2, a message naming the key or the file, at most 3 lines of output, no traceback, and no teacher
+trained. One table, run through the real command line."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pate.data.synthetic import generate_synthetic_celeba
+
+ROOT = Path(__file__).resolve().parents[1]
+
+CONFIG_CASES = [
+    (["privacy.delta=0"], "privacy.delta=0"),
+    (["privacy.delta=1.5"], "privacy.delta=1.5"),
+    (["privacy.target_epsilon=-1"], "privacy.target_epsilon=-1"),
+    (["privacy.neighbors=foo"], "privacy.neighbors='foo'"),
+    (["privacy.budget_epsilon=-1"], "privacy.budget_epsilon=-1"),
+    (["privacy.budget_epsilon=0.001"], "privacy.budget_epsilon=0.001 cannot pay for one query"),
+    (["aggregator=gaussian_pate", "privacy.target_epsilon=null", "aggregator.sigma=0"], "aggregator.sigma"),
+    (["aggregator=tau_pate", "aggregator.tau=0"], "aggregator.tau"),
+    (["aggregator=tau_pate", "aggregator.norm=l3"], "aggregator.norm"),
+    (["aggregator=stable_topk_paper", "aggregator.delta_t=2"], "aggregator.delta_t"),
+    (["partition.num_teachers=100000"], "partition.num_teachers=100000"),
+    (["data.num_queries=100000"], "data.num_queries=100000"),
+    (["data.num_queries=0"], "data.num_queries=0"),
+    (["seed=-1"], "seed=-1"),
+    (["data.pool_fraction=0"], "data.pool_fraction=0"),
+    (["features.num_fit_images=0"], "features.num_fit_images=0"),
+    (["student.semi.method=fixmatch"], "student.semi.method='fixmatch'"),
+    (["verbose=maybe"], "verbose='maybe'"),
+    (["debug=tiny_cnn", "teacher.max_epochs=0"], "teacher.max_epochs"),
+    (["debug=tiny_cnn", "student.batch_size=0"], "student.batch_size"),
+    (["debug=tiny_cnn", "teacher.optimizer.lr=-1"], "teacher.optimizer.lr"),
+    (["debug=tiny_cnn", "trainer.precision=foo"], "trainer.precision='foo'"),
+    (["debug=tiny_cnn", "trainer.accelerator=gpu"], "trainer.accelerator='gpu'"),
+    (["debug=tiny_cnn", "teacher=resnet18", "teacher.model.depth=19"], "teacher.model.depth"),
+]
+
+
+def _run(args: list[str], root: Path, timeout: float = 300, **popen) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, str(ROOT / "train.py"), *args, f"paths.root_dir={root}", f"hydra.run.dir={root / 'run'}"]
+    return subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=timeout, **popen)
+
+
+def _assert_short_error(done: subprocess.CompletedProcess, names: str, root: Path) -> None:
+    lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert lines[-1].startswith("error: ") and names in lines[-1], lines[-1]
+    assert len(lines) <= 3 and "Traceback" not in done.stderr, lines
+    assert not list(root.rglob("teacher_*.pt")) and not list((root / "cache").glob("teachers/*")), \
+        "a teacher was trained"
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory, shared_root) -> Path:
+    """A run root whose tiny synthetic set is the session's (copied), so no case pays for its generation."""
+    root = tmp_path_factory.mktemp("cli")
+    generate_synthetic_celeba(root / "data" / "synthetic_celeba_n400_px32_seed0", num_images=400, image_size=32,
+                              split_fractions=(0.8, 0.05, 0.15), seed=0, progress=False)
+    return root
+
+
+@pytest.mark.parametrize("args, names", CONFIG_CASES, ids=[" ".join(a) for a, _ in CONFIG_CASES])
+def test_a_bad_config_value_is_one_line_naming_the_key(args, names, root):
+    debug = [] if any(a.startswith("debug=") for a in args) else ["debug=tiny"]
+    _assert_short_error(_run([*debug, *args], root), names, root)
+
+
+def _celeba(tmp_path: Path, source: Path) -> Path:
+    """A CelebA directory (a copy of the tiny synthetic set, which has CelebA's layout)."""
+    celeba = tmp_path / "celeba"
+    shutil.copytree(source, celeba, ignore=shutil.ignore_patterns(".*"))
+    return celeba
+
+
+def _truncate_image(celeba: Path) -> str:
+    image = celeba / "img_align_celeba" / "000123.jpg"
+    image.write_bytes(image.read_bytes()[:200])
+    return str(image)
+
+
+def _binary_partition(celeba: Path) -> str:
+    path = celeba / "list_eval_partition.txt"
+    text = path.read_bytes().split(b"\n")
+    text[4] = b"\x89PNG\x00\xff"
+    path.write_bytes(b"\n".join(text))
+    return f"{path}, line 5"
+
+
+def _no_test_split(celeba: Path) -> str:
+    path = celeba / "list_eval_partition.txt"
+    path.write_text(path.read_text().replace(" 2\n", " 0\n"))
+    return "the test split is empty"
+
+
+def _missing_attributes(celeba: Path) -> str:
+    (celeba / "list_attr_celeba.txt").unlink()
+    return "list_attr_celeba.txt"
+
+
+@pytest.mark.parametrize("damage", [_truncate_image, _binary_partition, _no_test_split, _missing_attributes],
+                         ids=lambda f: f.__name__.strip("_"))
+def test_bad_celeba_data_is_one_line_naming_the_file(damage, root, tmp_path):
+    celeba = _celeba(tmp_path, root / "data" / "synthetic_celeba_n400_px32_seed0")
+    names = damage(celeba)
+    _assert_short_error(_run(["debug=tiny", "data=celeba", f"data.root={celeba}"], tmp_path), names, tmp_path)
+
+
+def test_the_default_data_choice_of_debug_tiny_gives_way_to_celeba(root, tmp_path):
+    """debug=tiny with data=celeba runs the toy settings on CelebA's files (here: the same tiny images)."""
+    celeba = _celeba(tmp_path, root / "data" / "synthetic_celeba_n400_px32_seed0")
+    done = _run(["debug=tiny", "data=celeba", f"data.root={celeba}"], tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "student           accuracy" in done.stdout + done.stderr
+
+
+def test_ctrl_c_says_what_was_saved_and_how_to_resume(root):
+    """SIGINT while the CNN teachers train: exit 130 with one message naming the cache, no traceback."""
+    cmd = [sys.executable, str(ROOT / "train.py"), "debug=tiny_cnn", "teacher.max_epochs=200", "seed=91",
+           f"paths.root_dir={root}", f"hydra.run.dir={root / 'run_int'}"]
+    proc = subprocess.Popen(cmd, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not list((root / "cache").glob("teachers/*.partial")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err[-2000:]
+    assert "interrupted:" in err and "run the same command again to resume" in err
+    assert str(root / "cache") in err and "Traceback" not in err
+
+
+def test_help_lists_the_groups_train_py_accepts(root):
+    done = subprocess.run([sys.executable, str(ROOT / "train.py"), "--help"], cwd=root, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0
+    assert "aggregator: gaussian_pate, stable_topk_gumbel, stable_topk_paper, tau_pate" in done.stdout
+    assert "student: head, resnet18, small_cnn" in done.stdout
+    assert "topk_experiment" not in done.stdout  # topk.py's group: train.py rejects it
