@@ -13,7 +13,7 @@ from typing import Any
 import hydra
 import torch
 from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from pate.artifacts import ArtifactStore, Stage, atomic_write_json, code_version
 from pate.data import check_celeba_root

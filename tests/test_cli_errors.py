@@ -4,7 +4,6 @@ trained. One table, run through the real command line."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import signal
 import subprocess
