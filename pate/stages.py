@@ -7,7 +7,7 @@ Lightning); ``pipeline/stages.py`` wires all of them into the stage graph (docs/
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -37,9 +37,11 @@ def data_identity(data_cfg: Mapping[str, Any], data: CelebAArrays) -> dict[str, 
     return {"name": str(data_cfg["name"]), "image_size": int(data_cfg["image_size"]), "content": data.fingerprint}
 
 
-def load_data(data_cfg: Mapping[str, Any], tensor_cache_dir: Path, progress: bool = True) -> CelebAArrays:
+def load_data(data_cfg: Mapping[str, Any], tensor_cache_dir: Path, progress: bool = True,
+              check_splits: Callable[[np.ndarray], None] | None = None) -> CelebAArrays:
     """Generate the synthetic set on first use (when ``data.synthetic`` is set), then read it -- or real
-    CelebA at ``data.root`` -- through the one CelebA reader into the memory-mapped tensor cache."""
+    CelebA at ``data.root`` -- through the one CelebA reader into the memory-mapped tensor cache.
+    ``check_splits(split codes)`` runs after the text files are read, before any image is decoded."""
     root = Path(data_cfg["root"]).expanduser()
     syn = data_cfg.get("synthetic")
     if syn is not None:
@@ -58,24 +60,27 @@ def load_data(data_cfg: Mapping[str, Any], tensor_cache_dir: Path, progress: boo
         cache_dir=tensor_cache_dir,
         num_workers=int(data_cfg.get("num_workers", 0)),
         progress=progress,
+        check_splits=check_splits,
     )
 
 
 # ------------------------------------------------------------------------------------------ partition
-def check_partition_config(data: CelebAArrays, num_teachers: int, num_queries: int, pool_fraction: float) -> None:
-    """Fail before any training when the split sizes cannot satisfy the config."""
+def check_partition_config(split: np.ndarray, num_teachers: int, num_queries: int, pool_fraction: float) -> None:
+    """Fail before any decode or training when the split sizes (``split``: CelebA's split code per image, as
+    read from list_eval_partition.txt) cannot satisfy the config."""
+    sizes = {name: int(np.count_nonzero(np.asarray(split) == code)) for name, code in SPLITS.items()}
     for split in ("train", "test"):
-        if len(data.indices(split)) == 0:
+        if sizes[split] == 0:
             raise ValueError(f"the {split} split is empty: no row of list_eval_partition.txt has code "
                              f"{SPLITS[split]} ({split}); the pipeline needs private training records and "
                              f"held-out public records")
-    n_train = len(data.indices("train"))
+    n_train = sizes["train"]
     if not 1 <= num_teachers <= n_train:
         raise ValueError(
             f"partition.num_teachers={num_teachers} but the private training split holds {n_train} records; "
             f"expected 1 <= num_teachers <= {n_train} (each teacher needs at least one record)"
         )
-    n_test = len(data.indices("test"))
+    n_test = sizes["test"]
     pool = pool_size(n_test, pool_fraction)
     if not 1 <= num_queries <= pool < n_test:
         raise ValueError(

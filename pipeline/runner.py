@@ -125,9 +125,10 @@ def prepare(cfg: DictConfig) -> tuple[Graph, Dataset, Any, float | None, int]:
     with building(None):  # the data code names the file or the key itself
         if cfg.data.get("synthetic") is None:
             check_celeba_root(cfg.data.root)
-        arrays = load_data(cfg.data, Path(cfg.paths.cache_dir) / "tensors", progress=bool(cfg.progress))
-        check_partition_config(arrays, int(cfg.partition.num_teachers), int(cfg.data.num_queries),
-                               float(cfg.data.pool_fraction))
+        arrays = load_data(cfg.data, Path(cfg.paths.cache_dir) / "tensors", progress=bool(cfg.progress),
+                           check_splits=lambda split: check_partition_config(
+                               split, int(cfg.partition.num_teachers), int(cfg.data.num_queries),
+                               float(cfg.data.pool_fraction)))
     data = Dataset(arrays, data_identity(plain(cfg.data), arrays))
     partition, queries = partition_stage(cfg, data), queries_stage(cfg, data)
     features = features_stage(cfg, data, extractor) if extractor is not None else None

@@ -145,3 +145,11 @@ def test_help_lists_the_groups_train_py_accepts(root):
     assert "aggregator: gaussian_pate, stable_topk_gumbel, stable_topk_paper, tau_pate" in done.stdout
     assert "student: head, resnet18, small_cnn" in done.stdout
     assert "topk_experiment" not in done.stdout  # topk.py's group: train.py rejects it
+
+
+def test_split_sizes_are_checked_before_any_image_is_decoded(root, tmp_path):
+    """partition.num_teachers larger than the training split fails on the text files alone: no tensor cache."""
+    celeba = _celeba(tmp_path, root / "data" / "synthetic_celeba_n400_px32_seed0")
+    done = _run(["debug=tiny", "data=celeba", f"data.root={celeba}", "partition.num_teachers=100000"], tmp_path)
+    _assert_short_error(done, "partition.num_teachers=100000", tmp_path)
+    assert not list((tmp_path / "cache").glob("tensors/*.npy")), "images were decoded before the check"

@@ -302,4 +302,4 @@ def test_an_empty_split_is_named(codes, split):
     data = CelebAArrays(images=np.zeros((4, 3, 2, 2), np.uint8), labels=np.zeros((4, 40), np.uint8),
                         split=np.array(codes, np.int8), filenames=tuple("abcd"), attribute_names=())
     with pytest.raises(ValueError, match=f"the {split} split is empty"):
-        check_partition_config(data, num_teachers=1, num_queries=1, pool_fraction=0.5)
+        check_partition_config(data.split, num_teachers=1, num_queries=1, pool_fraction=0.5)

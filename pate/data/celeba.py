@@ -19,7 +19,7 @@ import json
 import logging
 import multiprocessing
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -231,8 +231,10 @@ def load_celeba(
     cache_dir: str | os.PathLike,
     num_workers: int = 0,
     progress: bool = True,
+    check_splits: Callable[[np.ndarray], None] | None = None,
 ) -> CelebAArrays:
-    """Read CelebA (or the synthetic set) at ``root`` into ``CelebAArrays`` backed by a tensor cache.
+    """Read CelebA (or the synthetic set) at ``root`` into ``CelebAArrays`` backed by a tensor cache;
+    ``check_splits(split codes)``, when given, runs on the partition file's codes before any image is decoded.
 
     The first call decodes every image once (``decode_image``: central square crop, antialiased resize) into
     ``cache_dir/celeba-<S>px-<key>.npy``, where the key hashes the resolved root, ``image_size`` and the size
@@ -250,6 +252,8 @@ def load_celeba(
     split = read_splits(path, filenames)
     if not filenames:
         raise ValueError(f"{path / ATTRIBUTE_FILE} lists no images")
+    if check_splits is not None:
+        check_splits(split)
     shape = (len(filenames), 3, int(image_size), int(image_size))
 
     attr_stat = (path / ATTRIBUTE_FILE).stat()
