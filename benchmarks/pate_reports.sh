@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Regenerate the committed PATE sweep reports
-# (benchmarks/results/{eps_sweep,paper_synthetic,semi_sweep,query_sweep}_{replace,add_remove}) from one clean
-# commit, one sweep at a time (two torch processes on 2 cores slow each other ~10x).
-#   benchmarks/pate_reports.sh            # all eight reports: ~2 hours on the 2-core VM
+# (benchmarks/results/{eps_sweep,paper_synthetic,semi_sweep,query_sweep}_{replace,add_remove} and
+# semi_cnn_replace) from one clean commit, one sweep at a time (two torch processes on 2 cores slow each other
+# ~10x).
+#   benchmarks/pate_reports.sh            # all nine reports: ~3 hours on the 2-core VM
 #   benchmarks/pate_reports.sh eps_sweep  # only the sweeps whose name starts with the argument
 # Each sweep writes into logs/reports/<name>/; when all have finished, their report.md, results.csv and plots are
 # copied into benchmarks/results/<name>/ (not before: a copy dirties the tree, and the next sweep's jobs would
@@ -41,6 +42,7 @@ sweep paper_synthetic_add_remove experiment=paper_synthetic references=true seed
     privacy.neighbors=add_remove
 sweep semi_sweep_replace experiment=semi_sweep privacy.neighbors=replace
 sweep semi_sweep_add_remove experiment=semi_sweep privacy.neighbors=add_remove
+sweep semi_cnn_replace experiment=semi_cnn privacy.neighbors=replace
 sweep query_sweep_replace experiment=query_sweep privacy.neighbors=replace
 sweep query_sweep_add_remove experiment=query_sweep privacy.neighbors=add_remove
 
