@@ -42,6 +42,12 @@ CONFIG_CASES = [
     (["debug=tiny_cnn", "trainer.precision=foo"], "trainer.precision='foo'"),
     (["debug=tiny_cnn", "trainer.accelerator=gpu"], "trainer.accelerator='gpu'"),
     (["debug=tiny_cnn", "teacher=resnet18", "teacher.model.depth=19"], "teacher.model.depth"),
+    (["debug=tiny_cnn", "teacher.model._target_=training.models.NoSuchNet"], "teacher.model"),
+    (["privacy.target_epsilon=0.001", "aggregator=stable_topk_paper"], "target_epsilon=0.001"),
+    (["teacher.lambdas=[0.1,-1]"], "lambdas"),
+    (["teacher.chunk_size=0"], "teacher.chunk_size"),
+    (["features.extractor.num_filters=0"], "features.extractor.num_filters"),
+    (["partition.seed=1.5"], "partition.seed=1.5"),
 ]
 
 
