@@ -8,6 +8,12 @@ evaluation images of the test split; "vote" is the accuracy of the T teachers' p
 
     python benchmarks/teachers.py                                # all of it (~10 min on 2 cores)
     python benchmarks/teachers.py --extractors random_patches --teachers 800 --cnn-teachers 0
+    python benchmarks/teachers.py --extractors --cnn-teachers 0 --engine-teachers 32   # CNN engines only
+    python benchmarks/teachers.py --extractors --cnn-teachers 0 --engine-teachers 800 --device gpu
+
+The CNN engines: ``teacher=small_cnn`` with GroupNorm (``teacher.model.norm=group``, which both engines can
+train), 1 epoch, trained one teacher at a time (the Lightning loop) and ``--group`` at a time (the batched
+engine, teachers/batched.py) in the same run; the figure is teacher-epochs per second and their ratio.
 
 Recorded results: benchmarks/README.md, "Teachers".
 """
@@ -73,11 +79,35 @@ def cnn_loop(num_teachers: int) -> dict:
             "max_epochs": int(cfg.teacher.max_epochs)}
 
 
+def cnn_engines(num_teachers: int, group: int, device: str) -> dict:
+    """Teacher-epochs per second of the per-teacher loop and the batched engine, on the same teachers."""
+    cfg = config("teacher=small_cnn", "teacher.model.norm=group", "teacher.max_epochs=1",
+                 f"trainer.accelerator={device}")
+    data = load_data(cfg.data, Path(cfg.paths.cache_dir) / "tensors", progress=False)
+    parts = partition_teachers(data.indices("train"), int(cfg.partition.num_teachers), int(cfg.partition.seed))
+    out = {"teachers": num_teachers, "group": group, "device": device,
+           "records_per_teacher": float(np.mean([len(p) for p in parts[:num_teachers]]))}
+    for engine, size in (("loop", 1), ("batched", group)):
+        cfg.teacher.ensemble_size = size
+        with tempfile.TemporaryDirectory() as work:
+            start = time.perf_counter()
+            train_teachers(cfg.teacher, cfg.trainer, data.images, data.labels, parts, Path(work),
+                           teacher_ids=range(num_teachers), progress=False)
+            seconds = time.perf_counter() - start
+        out[engine] = {"seconds": seconds, "teacher_epochs_per_second": num_teachers / seconds}
+    out["batched_over_loop"] = out["batched"]["teacher_epochs_per_second"] / out["loop"]["teacher_epochs_per_second"]
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--extractors", nargs="+", default=["random_patches", "random_conv", "pixels"])
+    parser.add_argument("--extractors", nargs="*", default=["random_patches", "random_conv", "pixels"])
     parser.add_argument("--teachers", nargs="+", type=int, default=[100, 250, 800])
     parser.add_argument("--cnn-teachers", type=int, default=5, help="SmallCNN teachers to time (0: skip)")
+    parser.add_argument("--engine-teachers", type=int, default=0,
+                        help="SmallCNN teachers to time with the loop and the batched engine (0: skip)")
+    parser.add_argument("--group", type=int, default=32, help="teachers per batched group (teacher.ensemble_size)")
+    parser.add_argument("--device", choices=("cpu", "gpu"), default="cpu", help="for the CNN engines")
     parser.add_argument("--output", type=Path, default=None)
     args = parser.parse_args()
     torch.set_num_threads(2)
@@ -107,6 +137,13 @@ def main() -> None:
                    if r["teachers"] == max(args.teachers))
         results["heads_over_cnn"] = best / results["small_cnn_loop"]["teachers_per_second"]
         print(f"heads / SmallCNN loop, teachers per second: {results['heads_over_cnn']:.0f}x")
+    if args.engine_teachers:
+        results["cnn_engines"] = engines = cnn_engines(args.engine_teachers, args.group, args.device)
+        print(f"SmallCNN (GroupNorm) on {args.device}, {args.engine_teachers} teachers of "
+              f"~{engines['records_per_teacher']:.0f} images, 1 epoch: loop "
+              f"{engines['loop']['teacher_epochs_per_second']:.2f}, batched (G={args.group}) "
+              f"{engines['batched']['teacher_epochs_per_second']:.2f} teacher-epochs/s: "
+              f"{engines['batched_over_loop']:.1f}x")
     if args.output:
         args.output.write_text(json.dumps(results, indent=2) + "\n")
 

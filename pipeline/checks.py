@@ -43,6 +43,9 @@ def check_config(cfg: DictConfig) -> None:
         value = OmegaConf.select(cfg, key)
         _require(isinstance(value, int) and not isinstance(value, bool) and value >= low, key, value,
                  f"an integer >= {low}")
+    group = OmegaConf.select(cfg, "teacher.ensemble_size", default=1)
+    _require(isinstance(group, int) and not isinstance(group, bool) and group >= 1, "teacher.ensemble_size", group,
+             "an integer >= 1")
     fraction = cfg.data.pool_fraction
     _require(_is_number(fraction) and 0 < fraction <= 1, "data.pool_fraction", fraction,
              "a number in (0, 1]: the share of the held-out split the student may train on")

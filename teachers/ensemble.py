@@ -28,7 +28,8 @@ from tqdm.auto import tqdm
 
 from training.data import IndexedImages, check_images, check_indices, check_labels, make_loader
 from training.recipe import Recipe
-from training.trainer import build_trainer, fit, quiet_lightning
+from teachers.batched import AdamW, refusal, train_group
+from training.trainer import build_trainer, device_of, fit, quiet_lightning
 
 log = logging.getLogger(__name__)
 
@@ -144,11 +145,23 @@ def train_teachers(
 
     reused = len(ids) - len(todo)
     log.info("teachers: %d of %d requested already trained, %d to train", reused, len(ids), len(todo))
+    group = _ensemble_size(teacher_cfg, trainer_cfg, recipe) if todo else 1
     bar = tqdm(total=len(ids), initial=reused, desc="teachers", unit="teacher", disable=not progress)
     with quiet_lightning(), bar:
-        for i in todo:
-            _train_one(recipe, trainer_cfg, images, labels, parts[i], identities[i], work_dir)
-            bar.update()
+        if group > 1:
+            settings, device = AdamW.from_config(teacher_cfg.optimizer), device_of(trainer_cfg)
+            for start in range(0, len(todo), group):
+                chunk = todo[start:start + group]
+                states, losses, seconds = train_group(recipe, settings, images, labels, [parts[i] for i in chunk],
+                                                      [identities[i]["seed"] for i in chunk], device)
+                for i, state, loss in zip(chunk, states, losses, strict=True):
+                    _save(state, identities[i], parts[i], trainer_cfg, loss, seconds / len(chunk), "batched",
+                          work_dir)
+                bar.update(len(chunk))
+        else:
+            for i in todo:
+                _train_one(recipe, trainer_cfg, images, labels, parts[i], identities[i], work_dir)
+                bar.update()
 
     missing = [i for i in ids if not teacher_path(work_dir, i).exists()]
     if missing:
@@ -167,6 +180,29 @@ def _train_one(recipe: Recipe, trainer_cfg, images, labels, indices, identity: d
     start = time.perf_counter()
     fit(trainer, module, loader)
     state = {k: v.detach().cpu() for k, v in net.state_dict().items()}
+    _save(state, identity, indices, trainer_cfg, float(trainer.callback_metrics["train/loss"]),
+          time.perf_counter() - start, "loop", work_dir)
+
+
+def _ensemble_size(teacher_cfg: DictConfig, trainer_cfg: DictConfig, recipe: Recipe) -> int:
+    """``teacher.ensemble_size`` (G teachers trained together, teachers/batched.py), or 1 with a warning when
+    the config cannot be stacked."""
+    group = teacher_cfg.get("ensemble_size", 1)
+    if isinstance(group, bool) or not isinstance(group, int) or group < 1:
+        raise ValueError(f"teacher.ensemble_size={group!r}; expected an integer >= 1")
+    why = refusal(recipe, teacher_cfg) if group > 1 else None
+    if group > 1 and str(trainer_cfg.precision) not in ("32", "32-true"):
+        why = f"the batched engine trains in float32, not trainer.precision={trainer_cfg.precision!r}"
+    if why is not None:
+        log.warning("teacher.ensemble_size=%d, but %s: training one teacher at a time", group, why)
+        return 1
+    return group
+
+
+def _save(state: dict[str, torch.Tensor], identity: dict, indices: np.ndarray, trainer_cfg: DictConfig,
+          train_loss: float, seconds: float, engine: str, work_dir: Path) -> None:
+    """Write teacher ``identity["teacher"]``'s file atomically, refusing parameters that are not finite."""
+    i = identity["teacher"]
     if not all(torch.isfinite(v).all() for v in state.values() if v.is_floating_point()):
         raise RuntimeError(
             f"teacher {i} diverged: its parameters are not finite after training (lower teacher.optimizer.lr?)"
@@ -174,8 +210,9 @@ def _train_one(recipe: Recipe, trainer_cfg, images, labels, indices, identity: d
     meta = dict(
         identity,
         num_train=len(indices),
-        train_loss=float(trainer.callback_metrics["train/loss"]),
-        seconds=time.perf_counter() - start,
+        train_loss=train_loss,
+        seconds=seconds,
+        engine=engine,
         accelerator=str(trainer_cfg.accelerator),
         precision=str(trainer_cfg.precision),
         torch=str(torch.__version__),

@@ -48,6 +48,8 @@ CONFIG_CASES = [
     (["teacher.chunk_size=0"], "teacher.chunk_size"),
     (["features.extractor.num_filters=0"], "features.extractor.num_filters"),
     (["partition.seed=1.5"], "partition.seed=1.5"),
+    (["debug=tiny_cnn", "teacher.ensemble_size=0"], "teacher.ensemble_size=0"),
+    (["debug=tiny_cnn", "teacher.model.norm=layer"], "teacher.model.norm"),
 ]
 
 

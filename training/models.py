@@ -7,6 +7,7 @@ scratch: nothing is ever downloaded.
 
 from __future__ import annotations
 
+import math
 from itertools import pairwise
 
 from torch import nn
@@ -16,24 +17,37 @@ _RESNETS = {18: resnet18, 50: resnet50}
 _STEMS = ("small", "imagenet")
 
 
-def _conv_bn_relu(c_in: int, c_out: int) -> nn.Sequential:
-    return nn.Sequential(nn.Conv2d(c_in, c_out, 3, padding=1, bias=False), nn.BatchNorm2d(c_out), nn.ReLU(inplace=True))
+_NORMS = ("batch", "group")
+
+
+def _norm(kind: str, channels: int) -> nn.Module:
+    """BatchNorm, or GroupNorm with gcd(8, channels) groups: per-sample statistics and no running buffers,
+    so that G copies can be trained as one stacked model (teachers/batched.py)."""
+    return nn.BatchNorm2d(channels) if kind == "batch" else nn.GroupNorm(math.gcd(8, channels), channels)
+
+
+def _conv_norm_relu(c_in: int, c_out: int, norm: str) -> nn.Sequential:
+    return nn.Sequential(nn.Conv2d(c_in, c_out, 3, padding=1, bias=False), _norm(norm, c_out), nn.ReLU(inplace=True))
 
 
 class SmallCNN(nn.Module):
-    """Four conv-bn-relu blocks (widths w, 2w, 4w, 8w), each followed by a 2x2 max-pool, then a global
+    """Four conv-norm-relu blocks (widths w, 2w, 4w, 8w), each followed by a 2x2 max-pool, then a global
     average pool and a linear layer. About 0.4 M parameters at w=32; tens of MFLOPs per 32 px image, so
-    a teacher trains in seconds on a laptop CPU.
+    a teacher trains in seconds on a laptop CPU. ``norm``: "batch" (BatchNorm) or "group" (GroupNorm, which
+    the batched teacher engine can stack).
     """
 
-    def __init__(self, num_labels: int = 40, width: int = 32):
+    def __init__(self, num_labels: int = 40, width: int = 32, norm: str = "batch"):
         super().__init__()
         if not isinstance(num_labels, int) or num_labels < 1:
             raise ValueError(f"num_labels must be a positive integer, got {num_labels!r}")
         if not isinstance(width, int) or width < 1:
             raise ValueError(f"width must be a positive integer, got {width!r}")
+        if norm not in _NORMS:
+            raise ValueError(f"norm must be one of {_NORMS}, got {norm!r}")
         widths = [3, width, 2 * width, 4 * width, 8 * width]
-        blocks = [nn.Sequential(_conv_bn_relu(c_in, c_out), nn.MaxPool2d(2)) for c_in, c_out in pairwise(widths)]
+        blocks = [nn.Sequential(_conv_norm_relu(c_in, c_out, norm), nn.MaxPool2d(2))
+                  for c_in, c_out in pairwise(widths)]
         self.features = nn.Sequential(*blocks)
         self.pool = nn.AdaptiveAvgPool2d(1)
         self.head = nn.Linear(widths[-1], num_labels)

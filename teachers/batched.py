@@ -1,0 +1,180 @@
+"""Batched CNN teachers: G teachers of one architecture trained together, as one stacked model (torch.func).
+
+The per-teacher loop (teachers/ensemble.py) pays a Lightning Trainer, a loader and a small, unbatched
+workload per teacher. Here the G teachers' parameters are stacked along a new leading axis and one call of
+``vmap(functional_call(net, ...))`` runs all G forward passes; autograd gives each teacher the gradient of its
+own loss only (the summed loss has no cross terms). Nothing is coupled: each teacher keeps
+
+* its own initialisation: teacher g's network is built after seeding with its seed, as in the loop;
+* its own data and order: its part, reshuffled every epoch by ``torch.randperm`` on a generator seeded with
+  its seed -- exactly the permutations of the loop's seeded ``DataLoader`` (:func:`_epoch_order`); a teacher with a smaller part has
+  fewer steps per epoch: its batches are padded and masked, and it makes no update at a step it has no batch;
+* its own optimiser state: AdamW (Loshchilov & Hutter 2019, Alg. 2, as ``torch.optim.AdamW`` computes it) with a
+  per-teacher step count, and the cosine decay to zero over its own number of steps that the LightningModule
+  uses (``training/module.py``);
+* its own augmentation: flips drawn from its own generator (the loop draws them from the global RNG, seeded
+  with the same seed: the same distribution, other draws).
+
+So with ``augment`` off the engine reproduces the loop's weights up to float rounding
+(tests/training/test_batched.py). Normalisation: only per-sample layers (GroupNorm, LayerNorm) can be
+stacked -- BatchNorm's batch statistics would mix a teacher's padded entries into its statistics and its
+running buffers cannot be updated in place under vmap -- so a BatchNorm model (``teacher.model.norm=batch``,
+the ResNets) is trained by the loop, with a warning. Likewise an optimiser other than AdamW.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pytorch_lightning as pl
+import torch
+from omegaconf import DictConfig
+from torch import nn
+from torch.func import functional_call, vmap
+from torch.nn import functional as F
+
+from training.data import to_float
+from training.recipe import Recipe
+
+# torch.optim.AdamW's defaults, for the keys a config leaves out.
+_ADAMW_DEFAULTS = {"lr": 1e-3, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 1e-2}
+
+
+@dataclass(frozen=True)
+class AdamW:
+    """AdamW's settings, read from a ``torch.optim.AdamW`` optimizer node."""
+
+    lr: float
+    betas: tuple[float, float]
+    eps: float
+    weight_decay: float
+
+    @classmethod
+    def from_config(cls, optimizer_cfg: DictConfig) -> AdamW | None:
+        """The settings, or None when the node is another optimiser or sets a key the engine does not
+        implement (amsgrad, maximize, ...)."""
+        if optimizer_cfg.get("_target_") != "torch.optim.AdamW":
+            return None
+        keys = set(optimizer_cfg) - {"_target_", "_partial_"}
+        if not keys <= set(_ADAMW_DEFAULTS):
+            return None
+        values = {**_ADAMW_DEFAULTS, **{key: optimizer_cfg[key] for key in keys}}
+        return cls(lr=float(values["lr"]), betas=tuple(float(b) for b in values["betas"]), eps=float(values["eps"]),
+                   weight_decay=float(values["weight_decay"]))
+
+
+def refusal(recipe: Recipe, teacher_cfg: DictConfig) -> str | None:
+    """Why this teacher config cannot be trained batched (None when it can)."""
+    net = recipe.make_net()
+    if any(isinstance(m, nn.modules.batchnorm._BatchNorm) for m in net.modules()):
+        return "the model has BatchNorm layers (use a GroupNorm model, e.g. teacher.model.norm=group)"
+    if any(True for _ in net.buffers()):
+        return "the model has buffers, which stacked training does not update"
+    if AdamW.from_config(teacher_cfg.optimizer) is None:
+        return f"the optimizer is not plain torch.optim.AdamW ({dict(teacher_cfg.optimizer)})"
+    return None
+
+
+def cosine_lr(base: torch.Tensor, step: torch.Tensor, total: torch.Tensor) -> torch.Tensor:
+    """CosineAnnealingLR's closed form with eta_min = 0: base (1 + cos(pi step / total)) / 2, per teacher."""
+    return base * (1 + torch.cos(math.pi * step / total)) / 2
+
+
+def adamw_step(params: dict[str, torch.Tensor], grads: dict[str, torch.Tensor], state: dict, settings: AdamW,
+               lr: torch.Tensor, step: torch.Tensor, active: torch.Tensor) -> None:
+    """One AdamW update of every stacked parameter [G, ...], in place, for the teachers where ``active``
+    ([G] bool); ``lr`` and ``step`` (the step number, from 1) are per teacher. As torch.optim.AdamW:
+    p <- p (1 - lr wd); m <- b1 m + (1 - b1) g; v <- b2 v + (1 - b2) g^2;
+    p <- p - lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)."""
+    b1, b2 = settings.betas
+    with torch.no_grad():
+        for name, p in params.items():
+            shape = (-1,) + (1,) * (p.ndim - 1)
+            on, rate, t = active.view(shape), lr.view(shape), step.view(shape)
+            g = grads[name]
+            m, v = state[name]
+            new_m, new_v = torch.lerp(m, g, 1 - b1), v * b2 + (1 - b2) * g * g
+            denom = (new_v.sqrt() / torch.sqrt(1 - b2**t)) + settings.eps
+            new_p = p * (1 - rate * settings.weight_decay) - rate / (1 - b1**t) * new_m / denom
+            p.copy_(torch.where(on, new_p, p))
+            m.copy_(torch.where(on, new_m, m))
+            v.copy_(torch.where(on, new_v, v))
+
+
+def _epoch_order(n: int, gen: torch.Generator) -> np.ndarray:
+    """One epoch's order of a shuffled DataLoader whose generator is ``gen``, with the same draws: the loader's
+    iterator draws its base seed, the RandomSampler draws ``randperm(n)``, and when it is exhausted a second
+    ``randperm(n)`` of which it yields the first ``num_samples % n`` = 0 entries."""
+    torch.empty((), dtype=torch.int64).random_(generator=gen)
+    order = torch.randperm(n, generator=gen).numpy()
+    torch.randperm(n, generator=gen)
+    return order
+
+
+def train_group(recipe: Recipe, settings: AdamW, images: np.ndarray, labels: np.ndarray,
+                parts: Sequence[np.ndarray], seeds: Sequence[int], device: torch.device
+                ) -> tuple[list[dict[str, torch.Tensor]], list[float], float]:
+    """Train one teacher per (part, seed) together. Returns their state dicts (on CPU), their last epoch's
+    mean training loss and the seconds taken."""
+    start = time.perf_counter()
+    nets = []
+    for seed in seeds:
+        pl.seed_everything(seed, workers=True, verbose=False)  # the loop's initialisation of this teacher
+        nets.append(recipe.make_net())
+    skeleton = nets[0].to(device)
+    params = {name: torch.stack([dict(net.named_parameters())[name].detach() for net in nets]).to(device)
+              .requires_grad_() for name, _ in skeleton.named_parameters()}
+    state = {name: (torch.zeros_like(p), torch.zeros_like(p)) for name, p in params.items()}
+    g_count, batch = len(parts), recipe.batch_size
+    sizes = torch.tensor([len(part) for part in parts])
+    per_epoch = (sizes + batch - 1) // batch
+    total = (per_epoch * recipe.max_epochs).double().to(device)
+    steps = torch.zeros(g_count, dtype=torch.float64, device=device)
+    orders = [torch.Generator().manual_seed(int(seed)) for seed in seeds]
+    flips = [torch.Generator().manual_seed(int(seed)) for seed in seeds]
+    base_lr = torch.full((g_count,), settings.lr, dtype=torch.float64, device=device)
+
+    def loss_of(p, x, y, mask):  # one teacher: the mean BCE over its real entries (as the loop's loss.mean())
+        losses = F.binary_cross_entropy_with_logits(functional_call(skeleton, p, (x,)), y, reduction="none")
+        return (losses * mask[:, None]).sum() / (mask.sum() * y.shape[1]).clamp_min(1)
+
+    batched_loss = vmap(loss_of)
+    last_loss = [0.0] * g_count
+    for _ in range(recipe.max_epochs):
+        perms = [parts[g][_epoch_order(len(parts[g]), orders[g])] for g in range(g_count)]
+        epoch_loss, epoch_seen = torch.zeros(g_count), torch.zeros(g_count)
+        for t in range(int(per_epoch.max())):
+            rows = np.zeros((g_count, batch), dtype=np.int64)
+            mask = torch.zeros(g_count, batch)
+            for g, perm in enumerate(perms):
+                chunk = perm[t * batch:(t + 1) * batch]
+                rows[g, :len(chunk)], mask[g, :len(chunk)] = chunk, 1.0
+            x = to_float(torch.from_numpy(np.asarray(images[rows.reshape(-1)]))).view(g_count, batch,
+                                                                                       *images.shape[1:])
+            if recipe.augment:  # a teacher draws its flips only for its own images: none when it is idle
+                flip = torch.zeros(g_count, batch, dtype=torch.bool)
+                for g, gen in enumerate(flips):
+                    count = int(mask[g].sum())
+                    flip[g, :count] = torch.rand(count, generator=gen) < 0.5
+                x = torch.where(flip[:, :, None, None, None], x.flip(-1), x)
+            y = torch.from_numpy(labels[rows].astype(np.float32))
+            x, y, mask = x.to(device), y.to(device), mask.to(device)
+            losses = batched_loss(params, x, y, mask)
+            grads = dict(zip(params, torch.autograd.grad(losses.sum(), list(params.values())), strict=True))
+            active = mask.any(dim=1)
+            lr = cosine_lr(base_lr, steps, total)  # the rate of this step: the schedule has taken `steps` steps
+            steps += active
+            adamw_step(params, grads, state, settings, lr.float(), steps.float(), active)
+            seen = mask.sum(dim=1).cpu()
+            epoch_loss += losses.detach().cpu() * seen
+            epoch_seen += seen
+        last_loss = (epoch_loss / epoch_seen.clamp_min(1)).tolist()
+    states = [{name: p[g].detach().cpu().clone() for name, p in params.items()} for g in range(g_count)]
+    return states, last_loss, time.perf_counter() - start
+
+
+__all__ = ["AdamW", "adamw_step", "cosine_lr", "refusal", "train_group"]
