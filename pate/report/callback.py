@@ -23,6 +23,10 @@ class ReportCallback(Callback):
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         sweep_dir = config.hydra.sweep.dir
+        if any(str(o).startswith("teacher_shard=") for o in config.hydra.overrides.task):
+            log.info("Sweep %s trained teacher shards (teacher_shard): nothing to report; the same command without "
+                     "teacher_shard (and without -m) finds the teachers, seals them and runs the rest", sweep_dir)
+            return
         try:
             report = write_report(sweep_dir)
         except Exception:
