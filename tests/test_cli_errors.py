@@ -4,6 +4,7 @@ trained. One table, run through the real command line."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import subprocess
@@ -50,12 +51,14 @@ CONFIG_CASES = [
     (["partition.seed=1.5"], "partition.seed=1.5"),
     (["debug=tiny_cnn", "teacher.ensemble_size=0"], "teacher.ensemble_size=0"),
     (["debug=tiny_cnn", "teacher.model.norm=layer"], "teacher.model.norm"),
+    (["teacher=resnet18_imagenet"], "teacher.model.weights_path"),  # TORCH_HOME is empty: the weights are not there, and runs never download
 ]
 
 
-def _run(args: list[str], root: Path, timeout: float = 300, **popen) -> subprocess.CompletedProcess:
+def _run(args: list[str], root: Path, timeout: float = 300) -> subprocess.CompletedProcess:
     cmd = [sys.executable, str(ROOT / "train.py"), *args, f"paths.root_dir={root}", f"hydra.run.dir={root / 'run'}"]
-    return subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=timeout, **popen)
+    env = {**os.environ, "TORCH_HOME": str(root / "torch_home")}  # no pretrained weights, whatever this machine has
+    return subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=timeout, env=env)
 
 
 def _assert_short_error(done: subprocess.CompletedProcess, names: str, root: Path) -> None:

@@ -10,8 +10,11 @@ from __future__ import annotations
 import math
 from itertools import pairwise
 
+import torch
 from torch import nn
 from torchvision.models import resnet18, resnet50
+
+from pate.features.extractors import imagenet_weights
 
 _RESNETS = {18: resnet18, 50: resnet50}
 _STEMS = ("small", "imagenet")
@@ -56,17 +59,24 @@ class SmallCNN(nn.Module):
         return self.head(self.pool(self.features(x)).flatten(1))
 
 
-def resnet(depth: int, num_labels: int = 40, width: int | None = None, stem: str = "small") -> nn.Module:
-    """torchvision ResNet-18 or ResNet-50, randomly initialised (``weights=None``), fc -> ``num_labels``.
+def resnet(depth: int, num_labels: int = 40, width: int | None = None, stem: str = "small",
+           pretrained: str | None = None, weights_path: str | None = None, norm: str = "batch") -> nn.Module:
+    """torchvision ResNet-18 or ResNet-50, fc -> ``num_labels``: randomly initialised (``weights=None``), or with
+    ``pretrained="imagenet"`` initialised from torchvision's ImageNet weights (every layer but fc, which is new;
+    public weights from another domain), read from ``weights_path`` or torch's hub cache, never downloaded
+    (:func:`pate.features.extractors.imagenet_weights` says how to fetch them). Pretrained weights need
+    ``stem="imagenet"``: the small stem's 3x3 convolution has no pretrained counterpart.
 
     ``stem="small"`` (default) replaces ImageNet's 7x7 stride-2 convolution and 3x3 max-pool (4x downsampling,
     meant for 224 px) with a 3x3 stride-1 convolution and no pool, as is usual for 32-64 px inputs (CIFAR
     ResNets, He et al. 2016, section 4.2): with the ImageNet stem a 32 px image is 1x1 after layer4 and a
     64 px one 2x2. ``stem="imagenet"`` keeps torchvision's stem, for full-resolution images.
 
-    ``width`` exists for config symmetry with :class:`SmallCNN`; torchvision fixes the stage widths
-    (64, 128, 256, 512), so only ``None`` or 64 is accepted.
+    ``width`` and ``norm`` exist for config symmetry with :class:`SmallCNN`; torchvision fixes the stage widths
+    (64, 128, 256, 512) and BatchNorm, so only ``None`` or 64 and "batch" are accepted.
     """
+    if norm != "batch":
+        raise ValueError(f"norm must be 'batch' for a ResNet (torchvision's BatchNorm), got {norm!r}")
     if depth not in _RESNETS:
         raise ValueError(f"depth must be one of {sorted(_RESNETS)}, got {depth!r}")
     if width not in (None, 64):
@@ -75,7 +85,20 @@ def resnet(depth: int, num_labels: int = 40, width: int | None = None, stem: str
         raise ValueError(f"stem must be one of {_STEMS}, got {stem!r}")
     if not isinstance(num_labels, int) or num_labels < 1:
         raise ValueError(f"num_labels must be a positive integer, got {num_labels!r}")
+    if pretrained not in (None, "imagenet"):
+        raise ValueError(f"pretrained must be null or 'imagenet', got {pretrained!r}")
+    if pretrained and stem != "imagenet":
+        raise ValueError(f"pretrained={pretrained!r} needs stem='imagenet' (the small stem has no pretrained "
+                         f"weights), got stem={stem!r}")
     net = _RESNETS[depth](weights=None, num_classes=num_labels)
+    if pretrained:
+        state = torch.load(imagenet_weights(f"resnet{depth}", weights_path, "teacher.model"), map_location="cpu",
+                           weights_only=True)
+        missing, unexpected = net.load_state_dict({k: v for k, v in state.items() if not k.startswith("fc.")},
+                                                  strict=False)
+        if set(missing) != {"fc.weight", "fc.bias"} or unexpected:
+            raise ValueError(f"the ImageNet weights do not fit resnet{depth}: missing {missing}, unexpected "
+                             f"{unexpected}")
     if stem == "small":
         net.conv1 = nn.Conv2d(3, net.conv1.out_channels, kernel_size=3, stride=1, padding=1, bias=False)
         # The same initialisation torchvision gives every other convolution of the network.

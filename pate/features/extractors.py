@@ -239,6 +239,29 @@ class RandomPatchFeatures(Extractor):
         return torch.cat([F.adaptive_avg_pool2d(pos, self.pool), F.adaptive_avg_pool2d(neg, self.pool)], 1).flatten(1)
 
 
+IMAGENET_WEIGHTS = {"resnet18": "IMAGENET1K_V1", "resnet50": "IMAGENET1K_V2"}
+
+
+def imagenet_weights(arch: str, weights_path: str | None, key: str) -> Path:
+    """The file of torchvision's ImageNet weights for ``arch``: ``weights_path`` or torch's hub cache
+    ($TORCH_HOME/hub/checkpoints/). Runs never download: a missing file raises FileNotFoundError saying how to
+    fetch it, with ``key`` (the config node, e.g. "teacher.model") naming where to point ``weights_path``."""
+    import torchvision
+
+    if arch not in IMAGENET_WEIGHTS:
+        raise ValueError(f"arch={arch!r} has no ImageNet weights here; expected one of {sorted(IMAGENET_WEIGHTS)}")
+    url = torchvision.models.get_model_weights(arch)[IMAGENET_WEIGHTS[arch]].url
+    cached = Path(torch.hub.get_dir()) / "checkpoints" / os.path.basename(url)
+    path = Path(weights_path).expanduser() if weights_path else cached
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"ImageNet weights for {arch} not found at {str(path)!r}, and runs never download. On a machine with "
+            f"network access run: python -c \"import torchvision; torchvision.models.{arch}("
+            f"weights='{IMAGENET_WEIGHTS[arch]}')\", then copy {cached.name} into {cached.parent} here, or pass "
+            f"{key}.weights_path=/path/to/{cached.name}")
+    return path
+
+
 class TorchvisionFeatures(Extractor):
     """The global-average-pooled penultimate layer of an ImageNet-pretrained torchvision network (public
     weights from another domain; ImageNet's labels are not CelebA's). Images are resized to ``input_size`` and
@@ -249,7 +272,7 @@ class TorchvisionFeatures(Extractor):
     :meth:`identity`, so other weights give other features and other teachers.
     """
 
-    _ARCHS = {"resnet18": "IMAGENET1K_V1", "resnet50": "IMAGENET1K_V2"}
+    _ARCHS = IMAGENET_WEIGHTS
     _IMAGENET_MEAN = (0.485, 0.456, 0.406)
     _IMAGENET_STD = (0.229, 0.224, 0.225)
 
@@ -262,25 +285,12 @@ class TorchvisionFeatures(Extractor):
             raise ValueError(f"arch={arch!r}; expected one of {sorted(self._ARCHS)}")
         self.arch, self.input_size = arch, positive_int("input_size", input_size)
         self.batch_size = positive_int("batch_size", batch_size)
-        weights_enum = torchvision.models.get_model_weights(arch)[self._ARCHS[arch]]
-        path = Path(weights_path).expanduser() if weights_path else self.cache_path(weights_enum.url)
-        if not path.is_file():
-            raise FileNotFoundError(
-                f"ImageNet weights for features.arch={arch!r} not found at {str(path)!r}, and runs never download. "
-                f"On a machine with network access run: python -c \"import torchvision; "
-                f"torchvision.models.{arch}(weights='{self._ARCHS[arch]}')\", then copy "
-                f"{Path(weights_enum.url).name} into {self.cache_path(weights_enum.url).parent} here, or pass "
-                f"features.weights_path=/path/to/{Path(weights_enum.url).name}"
-            )
+        path = imagenet_weights(arch, weights_path, "features")
         self.weights_path, self.weights_sha256 = str(path), sha256_file(path)
         net = getattr(torchvision.models, arch)(weights=None)
         net.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
         net.fc = nn.Identity()
         self.net = net.eval()
-
-    @staticmethod
-    def cache_path(url: str) -> Path:
-        return Path(torch.hub.get_dir()) / "checkpoints" / os.path.basename(url)
 
     def settings(self) -> dict[str, Any]:
         # the checksum, not the path, identifies the weights
@@ -295,5 +305,5 @@ class TorchvisionFeatures(Extractor):
             return self.net((x - mean) / std).float()
 
 
-__all__ = ["Extractor", "PixelFeatures", "RandomConvFeatures", "RandomPatchFeatures", "TorchvisionFeatures",
-           "batches", "check_uint8_images", "to_unit_interval"]
+__all__ = ["IMAGENET_WEIGHTS", "Extractor", "PixelFeatures", "RandomConvFeatures", "RandomPatchFeatures",
+           "TorchvisionFeatures", "batches", "check_uint8_images", "imagenet_weights", "to_unit_interval"]

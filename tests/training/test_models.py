@@ -84,3 +84,29 @@ def test_an_optimizer_node_without_partial_is_refused():
     cfg = compose_config(["~aggregator", "teacher=small_cnn", "teacher.optimizer._partial_=false"])
     with pytest.raises(ValueError, match="teacher.optimizer"):
         Recipe.from_config(cfg.teacher)
+
+
+def test_pretrained_resnet_reads_the_cached_imagenet_weights(tmp_path, monkeypatch):
+    """Every layer but fc comes from the weights file in torch's hub cache; fc is new, sized to the labels."""
+    import torchvision
+
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path))
+    checkpoints = tmp_path / "hub" / "checkpoints"
+    checkpoints.mkdir(parents=True)
+    torch.manual_seed(0)
+    imagenet = torchvision.models.resnet18(weights=None).state_dict()
+    torch.save(imagenet, checkpoints / "resnet18-f37072fd.pth")
+    net = resnet(18, num_labels=5, stem="imagenet", pretrained="imagenet")
+    state = net.state_dict()
+    for name, value in imagenet.items():
+        if not name.startswith("fc."):
+            assert torch.equal(state[name], value), name
+    assert state["fc.weight"].shape == (5, 512)
+
+
+def test_pretrained_weights_are_never_downloaded(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path))
+    with pytest.raises(FileNotFoundError, match=r"runs never download.*teacher\.model\.weights_path"):
+        resnet(18, num_labels=5, stem="imagenet", pretrained="imagenet")
+    with pytest.raises(ValueError, match="needs stem='imagenet'"):
+        resnet(18, num_labels=5, pretrained="imagenet")
