@@ -180,7 +180,8 @@ def _train_one(recipe: Recipe, trainer_cfg, images, labels, indices, identity: d
     start = time.perf_counter()
     fit(trainer, module, loader)
     state = {k: v.detach().cpu() for k, v in net.state_dict().items()}
-    _save(state, identity, indices, trainer_cfg, float(trainer.callback_metrics["train/loss"]),
+    loss = trainer.callback_metrics.get("train/loss")  # absent only if no step ran
+    _save(state, identity, indices, trainer_cfg, float("nan") if loss is None else float(loss),
           time.perf_counter() - start, "loop", work_dir)
 
 
