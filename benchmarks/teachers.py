@@ -129,7 +129,8 @@ def main() -> None:
             print(f"{name:15s} D={features.dim:5d} T={row['teachers']:4d} (~{row['records_per_teacher']:.0f} each): "
                   f"teacher {100 * row['teacher_accuracy']:.1f}% (sd {100 * row['teacher_accuracy_sd']:.1f}), "
                   f"vote {100 * row['vote_accuracy']:.1f}%, {row['teachers_per_second']:.0f} teachers/s", flush=True)
-    print(f"majority class {100 * results['majority_class_accuracy']:.1f}%")
+    if args.extractors:
+        print(f"majority class {100 * results['majority_class_accuracy']:.1f}%")
     if args.cnn_teachers:
         results["small_cnn_loop"] = cnn_loop(args.cnn_teachers)
         print(f"SmallCNN loop: {results['small_cnn_loop']['teachers_per_second']:.3f} teachers/s")
