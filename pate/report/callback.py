@@ -11,7 +11,7 @@ import logging
 from typing import Any
 
 from hydra.experimental.callback import Callback
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from pate.report.generate import write_report
 
@@ -23,7 +23,7 @@ class ReportCallback(Callback):
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         sweep_dir = config.hydra.sweep.dir
-        if any(str(o).startswith("teacher_shard=") for o in config.hydra.overrides.task):
+        if any(str(o).startswith("teacher_shard=") for o in OmegaConf.select(config, "hydra.overrides.task", default=[])):
             log.info("Sweep %s trained teacher shards (teacher_shard): nothing to report; the same command without "
                      "teacher_shard (and without -m) finds the teachers, seals them and runs the rest", sweep_dir)
             return

@@ -32,6 +32,15 @@ def test_failure_is_logged_with_traceback_and_not_raised(tmp_path, caplog):
     assert record.exc_info is not None and "no multirun.yaml" in str(record.exc_info[1])
 
 
+
+def test_a_teacher_shard_sweep_has_no_report(tmp_path, caplog):
+    config = OmegaConf.create({"hydra": {"sweep": {"dir": str(tmp_path)},
+                                         "overrides": {"task": ["debug=tiny_cnn", "teacher_shard=0/2,1/2"]}}})
+    with caplog.at_level(logging.INFO, logger="pate.report.callback"):
+        ReportCallback().on_multirun_end(config)
+    assert not (tmp_path / "report.md").exists()
+    assert [r.levelno for r in caplog.records] == [logging.INFO] and "teacher shards" in caplog.text
+
 APP = '''
 import json
 from pathlib import Path
