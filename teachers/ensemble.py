@@ -24,11 +24,11 @@ import numpy as np
 import pytorch_lightning as pl
 import torch
 from omegaconf import DictConfig, OmegaConf
-from tqdm.auto import tqdm
 
+from pate.progress import progress_bar
+from teachers.batched import AdamW, refusal, train_group
 from training.data import IndexedImages, check_images, check_indices, check_labels, make_loader
 from training.recipe import Recipe
-from teachers.batched import AdamW, refusal, train_group
 from training.trainer import build_trainer, device_of, fit, quiet_lightning
 
 log = logging.getLogger(__name__)
@@ -146,7 +146,7 @@ def train_teachers(
     reused = len(ids) - len(todo)
     log.info("teachers: %d of %d requested already trained, %d to train", reused, len(ids), len(todo))
     group = _ensemble_size(teacher_cfg, trainer_cfg, recipe) if todo else 1
-    bar = tqdm(total=len(ids), initial=reused, desc="teachers", unit="teacher", disable=not progress)
+    bar = progress_bar(total=len(ids), initial=reused, desc="teachers", unit="teacher", disable=not progress)
     with quiet_lightning(), bar:
         if group > 1:
             settings, device = AdamW.from_config(teacher_cfg.optimizer), device_of(trainer_cfg)

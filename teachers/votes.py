@@ -15,8 +15,8 @@ import torch
 from omegaconf import DictConfig
 from torch import nn
 from torchmetrics.functional.classification import multilabel_accuracy
-from tqdm.auto import tqdm
 
+from pate.progress import progress_bar
 from training.data import check_images, check_indices, check_labels
 from training.module import predict_logits
 from training.recipe import Recipe
@@ -74,7 +74,7 @@ def predict_votes(
     y = torch.from_numpy(eval_labels.astype(np.int64)).to(device)
     votes = np.empty((num_queries, len(paths), num_labels), dtype=bool)
     accuracy = np.empty(len(paths), dtype=np.float64)
-    for t, path in enumerate(tqdm(paths, desc="votes", unit="teacher", disable=not progress)):
+    for t, path in enumerate(progress_bar(paths, desc="votes", unit="teacher", disable=not progress)):
         net = load_teacher(path, recipe).to(device)
         with autocast_for(device, trainer_cfg.precision):
             predicted = predict_logits(net, x, batch_size) > 0

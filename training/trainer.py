@@ -11,9 +11,10 @@ from pathlib import Path
 import pytorch_lightning as pl
 import torch
 from omegaconf import DictConfig
-from pytorch_lightning.utilities.exceptions import MisconfigurationException
 from pytorch_lightning.loggers import CSVLogger, TensorBoardLogger
-from tqdm.auto import tqdm
+from pytorch_lightning.utilities.exceptions import MisconfigurationException
+
+from pate.progress import progress_bar
 
 _LOGGERS = ("csv", "tensorboard")
 
@@ -25,7 +26,7 @@ class EpochBar(pl.Callback):
         self.desc, self.bar = desc, None
 
     def on_train_start(self, trainer, pl_module) -> None:
-        self.bar = tqdm(total=trainer.max_epochs, desc=self.desc, unit="epoch")
+        self.bar = progress_bar(total=trainer.max_epochs, desc=self.desc, unit="epoch")
 
     def on_train_epoch_end(self, trainer, pl_module) -> None:
         self.bar.update(1)

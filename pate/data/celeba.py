@@ -26,9 +26,9 @@ from pathlib import Path
 
 import numpy as np
 from PIL import Image
-from tqdm import tqdm
 
 from pate.io import atomic_write_json, decode_text, exclusive_lock, read_text
+from pate.progress import progress_bar
 
 log = logging.getLogger(__name__)
 
@@ -334,7 +334,7 @@ def _build_cache(data_file: Path, sidecar: Path, identity: dict, paths: list[Pat
         size = shape[-1]
         chunk = 256
         jobs = [([str(p) for p in paths[i:i + chunk]], size) for i in range(0, len(paths), chunk)]
-        bar = tqdm(total=len(paths), desc=f"decoding images to {size}px", unit="img", disable=not progress)
+        bar = progress_bar(total=len(paths), desc=f"decoding images to {size}px", unit="img", disable=not progress)
         with bar, process_pool(num_workers) as pool:
             start = 0
             for block in (pool.imap(_decode_chunk, jobs) if pool is not None else map(_decode_chunk, jobs)):

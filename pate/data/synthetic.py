@@ -30,7 +30,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
 
 from pate.data.celeba import (
     ATTRIBUTE_FILE,
@@ -44,6 +43,7 @@ from pate.data.celeba import (
 from pate.data.synthetic_attributes import LATENT_NAMES, sample_attributes
 from pate.data.synthetic_render import render_face
 from pate.io import atomic_write_json, atomic_write_text
+from pate.progress import progress_bar
 
 log = logging.getLogger(__name__)
 
@@ -179,7 +179,7 @@ def _generate(root: Path, params: dict, num_workers: int, progress: bool) -> Non
     image_dir.mkdir()
     jobs = [(str(image_dir), names[i:i + _CHUNK], i, sample.true[i:i + _CHUNK], sample.latents[i:i + _CHUNK],
              size, seed) for i in range(0, n, _CHUNK)]
-    with tqdm(total=n, desc=f"rendering synthetic CelebA ({size}px)", unit="img", disable=not progress) as bar, \
+    with progress_bar(total=n, desc=f"rendering synthetic CelebA ({size}px)", unit="img", disable=not progress) as bar, \
             process_pool(num_workers) as pool:
         for done in (pool.imap_unordered(_render_chunk, jobs) if pool is not None else map(_render_chunk, jobs)):
             bar.update(done)

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 import numpy as np
-from tqdm import tqdm
 
 from pate.data.histograms import (
     CHECKIN_SHAPES,
@@ -29,6 +28,7 @@ from pate.data.histograms import (
 from pate.mechanisms.topk import check_histograms, top_k_recall
 from pate.mechanisms.topk.base import check_k
 from pate.privacy import checks
+from pate.progress import progress_bar
 
 __all__ = ["Setting", "run_grid", "settings_for"]
 
@@ -149,7 +149,7 @@ def run_grid(
         mechanisms[(setting.label, epsilon, k, name)] = (mechanism, spent, kbar)
 
     rows = []
-    for setting, epsilon, k, name, _ in tqdm(cells, desc="top-k grid", unit="cell", disable=not progress):
+    for setting, epsilon, k, name, _ in progress_bar(cells, desc="top-k grid", unit="cell", disable=not progress):
         mechanism, spent, kbar = mechanisms[(setting.label, epsilon, k, name)]
         batch = np.tile(setting.histograms, (trials, 1))
         rng = _seed(seed, setting.label, epsilon, k, name)

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
 from pate.artifacts import Artifact, atomic_write_json
 from pate.features.extractors import Extractor, batches, check_uint8_images
 from pate.privacy.checks import positive_int
+from pate.progress import progress_bar
 
 FEATURES_FILE = "features.npy"
 ROWS_FILE = "rows.npy"
@@ -46,7 +46,7 @@ def fit_extractor(extractor: Extractor, images: np.ndarray, fit_rows: np.ndarray
     if leaked.size:
         raise ValueError(f"the extractor's fit rows include {leaked.size} private training rows (e.g. "
                          f"{leaked[:5].tolist()}); it may only be fitted on public images")
-    with tqdm(total=len(fit_rows), desc="features: fit on public images", unit="img", disable=not progress) as bar:
+    with progress_bar(total=len(fit_rows), desc="features: fit on public images", unit="img", disable=not progress) as bar:
         extractor.fit(np.asarray(images[fit_rows]), seed=fit_seed, progress=bar.update)
 
 
@@ -63,7 +63,7 @@ def write_features(work: Path, extractor: Extractor, images: np.ndarray, rows: n
     dim = extractor.dim(images.shape[-1])
     tmp = work / (FEATURES_FILE + ".tmp")
     out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float16, shape=(len(rows), dim))
-    with tqdm(total=len(rows), desc=desc, unit="img", disable=not progress) as bar:
+    with progress_bar(total=len(rows), desc=desc, unit="img", disable=not progress) as bar:
         for part in batches(len(rows), 1024):
             chunk = torch.from_numpy(np.asarray(images[rows[part]]))
             if view is not None:
