@@ -125,3 +125,19 @@ def test_a_tiny_pipeline_run_with_batched_teachers(tiny_cnn_cfg, tmp_path):
     files = sorted((tmp_path / "teachers" / metrics["artifacts"]["teachers"]).glob("teacher_*.pt"))
     assert len(files) == 4 and metrics["student_accuracy"] is not None
     assert {torch.load(f, weights_only=True)["meta"]["engine"] for f in files} == {"batched"}
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_batched_training_on_a_gpu_gives_the_loops_weights(problem, tmp_path):
+    """The same equivalence on a CUDA device (run where a device is lent: pytest -m gpu); cuDNN's kernels
+    differ between a grouped and a plain convolution, hence the looser tolerance."""
+    images, labels, parts = problem
+    gpu = OmegaConf.merge(TRAINER, {"accelerator": "gpu", "deterministic": False})
+    loop = _weights(train_teachers(_teacher_cfg(1), gpu, images, labels, parts, tmp_path / "loop", progress=False))
+    batched = _weights(train_teachers(_teacher_cfg(3), gpu, images, labels, parts, tmp_path / "batched",
+                                      progress=False))
+    for a, b in zip(loop, batched, strict=True):
+        assert b["meta"]["accelerator"] == "gpu"
+        for name in a["state_dict"]:
+            torch.testing.assert_close(b["state_dict"][name], a["state_dict"][name], atol=1e-3, rtol=1e-2)
