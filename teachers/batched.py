@@ -125,9 +125,9 @@ def train_group(recipe: Recipe, settings: AdamW, images: np.ndarray, labels: np.
     for seed in seeds:
         pl.seed_everything(seed, workers=True, verbose=False)  # the loop's initialisation of this teacher
         nets.append(recipe.make_net())
-    skeleton = nets[0].to(device)
     params = {name: torch.stack([dict(net.named_parameters())[name].detach() for net in nets]).to(device)
-              .requires_grad_() for name, _ in skeleton.named_parameters()}
+              .requires_grad_() for name, _ in nets[0].named_parameters()}
+    skeleton = nets[0].to(device)  # only its structure is used: functional_call swaps in the stacked parameters
     state = {name: (torch.zeros_like(p), torch.zeros_like(p)) for name, p in params.items()}
     g_count, batch = len(parts), recipe.batch_size
     sizes = torch.tensor([len(part) for part in parts])
