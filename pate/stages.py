@@ -69,10 +69,10 @@ def check_partition_config(split: np.ndarray, num_teachers: int, num_queries: in
     """Fail before any decode or training when the split sizes (``split``: CelebA's split code per image, as
     read from list_eval_partition.txt) cannot satisfy the config."""
     sizes = {name: int(np.count_nonzero(np.asarray(split) == code)) for name, code in SPLITS.items()}
-    for split in ("train", "test"):
-        if sizes[split] == 0:
-            raise ValueError(f"the {split} split is empty: no row of list_eval_partition.txt has code "
-                             f"{SPLITS[split]} ({split}); the pipeline needs private training records and "
+    for name in ("train", "test"):
+        if sizes[name] == 0:
+            raise ValueError(f"the {name} split is empty: no row of list_eval_partition.txt has code "
+                             f"{SPLITS[name]} ({name}); the pipeline needs private training records and "
                              f"held-out public records")
     n_train = sizes["train"]
     if not 1 <= num_teachers <= n_train:

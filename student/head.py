@@ -56,9 +56,10 @@ def train_head_student(student_cfg: DictConfig, train_features: torch.Tensor, tr
     if semi.uses_unlabeled and len(unlabeled_features):
         refit_on = strong_features if semi.method == "consistency" else unlabeled_features
         for _ in range(semi.rounds):
-            hard, confident = confident_pseudo_labels(head_scores(unlabeled_features, weights, bias)[0],
-                                                      semi.keep_fraction)
-            targets = torch.where(confident, hard, head_scores(refit_on, weights, bias)[0])
+            scores = head_scores(unlabeled_features, weights, bias)[0]
+            hard, confident = confident_pseudo_labels(scores, semi.keep_fraction)
+            refit_scores = scores if refit_on is unlabeled_features else head_scores(refit_on, weights, bias)[0]
+            targets = torch.where(confident, hard, refit_scores)
             weights, bias = _fit(student_cfg, torch.cat([train_features, refit_on]),
                                  torch.cat([labels, targets.float()]))
             pseudo_fraction = float(confident.double().mean())

@@ -24,6 +24,7 @@ the ResNets) is trained by the loop, with a warning. Likewise an optimiser other
 
 from __future__ import annotations
 
+import inspect
 import math
 import time
 from collections.abc import Sequence
@@ -40,8 +41,9 @@ from torch.nn import functional as F
 from training.data import to_float
 from training.recipe import Recipe
 
-# torch.optim.AdamW's defaults, for the keys a config leaves out.
-_ADAMW_DEFAULTS = {"lr": 1e-3, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 1e-2}
+# torch.optim.AdamW's own defaults for the keys the engine implements, for the keys a config leaves out.
+_ADAMW_DEFAULTS = {key: inspect.signature(torch.optim.AdamW).parameters[key].default
+                   for key in ("lr", "betas", "eps", "weight_decay")}
 
 
 @dataclass(frozen=True)

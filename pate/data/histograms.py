@@ -114,7 +114,7 @@ def read_checkins(path, user_column: int, item_column: int, delimiter: str | Non
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        fields = line.rstrip("\n").split(delimiter)
+        fields = line.split(delimiter)
         if len(fields) < needed:
             raise ValueError(
                 f"{path}:{number}: expected at least {needed} columns, got {len(fields)}: {line[:80]!r}"
