@@ -7,8 +7,9 @@ own loss only (the summed loss has no cross terms). Nothing is coupled: each tea
 
 * its own initialisation: teacher g's network is built after seeding with its seed, as in the loop;
 * its own data and order: its part, reshuffled every epoch by ``torch.randperm`` on a generator seeded with
-  its seed -- exactly the permutations of the loop's seeded ``DataLoader`` (:func:`_epoch_order`); a teacher with a smaller part has
-  fewer steps per epoch: its batches are padded and masked, and it makes no update at a step it has no batch;
+  its seed -- exactly the permutations of the loop's seeded ``DataLoader`` (:func:`_epoch_order`); a teacher
+  with a smaller part has fewer steps per epoch: its batches are padded and masked, and it makes no update
+  at a step it has no batch;
 * its own optimiser state: AdamW (Loshchilov & Hutter 2019, Alg. 2, as ``torch.optim.AdamW`` computes it) with a
   per-teacher step count, and the cosine decay to zero over its own number of steps that the LightningModule
   uses (``training/module.py``);
@@ -16,10 +17,23 @@ own loss only (the summed loss has no cross terms). Nothing is coupled: each tea
   with the same seed: the same distribution, other draws).
 
 So with ``augment`` off the engine reproduces the loop's weights up to float rounding
-(tests/training/test_batched.py). Normalisation: only per-sample layers (GroupNorm, LayerNorm) can be
-stacked -- BatchNorm's batch statistics would mix a teacher's padded entries into its statistics and its
-running buffers cannot be updated in place under vmap -- so a BatchNorm model (``teacher.model.norm=batch``,
-the ResNets) is trained by the loop, with a warning. Likewise an optimiser other than AdamW.
+(tests/training/test_batched.py).
+
+Normalisation: only layers that treat each sample alone and hold no changing state stack: GroupNorm
+(``teacher.model.norm=group``, SmallCNN or a ResNet trained from scratch) and BatchNorm with frozen statistics
+(``norm=frozen``, :class:`training.models.FrozenStatsBatchNorm2d`, for a pretrained ResNet). Plain BatchNorm
+cannot: its batch statistics would mix a teacher's padded entries into its statistics, and its running buffers
+cannot be updated in place under vmap; such a model (``norm=batch``, the default) is trained by the loop, with
+a warning. So is an optimiser other than AdamW, and a precision other than 32 and bf16-mixed (fp16 needs
+per-teacher loss scaling, which the engine does not implement).
+
+Frozen parameters (``requires_grad`` off, e.g. ``teacher.model.frozen_stages``) and the frozen statistics are
+stacked too, as constants: each teacher keeps its own copy, no optimiser state and no gradient.
+``trainer.precision=bf16-mixed`` runs the forward and backward passes in bfloat16 on bfloat16 copies of the
+float32 parameters; the loss, the gradients and AdamW's state stay float32. This is cast by hand because
+``torch.autocast`` does not reach inside ``torch.func.vmap`` (a convolution there stays float32), so unlike
+Lightning's autocast it also runs the normalisation layers in bfloat16: the two engines then agree only to
+bfloat16's precision (tests/training/test_batched.py measures how far).
 """
 
 from __future__ import annotations
@@ -39,6 +53,7 @@ from torch.func import functional_call, vmap
 from torch.nn import functional as F
 
 from training.data import to_float
+from training.models import FrozenStatsBatchNorm2d
 from training.recipe import Recipe
 
 # torch.optim.AdamW's own defaults for the keys the engine implements, for the keys a config leaves out.
@@ -69,15 +84,23 @@ class AdamW:
                    weight_decay=float(values["weight_decay"]))
 
 
-def refusal(recipe: Recipe, teacher_cfg: DictConfig) -> str | None:
+_PRECISIONS = ("32", "32-true", "bf16-mixed")
+
+
+def refusal(recipe: Recipe, teacher_cfg: DictConfig, precision) -> str | None:
     """Why this teacher config cannot be trained batched (None when it can)."""
     net = recipe.make_net()
-    if any(isinstance(m, nn.modules.batchnorm._BatchNorm) for m in net.modules()):
-        return "the model has BatchNorm layers (use a GroupNorm model, e.g. teacher.model.norm=group)"
-    if any(True for _ in net.buffers()):
-        return "the model has buffers, which stacked training does not update"
+    if any(isinstance(m, nn.modules.batchnorm._BatchNorm) and not isinstance(m, FrozenStatsBatchNorm2d)
+           for m in net.modules()):
+        return ("the model has BatchNorm layers that learn statistics (use teacher.model.norm=group, or "
+                "norm=frozen for a pretrained ResNet)")
+    frozen_stats = {id(b) for m in net.modules() if isinstance(m, FrozenStatsBatchNorm2d) for b in m.buffers()}
+    if any(id(b) not in frozen_stats for b in net.buffers()):
+        return "the model has buffers that change in training, which stacked training does not update"
     if AdamW.from_config(teacher_cfg.optimizer) is None:
         return f"the optimizer is not plain torch.optim.AdamW ({dict(teacher_cfg.optimizer)})"
+    if str(precision) not in _PRECISIONS:
+        return f"the batched engine trains in {' or '.join(_PRECISIONS)}, not trainer.precision={precision!r}"
     return None
 
 
@@ -117,19 +140,31 @@ def _epoch_order(n: int, gen: torch.Generator) -> np.ndarray:
     return order
 
 
+def _stack(nets: Sequence[nn.Module], device: torch.device) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+    """The G networks' tensors stacked along a new leading axis: (trainable parameters, which require grad;
+    constants: frozen parameters and buffers)."""
+    states = [net.state_dict(keep_vars=True) for net in nets]
+    trainable = {name for name, p in nets[0].named_parameters() if p.requires_grad}
+    stacked = {name: torch.stack([state[name].detach() for state in states]).to(device) for name in states[0]}
+    params = {name: t.requires_grad_() for name, t in stacked.items() if name in trainable}
+    return params, {name: t for name, t in stacked.items() if name not in trainable}
+
+
 def train_group(recipe: Recipe, settings: AdamW, images: np.ndarray, labels: np.ndarray,
-                parts: Sequence[np.ndarray], seeds: Sequence[int], device: torch.device
+                parts: Sequence[np.ndarray], seeds: Sequence[int], device: torch.device, precision="32-true"
                 ) -> tuple[list[dict[str, torch.Tensor]], list[float], float]:
-    """Train one teacher per (part, seed) together. Returns their state dicts (on CPU), their last epoch's
-    mean training loss and the seconds taken."""
+    """Train one teacher per (part, seed) together, in ``precision`` (one of 32, 32-true, bf16-mixed). Returns
+    their state dicts (parameters and buffers, on CPU), their last epoch's mean training loss and the seconds
+    taken."""
+    if str(precision) not in _PRECISIONS:
+        raise ValueError(f"precision must be one of {_PRECISIONS}, got {precision!r}")
     start = time.perf_counter()
     nets = []
     for seed in seeds:
         pl.seed_everything(seed, workers=True, verbose=False)  # the loop's initialisation of this teacher
         nets.append(recipe.make_net())
-    params = {name: torch.stack([dict(net.named_parameters())[name].detach() for net in nets]).to(device)
-              .requires_grad_() for name, _ in nets[0].named_parameters()}
-    skeleton = nets[0].to(device)  # only its structure is used: functional_call swaps in the stacked parameters
+    params, constants = _stack(nets, device)
+    skeleton = nets[0].to(device)  # only its structure is used: functional_call swaps in the stacked tensors
     state = {name: (torch.zeros_like(p), torch.zeros_like(p)) for name, p in params.items()}
     g_count, batch = len(parts), recipe.batch_size
     sizes = torch.tensor([len(part) for part in parts])
@@ -140,10 +175,16 @@ def train_group(recipe: Recipe, settings: AdamW, images: np.ndarray, labels: np.
     flips = [torch.Generator().manual_seed(int(seed)) for seed in seeds]
     base_lr = torch.full((g_count,), settings.lr, dtype=torch.float64, device=device)
 
-    def loss_of(p, x, y, mask):  # one teacher: the mean BCE over its real entries (as the loop's loss.mean())
-        losses = F.binary_cross_entropy_with_logits(functional_call(skeleton, p, (x,)), y, reduction="none")
+    def loss_of(p, c, x, y, mask):  # one teacher: the mean BCE over its real entries (as the loop's loss.mean())
+        logits = functional_call(skeleton, {name: t.to(dtype) if t.is_floating_point() else t
+                                            for name, t in {**p, **c}.items()}, (x.to(dtype),))
+        losses = F.binary_cross_entropy_with_logits(logits.float(), y, reduction="none")
         return (losses * mask[:, None]).sum() / (mask.sum() * y.shape[1]).clamp_min(1)
 
+    # torch.autocast does not reach inside torch.func.vmap (a convolution there stays float32), so bf16-mixed
+    # casts by hand: the forward pass in bfloat16 on bfloat16 copies of the float32 master weights, whose
+    # gradients flow back in float32 (mixed precision as Micikevicius et al. 2018 define it).
+    dtype = torch.bfloat16 if str(precision) == "bf16-mixed" else torch.float32
     batched_loss = vmap(loss_of)
     last_loss = [0.0] * g_count
     for _ in range(recipe.max_epochs):
@@ -165,7 +206,7 @@ def train_group(recipe: Recipe, settings: AdamW, images: np.ndarray, labels: np.
                 x = torch.where(flip[:, :, None, None, None], x.flip(-1), x)
             y = torch.from_numpy(labels[rows].astype(np.float32))
             x, y, mask = x.to(device), y.to(device), mask.to(device)
-            losses = batched_loss(params, x, y, mask)
+            losses = batched_loss(params, constants, x, y, mask)
             grads = dict(zip(params, torch.autograd.grad(losses.sum(), list(params.values())), strict=True))
             active = mask.any(dim=1)
             lr = cosine_lr(base_lr, steps, total)  # the rate of this step: the schedule has taken `steps` steps
@@ -175,7 +216,9 @@ def train_group(recipe: Recipe, settings: AdamW, images: np.ndarray, labels: np.
             epoch_loss += losses.detach().cpu() * seen
             epoch_seen += seen
         last_loss = (epoch_loss / epoch_seen.clamp_min(1)).tolist()
-    states = [{name: p[g].detach().cpu().clone() for name, p in params.items()} for g in range(g_count)]
+    stacked = {**params, **constants}
+    states = [{name: stacked[name][g].detach().cpu().clone() for name in skeleton.state_dict()}
+              for g in range(g_count)]
     return states, last_loss, time.perf_counter() - start
 
 

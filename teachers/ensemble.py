@@ -153,7 +153,8 @@ def train_teachers(
             for start in range(0, len(todo), group):
                 chunk = todo[start:start + group]
                 states, losses, seconds = train_group(recipe, settings, images, labels, [parts[i] for i in chunk],
-                                                      [identities[i]["seed"] for i in chunk], device)
+                                                      [identities[i]["seed"] for i in chunk], device,
+                                                      trainer_cfg.precision)
                 for i, state, loss in zip(chunk, states, losses, strict=True):
                     _save(state, identities[i], parts[i], trainer_cfg, loss, seconds / len(chunk), "batched",
                           work_dir)
@@ -191,9 +192,7 @@ def _ensemble_size(teacher_cfg: DictConfig, trainer_cfg: DictConfig, recipe: Rec
     group = teacher_cfg.get("ensemble_size", 1)
     if isinstance(group, bool) or not isinstance(group, int) or group < 1:
         raise ValueError(f"teacher.ensemble_size={group!r}; expected an integer >= 1")
-    why = refusal(recipe, teacher_cfg) if group > 1 else None
-    if group > 1 and str(trainer_cfg.precision) not in ("32", "32-true"):
-        why = f"the batched engine trains in float32, not trainer.precision={trainer_cfg.precision!r}"
+    why = refusal(recipe, teacher_cfg, trainer_cfg.precision) if group > 1 else None
     if why is not None:
         log.warning("teacher.ensemble_size=%d, but %s: training one teacher at a time", group, why)
         return 1

@@ -113,8 +113,8 @@ def train_head_teachers(teacher_cfg: DictConfig, features: FeatureTable, labels:
         todo.append(c)
     log.info("teacher heads: %d of %d chunks already fitted, %d to fit", len(chunks) - len(todo), len(chunks),
              len(todo))
-    with progress_bar(total=num, initial=num - sum(len(chunks[c]) for c in todo), desc="teachers (heads)", unit="teacher",
-              disable=not progress) as bar:
+    with progress_bar(total=num, initial=num - sum(len(chunks[c]) for c in todo), desc="teachers (heads)",
+                      unit="teacher", disable=not progress) as bar:
         for c in todo:
             fitted = fit_heads(features, labels, parts, chunks[c], teacher_cfg.lambdas)
             path = _chunk_path(work_dir, c)
@@ -135,7 +135,8 @@ def head_votes(teacher_cfg: DictConfig, work_dir: Path, features: FeatureTable, 
     truth = torch.from_numpy(np.asarray(eval_labels, dtype=bool))
     votes = np.zeros((len(query_rows), num, eval_labels.shape[1]), dtype=bool)
     accuracy = np.zeros(num)
-    for c, start in enumerate(progress_bar(range(0, num, size), desc="votes (heads)", unit="chunk", disable=not progress)):
+    starts = progress_bar(range(0, num, size), desc="votes (heads)", unit="chunk", disable=not progress)
+    for c, start in enumerate(starts):
         ids = list(range(start, min(start + size, num)))
         chunk, problem = _load_chunk(_chunk_path(work_dir, c), _identity(teacher_cfg, ids, parts))
         if problem is not None:

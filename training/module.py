@@ -94,7 +94,8 @@ class MultiLabelModule(pl.LightningModule):
         self.test_acc_per_attribute.reset()
 
     def configure_optimizers(self):
-        optimizer = self.make_optimizer(self.net.parameters())
+        # frozen layers (requires_grad off, e.g. resnet frozen_stages) are not the optimiser's to update or decay
+        optimizer = self.make_optimizer([p for p in self.net.parameters() if p.requires_grad])
         total_steps = max(1, int(self.trainer.estimated_stepping_batches))
         scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=total_steps)
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}

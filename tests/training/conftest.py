@@ -61,3 +61,26 @@ def majority_baseline(train_labels: np.ndarray, eval_labels: np.ndarray) -> floa
     """Mean per-label accuracy on ``eval_labels`` of predicting each label's majority value in ``train_labels``."""
     majority = train_labels.mean(axis=0) >= 0.5
     return float((eval_labels == majority).mean())
+
+
+@pytest.fixture
+def fake_imagenet_resnet18(tmp_path, monkeypatch):
+    """A stand-in for torchvision's ImageNet ResNet-18 file in a private torch hub cache ($TORCH_HOME): seeded
+    random weights whose BatchNorm statistics are not the defaults (means ~ N(0, 0.1), variances in [0.5, 2]),
+    so that frozen statistics are visible. Returns its state dict."""
+    import torch
+    import torchvision
+
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch_home"))
+    checkpoints = tmp_path / "torch_home" / "hub" / "checkpoints"
+    checkpoints.mkdir(parents=True)
+    gen = torch.Generator().manual_seed(0)
+    torch.manual_seed(0)
+    state = torchvision.models.resnet18(weights=None).state_dict()
+    for name, value in state.items():
+        if name.endswith("running_mean"):
+            state[name] = 0.1 * torch.randn(value.shape, generator=gen)
+        elif name.endswith("running_var"):
+            state[name] = 0.5 + 1.5 * torch.rand(value.shape, generator=gen)
+    torch.save(state, checkpoints / "resnet18-f37072fd.pth")
+    return state

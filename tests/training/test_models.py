@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+
+import numpy as np
 import pytest
 import torch
 
@@ -86,22 +89,71 @@ def test_an_optimizer_node_without_partial_is_refused():
         Recipe.from_config(cfg.teacher)
 
 
-def test_pretrained_resnet_reads_the_cached_imagenet_weights(tmp_path, monkeypatch):
-    """Every layer but fc comes from the weights file in torch's hub cache; fc is new, sized to the labels."""
-    import torchvision
-
-    monkeypatch.setenv("TORCH_HOME", str(tmp_path))
-    checkpoints = tmp_path / "hub" / "checkpoints"
-    checkpoints.mkdir(parents=True)
-    torch.manual_seed(0)
-    imagenet = torchvision.models.resnet18(weights=None).state_dict()
-    torch.save(imagenet, checkpoints / "resnet18-f37072fd.pth")
-    net = resnet(18, num_labels=5, stem="imagenet", pretrained="imagenet")
+@pytest.mark.parametrize("norm", ["batch", "frozen"])
+def test_pretrained_resnet_reads_the_cached_imagenet_weights(fake_imagenet_resnet18, norm):
+    """Every layer but fc, BatchNorm statistics included, comes from the weights file in torch's hub cache; fc
+    is new, sized to the labels."""
+    net = resnet(18, num_labels=5, stem="imagenet", pretrained="imagenet", norm=norm)
     state = net.state_dict()
-    for name, value in imagenet.items():
+    for name, value in fake_imagenet_resnet18.items():
         if not name.startswith("fc."):
             assert torch.equal(state[name], value), name
     assert state["fc.weight"].shape == (5, 512)
+
+
+def test_frozen_statistics_are_eval_mode_batchnorm_in_training_too(fake_imagenet_resnet18):
+    """norm=frozen computes exactly what torchvision's BatchNorm computes in eval mode, in train mode as well,
+    and a training pass leaves the statistics where the weights file put them."""
+    frozen = resnet(18, num_labels=5, stem="imagenet", pretrained="imagenet", norm="frozen")
+    plain = resnet(18, num_labels=5, stem="imagenet", pretrained="imagenet", norm="batch").eval()
+    plain.fc.load_state_dict(frozen.fc.state_dict())
+    x = torch.randn(4, 3, 32, 32, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        expected = plain(x)
+        torch.testing.assert_close(frozen.train()(x), expected, atol=1e-5, rtol=1e-5)
+    for name, value in fake_imagenet_resnet18.items():
+        if "running" in name:
+            assert torch.equal(frozen.state_dict()[name], value), name
+
+
+def test_group_norm_resnet_has_no_batch_statistics():
+    """norm=group (from scratch): GroupNorm with 32 groups everywhere, no buffers at all."""
+    net = resnet(18, num_labels=5, norm="group")
+    norms = [m for m in net.modules() if isinstance(m, (torch.nn.GroupNorm, torch.nn.BatchNorm2d))]
+    assert norms and all(isinstance(m, torch.nn.GroupNorm) and m.num_groups == 32 for m in norms)
+    assert not list(net.buffers())
+
+
+@pytest.mark.parametrize(("stages", "frozen"), [(0, set()), (1, {"conv1", "bn1"}),
+                                                (3, {"conv1", "bn1", "layer1", "layer2"}),
+                                                (5, {"conv1", "bn1", "layer1", "layer2", "layer3", "layer4"})])
+def test_frozen_stages_freeze_the_stem_then_the_layers_in_order(stages, frozen):
+    net = resnet(18, num_labels=5, norm="group", frozen_stages=stages)
+    for name, p in net.named_parameters():
+        assert p.requires_grad == (name.split(".")[0] not in frozen), name
+    assert net.fc.weight.requires_grad
+
+
+def test_frozen_stages_stay_at_their_initial_weights_in_a_lightning_fit(tiny_data):
+    """The loop's optimiser sees only the trainable parameters: a frozen stage neither moves nor decays."""
+    import pytorch_lightning as pl
+
+    from training.data import IndexedImages, make_loader
+    from training.module import MultiLabelModule
+    from training.trainer import fit
+
+    images, labels = tiny_data
+    torch.manual_seed(0)
+    net = resnet(18, num_labels=40, norm="group", frozen_stages=2)
+    before = {k: v.clone() for k, v in net.state_dict().items()}
+    optimizer = functools.partial(torch.optim.AdamW, lr=1e-2, weight_decay=0.5)
+    loader = make_loader(IndexedImages(images, np.arange(16), labels[:16]), 8, shuffle=True, seed=0, num_workers=0)
+    trainer = pl.Trainer(max_epochs=1, accelerator="cpu", logger=False, enable_checkpointing=False,
+                         enable_progress_bar=False, enable_model_summary=False)
+    fit(trainer, MultiLabelModule(net, 40, optimizer), loader)
+    for name, value in net.state_dict().items():
+        moved = not torch.equal(value, before[name])
+        assert moved == (name.split(".")[0] not in {"conv1", "bn1", "layer1"}), name
 
 
 def test_pretrained_weights_are_never_downloaded(tmp_path, monkeypatch):
@@ -110,3 +162,20 @@ def test_pretrained_weights_are_never_downloaded(tmp_path, monkeypatch):
         resnet(18, num_labels=5, stem="imagenet", pretrained="imagenet")
     with pytest.raises(ValueError, match="needs stem='imagenet'"):
         resnet(18, num_labels=5, pretrained="imagenet")
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    ({"norm": "frozen"}, "norm='frozen' keeps the pretrained BatchNorm statistics, so it needs pretrained"),
+    ({"norm": "group", "pretrained": "imagenet", "stem": "imagenet"}, "norm='group' has no pretrained weights"),
+    ({"norm": "layer"}, "norm must be one of"),
+    ({"frozen_stages": 6}, r"frozen_stages must be an integer in \[0, 5\].*got 6"),
+    ({"frozen_stages": True}, "frozen_stages must be an integer"),
+])
+def test_resnet_refuses_norms_and_frozen_stages_that_do_not_fit(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        resnet(18, num_labels=5, **kwargs)
+
+
+def test_small_cnn_refuses_frozen_statistics():
+    with pytest.raises(ValueError, match="'frozen' needs pretrained statistics"):
+        SmallCNN(num_labels=5, norm="frozen")
