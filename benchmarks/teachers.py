@@ -9,11 +9,16 @@ evaluation images of the test split; "vote" is the accuracy of the T teachers' p
     python benchmarks/teachers.py                                # all of it (~10 min on 2 cores)
     python benchmarks/teachers.py --extractors random_patches --teachers 800 --cnn-teachers 0
     python benchmarks/teachers.py --extractors --cnn-teachers 0 --engine-teachers 32   # CNN engines only
-    python benchmarks/teachers.py --extractors --cnn-teachers 0 --engine-teachers 800 --device gpu
+    # the issue's GPU target: 800 pretrained ResNet-18 teachers, 1 epoch at 64 px (the loop timed on 50 of them)
+    python benchmarks/teachers.py --extractors --cnn-teachers 0 --engine-model resnet18_imagenet \
+        --image-size 64 --engine-teachers 800 --loop-teachers 50 --group 100 --device gpu
 
-The CNN engines: ``teacher=small_cnn`` with GroupNorm (``teacher.model.norm=group``, which both engines can
-train), 1 epoch, trained one teacher at a time (the Lightning loop) and ``--group`` at a time (the batched
-engine, teachers/batched.py) in the same run; the figure is teacher-epochs per second and their ratio.
+The CNN engines: ``--engine-model`` in a form both engines can train -- ``small_cnn`` and ``resnet18`` (from
+scratch) with GroupNorm, ``resnet18_imagenet`` (the paper's recipe; needs torchvision's weights in torch's hub
+cache) with frozen BatchNorm statistics -- for 1 epoch, trained one teacher at a time (the Lightning loop) and
+``--group`` at a time (the batched engine, teachers/batched.py) in the same run. The figure is teacher-epochs
+per second and their ratio; ``--loop-teachers`` times the loop on the first N teachers only (the rates are per
+teacher, so the ratio stands). ``--device gpu`` uses ``trainer=gpu`` (bf16-mixed) in both engines.
 
 Recorded results: benchmarks/README.md, "Teachers".
 """
@@ -79,22 +84,33 @@ def cnn_loop(num_teachers: int) -> dict:
             "max_epochs": int(cfg.teacher.max_epochs)}
 
 
-def cnn_engines(num_teachers: int, group: int, device: str) -> dict:
-    """Teacher-epochs per second of the per-teacher loop and the batched engine, on the same teachers."""
-    cfg = config("teacher=small_cnn", "teacher.model.norm=group", "teacher.max_epochs=1",
-                 f"trainer.accelerator={device}")
+ENGINE_MODELS = {  # each in a form that both engines can train
+    "small_cnn": ["teacher=small_cnn", "teacher.model.norm=group"],
+    "resnet18": ["teacher=resnet18", "teacher.model.norm=group"],
+    "resnet18_imagenet": ["teacher=resnet18_imagenet", "teacher.model.norm=frozen"],
+}
+
+
+def cnn_engines(model: str, num_teachers: int, loop_teachers: int, group: int, device: str,
+                image_size: int | None) -> dict:
+    """Teacher-epochs per second of the per-teacher loop (on the first ``loop_teachers``) and of the batched
+    engine (on all ``num_teachers``), 1 epoch each."""
+    size = [] if image_size is None else [f"data.image_size={image_size}", f"data.synthetic.image_size={image_size}"]
+    cfg = config(*ENGINE_MODELS[model], "teacher.max_epochs=1", *(["trainer=gpu"] if device == "gpu" else []), *size)
     data = load_data(cfg.data, Path(cfg.paths.cache_dir) / "tensors", progress=False)
     parts = partition_teachers(data.indices("train"), int(cfg.partition.num_teachers), int(cfg.partition.seed))
-    out = {"teachers": num_teachers, "group": group, "device": device,
+    out = {"model": model, "teachers": num_teachers, "loop_teachers": loop_teachers, "group": group,
+           "device": device, "device_name": torch.cuda.get_device_name() if device == "gpu" else "cpu",
+           "precision": str(cfg.trainer.precision), "image_size": int(data.images.shape[-1]),
            "records_per_teacher": float(np.mean([len(p) for p in parts[:num_teachers]]))}
-    for engine, size in (("loop", 1), ("batched", group)):
-        cfg.teacher.ensemble_size = size
+    for engine, ensemble_size, count in (("loop", 1, loop_teachers), ("batched", group, num_teachers)):
+        cfg.teacher.ensemble_size = ensemble_size
         with tempfile.TemporaryDirectory() as work:
             start = time.perf_counter()
             train_teachers(cfg.teacher, cfg.trainer, data.images, data.labels, parts, Path(work),
-                           teacher_ids=range(num_teachers), progress=False)
+                           teacher_ids=range(count), progress=False)
             seconds = time.perf_counter() - start
-        out[engine] = {"seconds": seconds, "teacher_epochs_per_second": num_teachers / seconds}
+        out[engine] = {"teachers": count, "seconds": seconds, "teacher_epochs_per_second": count / seconds}
     out["batched_over_loop"] = out["batched"]["teacher_epochs_per_second"] / out["loop"]["teacher_epochs_per_second"]
     return out
 
@@ -105,7 +121,11 @@ def main() -> None:
     parser.add_argument("--teachers", nargs="+", type=int, default=[100, 250, 800])
     parser.add_argument("--cnn-teachers", type=int, default=5, help="SmallCNN teachers to time (0: skip)")
     parser.add_argument("--engine-teachers", type=int, default=0,
-                        help="SmallCNN teachers to time with the loop and the batched engine (0: skip)")
+                        help="CNN teachers to time with the batched engine, and the loop (0: skip)")
+    parser.add_argument("--loop-teachers", type=int, default=None,
+                        help="time the loop on the first N of them only (default: all)")
+    parser.add_argument("--engine-model", choices=sorted(ENGINE_MODELS), default="small_cnn")
+    parser.add_argument("--image-size", type=int, default=None, help="data.image_size (default: the config's)")
     parser.add_argument("--group", type=int, default=32, help="teachers per batched group (teacher.ensemble_size)")
     parser.add_argument("--device", choices=("cpu", "gpu"), default="cpu", help="for the CNN engines")
     parser.add_argument("--output", type=Path, default=None)
@@ -139,12 +159,15 @@ def main() -> None:
         results["heads_over_cnn"] = best / results["small_cnn_loop"]["teachers_per_second"]
         print(f"heads / SmallCNN loop, teachers per second: {results['heads_over_cnn']:.0f}x")
     if args.engine_teachers:
-        results["cnn_engines"] = engines = cnn_engines(args.engine_teachers, args.group, args.device)
-        print(f"SmallCNN (GroupNorm) on {args.device}, {args.engine_teachers} teachers of "
-              f"~{engines['records_per_teacher']:.0f} images, 1 epoch: loop "
-              f"{engines['loop']['teacher_epochs_per_second']:.2f}, batched (G={args.group}) "
-              f"{engines['batched']['teacher_epochs_per_second']:.2f} teacher-epochs/s: "
-              f"{engines['batched_over_loop']:.1f}x")
+        results["cnn_engines"] = engines = cnn_engines(args.engine_model, args.engine_teachers,
+                                                       args.loop_teachers or args.engine_teachers, args.group,
+                                                       args.device, args.image_size)
+        print(f"{args.engine_model} on {engines['device_name']} ({engines['precision']}, "
+              f"{engines['image_size']} px), teachers of ~{engines['records_per_teacher']:.0f} images, 1 epoch: "
+              f"loop {engines['loop']['teacher_epochs_per_second']:.2f} teacher-epochs/s "
+              f"({engines['loop']['teachers']} teachers), batched (G={args.group}) "
+              f"{engines['batched']['teacher_epochs_per_second']:.2f} ({engines['batched']['teachers']} teachers, "
+              f"{engines['batched']['seconds']:.0f} s): {engines['batched_over_loop']:.2f}x")
     if args.output:
         args.output.write_text(json.dumps(results, indent=2) + "\n")
 

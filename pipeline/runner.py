@@ -31,7 +31,7 @@ from teachers.ensemble import train_teachers
 from student.semi import SemiSupervision
 from teachers.heads import check_heads_config
 from training.recipe import Recipe
-from training.trainer import check_trainer_config
+from training.trainer import check_trainer_config, device_of
 
 log = logging.getLogger("train")
 
@@ -122,6 +122,9 @@ def prepare(cfg: DictConfig) -> tuple[Graph, Dataset, Any, float | None, int]:
     with building("student.semi"):
         semi = SemiSupervision.from_config(cfg.student)
     extractor = instantiate(cfg.features.extractor, "features.extractor") if uses_features(cfg) else None
+    if extractor is not None:
+        with building(None):
+            extractor.to(device_of(cfg.trainer))  # features on trainer.accelerator's device
     with building(None):  # the data code names the file or the key itself
         if cfg.data.get("synthetic") is None:
             check_celeba_root(cfg.data.root)

@@ -42,6 +42,9 @@ CONFIG_CASES = [
     (["debug=tiny_cnn", "teacher.optimizer.lr=-1"], "teacher.optimizer.lr"),
     (["debug=tiny_cnn", "trainer.precision=foo"], "trainer.precision='foo'"),
     (["debug=tiny_cnn", "trainer.accelerator=gpu"], "trainer.accelerator='gpu'"),
+    (["trainer=gpu"], "trainer.accelerator='gpu' but torch sees no CUDA device"),  # heads: the features' device
+    (["debug=tiny_cnn", "teacher=resnet18", "teacher.model.width=null", "teacher.model.norm=frozen"],
+     "norm='frozen' keeps the pretrained BatchNorm statistics"),
     (["debug=tiny_cnn", "teacher=resnet18", "teacher.model.depth=19"], "teacher.model.depth"),
     (["debug=tiny_cnn", "teacher.model._target_=training.models.NoSuchNet"], "teacher.model"),
     (["privacy.target_epsilon=0.001", "aggregator=stable_topk_paper"], "target_epsilon=0.001"),

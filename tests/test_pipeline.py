@@ -40,6 +40,7 @@ def test_default_config_composes_with_every_group():
     assert (paper.partition.num_teachers, paper.data.num_queries) == (800, 600)
     assert (paper.aggregator.sigma_select, paper.aggregator.sigma_test, paper.aggregator.delta_t) == (50, 60, 1e-9)
     assert paper.privacy.delta == 1e-6 and paper.teacher.model.depth == 50
+    assert (paper.teacher.model.pretrained, paper.teacher.max_epochs) == ("imagenet", 1)  # the authors' recipe
     sweep = compose_config(["experiment=eps_sweep"])
     assert sweep.references
 

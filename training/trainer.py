@@ -131,7 +131,7 @@ def device_of(trainer_cfg: DictConfig) -> torch.device:
         return torch.device("cpu")
     if accelerator in ("gpu", "cuda"):
         if not torch.cuda.is_available():
-            raise RuntimeError(f"trainer.accelerator={accelerator!r} but torch sees no CUDA device")
+            raise ValueError(f"trainer.accelerator={accelerator!r} but torch sees no CUDA device (use trainer=cpu)")
         return torch.device("cuda")
     raise ValueError(f"trainer.accelerator must be 'cpu' or 'gpu' for inference, got {accelerator!r}")
 

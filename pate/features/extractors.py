@@ -53,10 +53,21 @@ class Extractor(ABC):
     images first."""
 
     batch_size: int = 32  # small batches keep the [B, K, H, W] response maps in cache on a CPU
+    device: torch.device = torch.device("cpu")
 
     def __init__(self) -> None:
         self._mean: torch.Tensor | None = None
         self._std: torch.Tensor | None = None
+
+    def to(self, device: torch.device | str) -> Extractor:
+        """Compute features on ``device`` from now on: every tensor and network the extractor holds moves there,
+        and so does what a later :meth:`fit` learns. What it learns and computes is the same function on any
+        device (up to float rounding), so the device is not part of :meth:`identity`."""
+        self.device = torch.device(device)
+        for name, value in vars(self).items():
+            if isinstance(value, (torch.Tensor, nn.Module)):
+                setattr(self, name, value.to(self.device))
+        return self
 
     # -- what subclasses provide
     @abstractmethod
@@ -86,9 +97,10 @@ class Extractor(ABC):
         check_uint8_images(public_images, "public_images")
         self._fit_raw(public_images, np.random.default_rng(seed))
         self._mean = self._std = None
+        self.to(self.device)  # what _fit_raw learned (on the CPU) moves to the extractor's device
         total = total_sq = None
         for part in batches(len(public_images), self.batch_size):
-            raw = self._raw(torch.from_numpy(np.ascontiguousarray(public_images[part]))).double()
+            raw = self._raw(torch.from_numpy(np.ascontiguousarray(public_images[part])).to(self.device)).double()
             total = raw.sum(0) if total is None else total + raw.sum(0)
             total_sq = (raw**2).sum(0) if total_sq is None else total_sq + (raw**2).sum(0)
             if progress is not None:
@@ -102,14 +114,16 @@ class Extractor(ABC):
 
     @torch.inference_mode()
     def transform(self, images: torch.Tensor) -> torch.Tensor:
-        """Standardised float32 features [B, D] of a uint8 batch [B, 3, S, S]."""
+        """Standardised float32 features [B, D] of a uint8 batch [B, 3, S, S], computed on the extractor's
+        device and returned on the CPU."""
         if not self.fitted:
             raise RuntimeError(f"{type(self).__name__}.transform called before fit(public_images)")
-        return (self._raw(images) - self._mean) / self._std
+        return ((self._raw(images.to(self.device)) - self._mean) / self._std).cpu()
 
     def dim(self, image_size: int) -> int:
         """Feature dimension for ``image_size`` px inputs."""
-        return int(self._raw(torch.zeros(1, 3, image_size, image_size, dtype=torch.uint8)).shape[1])
+        blank = torch.zeros(1, 3, image_size, image_size, dtype=torch.uint8, device=self.device)
+        return int(self._raw(blank).shape[1])
 
 
 def to_unit_interval(images: torch.Tensor) -> torch.Tensor:
@@ -299,8 +313,8 @@ class TorchvisionFeatures(Extractor):
     def _raw(self, images: torch.Tensor) -> torch.Tensor:
         x = F.interpolate(to_unit_interval(images), size=self.input_size, mode="bilinear", align_corners=False,
                           antialias=True)
-        mean = torch.tensor(self._IMAGENET_MEAN)[None, :, None, None]
-        std = torch.tensor(self._IMAGENET_STD)[None, :, None, None]
+        mean = torch.tensor(self._IMAGENET_MEAN, device=x.device)[None, :, None, None]
+        std = torch.tensor(self._IMAGENET_STD, device=x.device)[None, :, None, None]
         with torch.inference_mode():
             return self.net((x - mean) / std).float()
 

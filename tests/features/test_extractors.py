@@ -109,3 +109,61 @@ def test_torchvision_weights_checksum_is_the_identity(tmp_path):
     torch.manual_seed(1)
     torch.save(torchvision.models.resnet18(weights=None).state_dict(), weights)
     assert TorchvisionFeatures(arch="resnet18", weights_path=str(weights)).identity() != ex.identity()
+
+
+def _extractors(tmp_path):
+    """One small instance of every extractor class, unfitted."""
+    from pate.features.ssl import SimCLRFeatures
+
+    weights = tmp_path / "resnet18.pth"
+    torch.manual_seed(0)
+    torch.save(torchvision.models.resnet18(weights=None).state_dict(), weights)
+    return [PixelFeatures(size=4), RandomConvFeatures(width=4, pool=2),
+            RandomPatchFeatures(num_filters=8, num_fit_patches=500),
+            SimCLRFeatures(width=4, epochs=1, train_batch_size=16),
+            TorchvisionFeatures(arch="resnet18", weights_path=str(weights), input_size=32)]
+
+
+def _tensors(value):
+    """Every tensor in an attribute value: a tensor, a network's parameters and buffers, or inside a list,
+    tuple or dict."""
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, torch.nn.Module):
+        yield from value.parameters()
+        yield from value.buffers()
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _tensors(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _tensors(item)
+
+
+@pytest.mark.parametrize("index", range(5))
+def test_an_extractor_moved_to_a_device_fits_and_encodes_there(index, tmp_path):
+    """``to(device)`` before ``fit``: what the fit learns (whitening, filters, a trained encoder, the
+    standardisation) ends up on the device with everything else, and encoding creates no CPU tensor to mix in.
+    PyTorch's "meta" device (shapes without data) stands in for a GPU: elementwise ops that mix a CPU tensor
+    into meta ones raise. The same on a real GPU, with values: test_extractors_on_a_gpu_match_the_cpu."""
+    extractor = _extractors(tmp_path)[index].to("meta").fit(_images(n=40, size=16))
+    held = [t for value in vars(extractor).values() for t in _tensors(value)]
+    assert held and all(t.is_meta for t in held)
+    out = extractor._raw(torch.zeros(2, 3, 16, 16, dtype=torch.uint8, device="meta"))
+    assert out.is_meta and out.shape[0] == 2
+    assert extractor.dim(16) == out.shape[1]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("index", range(5))
+def test_extractors_on_a_gpu_match_the_cpu(index, tmp_path):
+    """Every extractor fitted and applied on a CUDA device gives the CPU's standardised (unit-scale) features
+    to 2e-2: cuDNN's convolutions may run in TF32 (10-bit mantissa) and round differently; a feature computed
+    from the wrong statistics or weights is off by O(1). They come back on the CPU."""
+    images = _images(n=40, size=16)
+    cpu = _extractors(tmp_path)[index].fit(images, seed=1)
+    gpu = _extractors(tmp_path)[index].to("cuda").fit(images, seed=1)
+    expected, got = cpu.transform(torch.from_numpy(images)), gpu.transform(torch.from_numpy(images))
+    assert got.device.type == "cpu"
+    torch.testing.assert_close(got, expected, atol=2e-2, rtol=2e-2)
