@@ -37,7 +37,7 @@ import torch
 from hydra import compose, initialize_config_dir
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository's packages, run from anywhere
-from pate.artifacts import ArtifactStore  # noqa: E402
+from pate.artifacts import ArtifactStore, code_version  # noqa: E402
 from pate.data import partition_teachers  # noqa: E402
 from pate.features import read_features  # noqa: E402
 from pate.stages import data_identity, load_data, majority_class_accuracy  # noqa: E402
@@ -131,7 +131,8 @@ def main() -> None:
     parser.add_argument("--output", type=Path, default=None)
     args = parser.parse_args()
     torch.set_num_threads(2)
-    results: dict = {"extractors": {}, "device": "cpu", "torch_threads": torch.get_num_threads()}
+    results: dict = {"versions": code_version(), "extractors": {}, "device": "cpu",
+                     "torch_threads": torch.get_num_threads()}
     for name in args.extractors:
         cfg = config(f"features={name}")
         data = load_data(cfg.data, Path(cfg.paths.cache_dir) / "tensors", progress=False)
