@@ -47,7 +47,8 @@ def nt_xent_loss(z1: torch.Tensor, z2: torch.Tensor, temperature: float) -> torc
 def augment(x: torch.Tensor, gen: torch.Generator, min_scale: float, jitter: float) -> torch.Tensor:
     """One random view per image of a float batch [B, 3, S, S] in [0, 1], vectorised over the batch: a
     random-resized crop (side ratio uniform in [sqrt(min_scale), 1], aspect 1, uniform position), a horizontal
-    flip with probability 1/2, then brightness and contrast factors uniform in [1 - jitter, 1 + jitter]."""
+    flip with probability 1/2, then brightness and contrast factors uniform in [1 - jitter, 1 + jitter]. The
+    draws come from ``gen`` (a CPU generator), so a batch on a GPU gets the same views as on the CPU."""
     b = len(x)
     side = torch.empty(b).uniform_(math.sqrt(min_scale), 1.0, generator=gen)
     shift = (torch.rand(b, 2, generator=gen) * 2 - 1) * (1 - side)[:, None]
@@ -55,10 +56,11 @@ def augment(x: torch.Tensor, gen: torch.Generator, min_scale: float, jitter: flo
     theta = torch.zeros(b, 2, 3)
     theta[:, 0, 0], theta[:, 1, 1] = side * flip, side
     theta[:, :, 2] = shift
-    grid = F.affine_grid(theta, list(x.shape), align_corners=False)
+    grid = F.affine_grid(theta.to(x.device), list(x.shape), align_corners=False)
     view = F.grid_sample(x, grid, mode="bilinear", padding_mode="reflection", align_corners=False)
     brightness = torch.empty(b, 1, 1, 1).uniform_(1 - jitter, 1 + jitter, generator=gen)
     contrast = torch.empty(b, 1, 1, 1).uniform_(1 - jitter, 1 + jitter, generator=gen)
+    brightness, contrast = brightness.to(x.device), contrast.to(x.device)
     mean = view.mean(dim=(1, 2, 3), keepdim=True)
     return ((view - mean) * contrast + mean * brightness).clamp(0, 1)
 
@@ -111,6 +113,7 @@ class SimCLRFeatures(Extractor):
             encoder = _encoder(self.width)
             head = nn.Sequential(nn.Linear(4 * self.width, 4 * self.width), nn.ReLU(inplace=True),
                                  nn.Linear(4 * self.width, self.projection_dim))
+        encoder, head = encoder.to(self.device), head.to(self.device)  # trained on the extractor's device
         params = [*encoder.parameters(), *head.parameters()]
         optimiser = torch.optim.Adam(params, lr=self.lr)
         pixels = to_unit_interval(torch.from_numpy(np.ascontiguousarray(images)))
@@ -121,7 +124,7 @@ class SimCLRFeatures(Extractor):
             order = torch.from_numpy(rng.permutation(len(images)))
             total, count = 0.0, 0
             for start in range(0, len(order) - batch + 1, batch):  # full batches: a tiny last batch is a poor contrast
-                x = pixels[order[start:start + batch]]
+                x = pixels[order[start:start + batch]].to(self.device)
                 views = torch.cat([augment(x, gen, self.min_scale, self.jitter) for _ in range(2)])
                 z = head(encoder(views).mean(dim=(2, 3)))
                 loss = nt_xent_loss(z[:batch], z[batch:], self.temperature)

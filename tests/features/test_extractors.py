@@ -10,6 +10,7 @@ import torchvision
 from pipeline import run
 from pate.data.celeba import SPLITS
 from pate.features import Extractor, PixelFeatures, RandomConvFeatures, RandomPatchFeatures, TorchvisionFeatures
+from pate.features.ssl import SimCLRFeatures
 from pate.features.stage import build_features
 from pate.stages import load_data
 
@@ -113,8 +114,6 @@ def test_torchvision_weights_checksum_is_the_identity(tmp_path):
 
 def _extractors(tmp_path):
     """One small instance of every extractor class, unfitted."""
-    from pate.features.ssl import SimCLRFeatures
-
     weights = tmp_path / "resnet18.pth"
     torch.manual_seed(0)
     torch.save(torchvision.models.resnet18(weights=None).state_dict(), weights)
@@ -145,8 +144,13 @@ def test_an_extractor_moved_to_a_device_fits_and_encodes_there(index, tmp_path):
     """``to(device)`` before ``fit``: what the fit learns (whitening, filters, a trained encoder, the
     standardisation) ends up on the device with everything else, and encoding creates no CPU tensor to mix in.
     PyTorch's "meta" device (shapes without data) stands in for a GPU: elementwise ops that mix a CPU tensor
-    into meta ones raise. The same on a real GPU, with values: test_extractors_on_a_gpu_match_the_cpu."""
-    extractor = _extractors(tmp_path)[index].to("meta").fit(_images(n=40, size=16))
+    into meta ones raise. SimCLR's training reads its loss's value, which a meta tensor has not: it is fitted
+    on the CPU, then moved. The same on a real GPU, with values: test_extractors_on_a_gpu_match_the_cpu."""
+    extractor = _extractors(tmp_path)[index]
+    if isinstance(extractor, SimCLRFeatures):
+        extractor = extractor.fit(_images(n=40, size=16)).to("meta")
+    else:
+        extractor = extractor.to("meta").fit(_images(n=40, size=16))
     held = [t for value in vars(extractor).values() for t in _tensors(value)]
     assert held and all(t.is_meta for t in held)
     out = extractor._raw(torch.zeros(2, 3, 16, 16, dtype=torch.uint8, device="meta"))

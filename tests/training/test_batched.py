@@ -210,3 +210,23 @@ def test_batched_training_on_a_gpu_gives_the_loops_weights(problem, tmp_path):
         assert b["meta"]["accelerator"] == "gpu"
         for name in a["state_dict"]:
             torch.testing.assert_close(b["state_dict"][name], a["state_dict"][name], atol=1e-3, rtol=1e-2)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_a_pretrained_resnet_trains_batched_on_a_gpu_as_in_the_loop(problem, tmp_path, fake_imagenet_resnet18):
+    """The frozen-statistics ResNet-18 of the CPU test on a CUDA device (fp32; cuDNN may use TF32, hence 1e-3),
+    and in bf16-mixed, where the engines agree to bfloat16's precision only (the CPU test's criterion)."""
+    images, labels, parts = problem
+    gpu = OmegaConf.merge(TRAINER, {"accelerator": "gpu", "deterministic": False})
+
+    def train(group, trainer, name):
+        return _weights(train_teachers(_teacher_cfg(group, model=PRETRAINED_RESNET, eps=1e-2), trainer, images,
+                                       labels, parts, tmp_path / name, progress=False))
+
+    for a, b in zip(train(1, gpu, "loop"), train(3, gpu, "batched"), strict=True):
+        _assert_same_teachers(a, b, atol=1e-3, rtol=1e-2)
+    bf16 = OmegaConf.merge(gpu, {"precision": "bf16-mixed"})
+    trios = zip(train(1, bf16, "loop16"), train(3, bf16, "batched16"), train(3, gpu, "batched32"), strict=True)
+    for a, b, c in trios:
+        assert _distance(a, b) < 0.5 * min(_distance(b, c), _distance(a, c))
