@@ -7,6 +7,7 @@ scratch: nothing is ever downloaded.
 
 from __future__ import annotations
 
+import functools
 import math
 from itertools import pairwise
 
@@ -81,6 +82,14 @@ class SmallCNN(nn.Module):
         return self.head(self.pool(self.features(x)).flatten(1))
 
 
+@functools.lru_cache(maxsize=2)
+def _read_weights(path: str, size: int, mtime_ns: int) -> dict[str, torch.Tensor]:
+    """The state dict in ``path``, read once per process: every teacher's network starts from it (800 ResNet-50
+    teachers would otherwise read the 100 MB file 800 times to train, and again to vote). Keyed by size and
+    modification time too, so a replaced file is read again. ``load_state_dict`` copies, so sharing is safe."""
+    return torch.load(path, map_location="cpu", weights_only=True)
+
+
 def resnet(depth: int, num_labels: int = 40, width: int | None = None, stem: str = "small",
            pretrained: str | None = None, weights_path: str | None = None, norm: str = "batch",
            frozen_stages: int = 0) -> nn.Module:
@@ -134,8 +143,9 @@ def resnet(depth: int, num_labels: int = 40, width: int | None = None, stem: str
                          f"{frozen_stages!r}")
     net = _RESNETS[depth](weights=None, num_classes=num_labels, norm_layer=lambda c: _norm(norm, c, 32))
     if pretrained:
-        state = torch.load(imagenet_weights(f"resnet{depth}", weights_path, "teacher.model"), map_location="cpu",
-                           weights_only=True)
+        path = imagenet_weights(f"resnet{depth}", weights_path, "teacher.model")
+        stat = path.stat()
+        state = _read_weights(str(path.resolve()), stat.st_size, stat.st_mtime_ns)
         missing, unexpected = net.load_state_dict({k: v for k, v in state.items() if not k.startswith("fc.")},
                                                   strict=False)
         if set(missing) != {"fc.weight", "fc.bias"} or unexpected:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -179,3 +181,23 @@ def test_resnet_refuses_norms_and_frozen_stages_that_do_not_fit(kwargs, match):
 def test_small_cnn_refuses_frozen_statistics():
     with pytest.raises(ValueError, match="'frozen' needs pretrained statistics"):
         SmallCNN(num_labels=5, norm="frozen")
+
+
+def test_the_imagenet_weights_are_read_once_per_process(fake_imagenet_resnet18, monkeypatch):
+    """Teachers built one after another share one read of the weights file; a replaced file is read again."""
+    from training import models
+
+    models._read_weights.cache_clear()
+    reads = []
+    real = torch.load
+    monkeypatch.setattr(torch, "load", lambda *a, **k: reads.append(a[0]) or real(*a, **k))
+    first = resnet(18, num_labels=5, stem="imagenet", pretrained="imagenet")
+    resnet(18, num_labels=5, stem="imagenet", pretrained="imagenet", norm="frozen")
+    assert len(reads) == 1
+    path = Path(reads[0])
+    changed = {k: v + 1 if v.is_floating_point() else v for k, v in fake_imagenet_resnet18.items()}
+    torch.save(changed, path)
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))
+    second = resnet(18, num_labels=5, stem="imagenet", pretrained="imagenet")
+    assert len(reads) == 2
+    torch.testing.assert_close(second.conv1.weight, first.conv1.weight + 1)
