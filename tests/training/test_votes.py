@@ -148,3 +148,28 @@ def test_gpu_votes_match_cpu_votes(cfg, tiny_data, teacher_paths):
     )
     assert (cpu_votes != gpu_votes).mean() < 1e-3
     assert np.allclose(cpu_acc, gpu_acc, atol=1e-2)
+
+
+@pytest.mark.parametrize("norm", ["batch", "frozen"])
+def test_a_loaded_teacher_is_the_saved_network(norm, fake_imagenet_resnet18, tmp_path):
+    """load_teacher builds the network on the meta device and assigns the saved tensors: every parameter and
+    buffer is the file's (none left on meta), and the outputs are the saved network's."""
+    from omegaconf import OmegaConf
+
+    cfg = OmegaConf.create({"model": {"_target_": "training.models.resnet", "depth": 18, "num_labels": 5,
+                                      "stem": "imagenet", "pretrained": "imagenet", "norm": norm},
+                            "optimizer": {"_target_": "torch.optim.AdamW", "_partial_": True},
+                            "augment": False, "batch_size": 4, "max_epochs": 1})
+    recipe = Recipe.from_config(cfg)
+    torch.manual_seed(5)
+    saved = recipe.make_net()
+    for tensor in saved.state_dict().values():  # every tensor differs from the ImageNet file and a fresh fc
+        if tensor.is_floating_point():
+            tensor.add_(0.01 * torch.rand_like(tensor))
+    torch.save({"state_dict": saved.state_dict()}, tmp_path / "teacher.pt")
+    net = load_teacher(tmp_path / "teacher.pt", recipe)
+    for name, tensor in [*net.named_parameters(), *net.named_buffers()]:
+        assert not tensor.is_meta and torch.equal(tensor, saved.state_dict()[name]), name
+    x = torch.randn(2, 3, 32, 32, generator=torch.Generator().manual_seed(0))
+    with torch.inference_mode():
+        torch.testing.assert_close(net(x), saved.eval()(x))
