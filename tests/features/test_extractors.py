@@ -112,15 +112,20 @@ def test_torchvision_weights_checksum_is_the_identity(tmp_path):
     assert TorchvisionFeatures(arch="resnet18", weights_path=str(weights)).identity() != ex.identity()
 
 
-def _extractors(tmp_path):
-    """One small instance of every extractor class, unfitted."""
-    weights = tmp_path / "resnet18.pth"
-    torch.manual_seed(0)
-    torch.save(torchvision.models.resnet18(weights=None).state_dict(), weights)
-    return [PixelFeatures(size=4), RandomConvFeatures(width=4, pool=2),
-            RandomPatchFeatures(num_filters=8, num_fit_patches=500),
-            SimCLRFeatures(width=4, epochs=1, train_batch_size=16),
-            TorchvisionFeatures(arch="resnet18", weights_path=str(weights), input_size=32)]
+EXTRACTORS = ("pixels", "random_conv", "random_patches", "ssl", "torchvision")
+
+
+def _extractor(name: str, tmp_path):
+    """A small, unfitted instance of the extractor class ``name`` (torchvision: seeded stand-in weights)."""
+    if name == "torchvision":
+        weights = tmp_path / "resnet18.pth"
+        if not weights.exists():
+            torch.manual_seed(0)
+            torch.save(torchvision.models.resnet18(weights=None).state_dict(), weights)
+        return TorchvisionFeatures(arch="resnet18", weights_path=str(weights), input_size=32)
+    return {"pixels": lambda: PixelFeatures(size=4), "random_conv": lambda: RandomConvFeatures(width=4, pool=2),
+            "random_patches": lambda: RandomPatchFeatures(num_filters=8, num_fit_patches=500),
+            "ssl": lambda: SimCLRFeatures(width=4, epochs=1, train_batch_size=16)}[name]()
 
 
 def _tensors(value):
@@ -139,14 +144,14 @@ def _tensors(value):
             yield from _tensors(item)
 
 
-@pytest.mark.parametrize("index", range(5))
-def test_an_extractor_moved_to_a_device_fits_and_encodes_there(index, tmp_path):
+@pytest.mark.parametrize("name", EXTRACTORS)
+def test_an_extractor_moved_to_a_device_fits_and_encodes_there(name, tmp_path):
     """``to(device)`` before ``fit``: what the fit learns (whitening, filters, a trained encoder, the
     standardisation) ends up on the device with everything else, and encoding creates no CPU tensor to mix in.
     PyTorch's "meta" device (shapes without data) stands in for a GPU: elementwise ops that mix a CPU tensor
     into meta ones raise. SimCLR's training reads its loss's value, which a meta tensor has not: it is fitted
     on the CPU, then moved. The same on a real GPU, with values: test_extractors_on_a_gpu_match_the_cpu."""
-    extractor = _extractors(tmp_path)[index]
+    extractor = _extractor(name, tmp_path)
     if isinstance(extractor, SimCLRFeatures):
         extractor = extractor.fit(_images(n=40, size=16)).to("meta")
     else:
@@ -160,14 +165,14 @@ def test_an_extractor_moved_to_a_device_fits_and_encodes_there(index, tmp_path):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
-@pytest.mark.parametrize("index", range(5))
-def test_extractors_on_a_gpu_match_the_cpu(index, tmp_path):
+@pytest.mark.parametrize("name", EXTRACTORS)
+def test_extractors_on_a_gpu_match_the_cpu(name, tmp_path):
     """Every extractor fitted and applied on a CUDA device gives the CPU's standardised (unit-scale) features
     to 2e-2: cuDNN's convolutions may run in TF32 (10-bit mantissa) and round differently; a feature computed
     from the wrong statistics or weights is off by O(1). They come back on the CPU."""
     images = _images(n=40, size=16)
-    cpu = _extractors(tmp_path)[index].fit(images, seed=1)
-    gpu = _extractors(tmp_path)[index].to("cuda").fit(images, seed=1)
+    cpu = _extractor(name, tmp_path).fit(images, seed=1)
+    gpu = _extractor(name, tmp_path).to("cuda").fit(images, seed=1)
     expected, got = cpu.transform(torch.from_numpy(images)), gpu.transform(torch.from_numpy(images))
     assert got.device.type == "cpu"
     torch.testing.assert_close(got, expected, atol=2e-2, rtol=2e-2)
