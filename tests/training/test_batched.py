@@ -23,12 +23,13 @@ PRETRAINED_RESNET = {"_target_": "training.models.resnet", "depth": 18, "num_lab
                      "pretrained": "imagenet", "norm": "frozen", "frozen_stages": 2}
 
 
-def _teacher_cfg(ensemble_size: int, norm: str = "group", augment: bool = False, model: dict = SMALL_CNN,
+def _teacher_cfg(ensemble_size: int, norm: str = "group", augment: bool = False, model: dict | None = None,
                  eps: float = 1e-8):
+    """A tiny teacher config: the SmallCNN with ``norm``, or ``model`` (which sets its own norm)."""
     return OmegaConf.create({
         "kind": "network", "seed": 3, "batch_size": 4, "max_epochs": 2, "augment": augment,
         "ensemble_size": ensemble_size,
-        "model": {**model, "norm": norm} if model is SMALL_CNN else model,
+        "model": model or {**SMALL_CNN, "norm": norm},
         "optimizer": {"_target_": "torch.optim.AdamW", "_partial_": True, "lr": 5e-3, "weight_decay": 1e-4,
                       "eps": eps},
     })
