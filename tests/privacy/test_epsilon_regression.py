@@ -1,0 +1,40 @@
+"""Every epsilon the project prints is unchanged by a refactor of the accounting, to 1e-9 relative.
+
+The reference table (``tests/privacy/data/epsilon_table.json``) was computed by ``tests/privacy/epsilon_table.py``
+before the cost events were rewritten to describe the mathematics (issue 24): the per-query curves of every
+aggregator and selection step, the ledger's epsilon for them, the calibrated noise and printed epsilon of every
+committed experiment job and of every top-k mechanism in every top-k experiment, under both relations.
+"""
+
+import json
+import math
+
+import pytest
+
+from tests.privacy.epsilon_table import TABLE_FILE, experiment_rows, mechanism_rows, topk_rows
+
+REFERENCE = json.loads(TABLE_FILE.read_text())
+
+
+def _compare(rows: dict[str, float]) -> None:
+    part = {key for key in REFERENCE if key in rows}
+    missing = sorted(set(rows) ^ part)
+    assert not missing, f"rows computed now but not in the reference table: {missing[:5]}"
+    assert len(rows) > 0
+    mismatches = [(key, REFERENCE[key], rows[key]) for key in sorted(rows)
+                  if not (rows[key] == REFERENCE[key] or math.isclose(rows[key], REFERENCE[key], rel_tol=1e-9))]
+    assert not mismatches, f"{len(mismatches)} of {len(rows)} numbers moved, e.g. {mismatches[:5]}"
+
+
+@pytest.mark.parametrize("rows", [mechanism_rows, experiment_rows, topk_rows], ids=lambda f: f.__name__)
+def test_every_printed_epsilon_is_unchanged(rows):
+    _compare(rows())
+
+
+def test_reference_table_covers_every_part():
+    """The table is not empty in any part: a mechanism, an experiment job and a top-k mechanism of each kind."""
+    assert sum(" | rdp(alpha=" in key for key in REFERENCE) > 1000
+    assert sum(key.endswith(" | epsilon") and "experiment=" in key for key in REFERENCE) >= 100
+    for name in ("em_cdp", "em_cdp_rdp", "pnf_peel", "joint", "limited_domain", "top_stable", "top_stable_fill",
+                 "stable_topk"):
+        assert any(key.endswith(f"| {name} | spent") for key in REFERENCE), name
