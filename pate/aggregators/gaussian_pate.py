@@ -18,14 +18,15 @@ import numpy as np
 from pate.aggregators.base import AggregationResult, check_rng
 from pate.mechanisms.noisy_threshold import noisy_threshold
 from pate.privacy import checks
-from pate.privacy.curves import gaussian_rdp
+from pate.privacy.accountant import PricedByEvent
+from pate.privacy.events import GaussianEvent
 from pate.privacy.sensitivity import NeighboringRelation, check_relation, count_l2_sensitivity
 from pate.votes import check_vote_counts
 
 __all__ = ["GaussianPATE", "NoisyThresholdCost"]
 
 
-class NoisyThresholdCost:
+class NoisyThresholdCost(PricedByEvent):
     """What every noisy-count-against-T/2 labeller shares (GaussianPATE, TauPATE): the threshold, and the
     Gaussian mechanism's cost on the labeller's own L2 ``sensitivity``. Needs ``sigma``, ``num_teachers``
     and ``sensitivity`` from the class."""
@@ -43,13 +44,11 @@ class NoisyThresholdCost:
         """T / 2: the majority of the ensemble."""
         return self.num_teachers / 2.0
 
-    def rdp(self, orders) -> np.ndarray:
-        """alpha Delta^2 / (2 sigma^2) per query, Delta the labeller's L2 sensitivity (Mironov 2017, Prop. 7)."""
-        return gaussian_rdp(orders, self.sigma, self.sensitivity)
-
     @property
-    def delta_per_query(self) -> float:
-        return 0.0
+    def dp_event(self) -> GaussianEvent:
+        """One query: the Gaussian mechanism on the labeller's L2 ``sensitivity``, priced alpha Delta^2 / (2 sigma^2)
+        (Mironov 2017, Prop. 7)."""
+        return GaussianEvent(sigma=self.sigma, sensitivity=self.sensitivity)
 
     def noise_parameters(self) -> dict[str, float]:
         return {"sigma": self.sigma}

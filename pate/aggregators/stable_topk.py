@@ -28,6 +28,8 @@ from pate.mechanisms.gaps import count_gaps, sorted_padded_counts, top_k_labels
 from pate.mechanisms.noise import noise_parameter
 from pate.mechanisms.ptr import GapTest, check_test
 from pate.privacy import checks
+from pate.privacy.accountant import PricedByEvent
+from pate.privacy.events import ComposedEvent
 from pate.privacy.sensitivity import NeighboringRelation, check_relation
 from pate.votes import check_vote_counts
 
@@ -48,7 +50,7 @@ class StableTopKResult(AggregationResult):
 
 
 @dataclass(frozen=True)
-class StableTopK:
+class StableTopK(PricedByEvent):
     """StableTopK aggregator. Keywords (= ``conf/aggregator/stable_topk_*.yaml`` keys):
 
     num_labels, num_teachers: L and T (counts lie in [0, T]).
@@ -124,13 +126,10 @@ class StableTopK:
         return self._test
 
     # ------------------------------------------------------------------ cost
-    def rdp(self, orders) -> np.ndarray:
-        """Per-query RDP: selection + test (composition, Lemma 16), delta_t-approximate."""
-        return self._selection.rdp(orders) + self._test.rdp(orders)
-
     @property
-    def delta_per_query(self) -> float:
-        return self.delta_t
+    def dp_event(self) -> ComposedEvent:
+        """One query: the selection, then the test (composition, Lemma 16); delta_t-approximate."""
+        return ComposedEvent((self._selection.dp_event, self._test.dp_event))
 
     @property
     def name(self) -> str:

@@ -45,12 +45,15 @@ import numpy as np
 from pate.mechanisms.gaps import count_gaps, sorted_padded_counts
 from pate.mechanisms.noise import noise_parameter, sample_noise
 from pate.privacy import checks
-from pate.privacy.curves import (
-    exponential_mechanism_rdp,
-    gaussian_rdp,
-    laplace_rdp,
-    pure_dp_rdp,
-    report_noisy_max_rdp,
+from pate.privacy.accountant import PricedByEvent
+from pate.privacy.events import (
+    BoundedRangeEvent,
+    DpEvent,
+    GaussianEvent,
+    LaplaceEvent,
+    PureDpEvent,
+    ReportNoisyMaxEvent,
+    TightestOfEvent,
 )
 from pate.privacy.sensitivity import NeighboringRelation, check_relation, gap_sensitivity
 from pate.votes import check_vote_counts
@@ -104,7 +107,7 @@ def check_max_k(max_k, num_labels: int) -> int | None:
 
 
 @dataclass(frozen=True)
-class GapSelection:
+class GapSelection(PricedByEvent):
     """Report-noisy-max over the padded gaps; returns the number k of labels to release, per query.
 
     Arguments: ``selection`` in {"gumbel", "gaussian", "laplace"}; ``epsilon`` (gumbel) or ``sigma``
@@ -178,11 +181,6 @@ class GapSelection:
         return self.sigma
 
     @property
-    def delta_per_query(self) -> float:
-        """0: a pure RDP mechanism."""
-        return 0.0
-
-    @property
     def name(self) -> str:
         parameter = f"eps={self.epsilon:g}" if self.selection == "gumbel" else f"sigma={self.sigma:g}"
         restriction = "" if self.max_k is None else f", max_k={self.max_k}"
@@ -203,15 +201,16 @@ class GapSelection:
         return dataclasses.replace(self, sigma=self.sigma * multiplier)
 
     # ------------------------------------------------------------------- cost
-    def rdp(self, orders) -> np.ndarray:
-        """Per-query RDP curve (module docstring): exponential mechanism, or Theorem 8 (min pure DP for Laplace)."""
+    @property
+    def dp_event(self) -> DpEvent:
+        """One query's cost (module docstring): the exponential mechanism, or Theorem 8 (and pure DP for Laplace)."""
         if self.selection == "gumbel":
-            return exponential_mechanism_rdp(orders, self.epsilon)
+            return BoundedRangeEvent(self.epsilon)
         shift = 2.0 * self.sensitivity  # Theorem 8's scalar sensitivity
         if self.selection == "gaussian":
-            return report_noisy_max_rdp(orders, gaussian_rdp(orders, self.sigma, shift), self.num_candidates)
-        rnm = report_noisy_max_rdp(orders, laplace_rdp(orders, self.sigma, shift), self.num_candidates)
-        return np.minimum(rnm, pure_dp_rdp(orders, shift / self.sigma))
+            return ReportNoisyMaxEvent(GaussianEvent(self.sigma, shift), self.num_candidates)
+        return TightestOfEvent((ReportNoisyMaxEvent(LaplaceEvent(self.sigma, shift), self.num_candidates),
+                                PureDpEvent(shift / self.sigma)))
 
     # ------------------------------------------------------------ mechanism
     def draw_noise(self, num_queries: int, rng: np.random.Generator) -> np.ndarray:

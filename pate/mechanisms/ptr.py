@@ -37,7 +37,8 @@ import numpy as np
 
 from pate.mechanisms.noise import noise_parameter, sample_noise
 from pate.privacy import checks
-from pate.privacy.curves import gaussian_rdp, laplace_rdp
+from pate.privacy.accountant import PricedByEvent
+from pate.privacy.events import ApproximateEvent, GaussianEvent, LaplaceEvent
 from pate.privacy.sensitivity import NeighboringRelation, check_relation, gap_sensitivity
 
 __all__ = ["TESTS", "GapTest", "check_test"]
@@ -53,7 +54,7 @@ def check_test(test) -> str:
 
 
 @dataclass(frozen=True)
-class GapTest:
+class GapTest(PricedByEvent):
     """The PTR test on a gap: ``passes(gaps, rng)`` says, per query, whether the top-k set may be released.
 
     Arguments: ``test`` in {"gaussian", "laplace"}; ``delta_t`` in (0, 1); ``sigma`` (gaussian: standard
@@ -102,11 +103,6 @@ class GapTest:
         return self.sensitivity + 2.0 * self.margin
 
     @property
-    def delta_per_query(self) -> float:
-        """delta_t: the release is delta_t-approximately RDP (Lemma 18)."""
-        return self.delta_t
-
-    @property
     def name(self) -> str:
         parameter = f"sigma={self.sigma:g}" if self.test == "gaussian" else f"eps={self.epsilon:g}"
         return f"GapTest({self.test}, {parameter}, delta_t={self.delta_t:g}, neighbors={self.neighbors})"
@@ -122,11 +118,13 @@ class GapTest:
         return dataclasses.replace(self, epsilon=self.epsilon / multiplier)
 
     # ------------------------------------------------------------------- cost
-    def rdp(self, orders) -> np.ndarray:
-        """Per-query RDP curve of q_hat: alpha s^2 / (2 sigma^2), or the Laplace curve at scale s / eps."""
-        if self.test == "gaussian":
-            return gaussian_rdp(orders, self.sigma, self.sensitivity)
-        return laplace_rdp(orders, self.noise_scale, self.sensitivity)
+    @property
+    def dp_event(self) -> ApproximateEvent:
+        """One query: q_hat's Gaussian (alpha s^2 / (2 sigma^2)) or Laplace (scale s / eps) release, delta_t-approximate
+        (Lemma 18)."""
+        noisy_bound = (GaussianEvent(self.sigma, self.sensitivity) if self.test == "gaussian"
+                       else LaplaceEvent(self.noise_scale, self.sensitivity))
+        return ApproximateEvent(noisy_bound, self.delta_t)
 
     # ------------------------------------------------------------ mechanism
     def draw_noise(self, shape, rng: np.random.Generator) -> np.ndarray:

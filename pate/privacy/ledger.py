@@ -16,10 +16,13 @@ Neighbouring relation: costs computed under different relations are not comparab
 holds one relation, fixed by its constructor or by the first mechanism that declares one, and
 refuses to mix.
 
-Replay: every ``compose`` is also recorded as a frozen :class:`~pate.privacy.events.CostEvent` (the
-mechanism's class and constructor arguments, and the count). ``Ledger.replay(events)`` rebuilds each
-mechanism with the current code and composes it again, so a saved release is priced by today's accountant
-rather than by the curve stored next to it.
+Events: every ``compose`` is recorded as a frozen :class:`~pate.privacy.events.CostEvent`: the name of what
+released, its relation, the count and the mathematics of one release (a ``DpEvent``: a Gaussian with its
+sensitivity and sigma, a PTR step with its delta, ...), never a class path. The ledger prices each event with
+the accountant (``pate.privacy.accountant.price``); ``Ledger.replay(events)`` prices saved events again with
+today's accountant, so a saved release is priced by the code of the day rather than by the curve stored next to
+it. A mechanism without a ``dp_event`` (any object with ``.rdp`` and ``.delta_per_query``) is recorded as its
+curve on the ledger's orders (``RdpCurveEvent``).
 """
 
 from __future__ import annotations
@@ -34,13 +37,18 @@ import numpy as np
 
 from pate.privacy import checks
 from pate.privacy.conversion import delta_from_rdp, epsilon_from_rdp, epsilon_from_rdp_classic
-from pate.privacy.events import CostEvent
+from pate.privacy.accountant import price
+from pate.privacy.events import CostEvent, DpEvent, PoissonSampledGaussianEvent, RdpCurveEvent
 from pate.privacy.orders import DEFAULT_ORDERS
 from pate.privacy.sensitivity import NeighboringRelation, check_relation
 
 __all__ = ["Ledger"]
 
-_STATE_FORMAT = 2  # 2: the history is a list of replayable cost events
+_STATE_FORMAT = 3  # 3: the history is a list of cost events that describe the mathematics (DpEvent records)
+_OLD_FORMATS = {
+    1: "it predates replayable cost events",
+    2: "its cost events name mechanism classes instead of describing the mathematics",
+}
 
 
 def _read_only(array: np.ndarray) -> np.ndarray:
@@ -97,44 +105,66 @@ class Ledger:
         """Every ``compose`` call, in order, as frozen cost events."""
         return tuple(self._history)
 
+    @property
+    def data_dependent(self) -> bool:
+        """True if a data-dependent bound was composed: then ``epsilon`` is not by itself a DP guarantee."""
+        return any(entry.event.data_dependent for entry in self._history)
+
     @classmethod
     def replay(cls, events: Iterable[CostEvent], orders=DEFAULT_ORDERS,
                neighbors: NeighboringRelation | str | None = None) -> Ledger:
-        """A new ledger that composes every event's mechanism, rebuilt with the current code
-        (:meth:`CostEvent.rebuild`), ``count`` times, in order. Raises ``ValueError`` naming an event that
-        cannot be rebuilt."""
+        """A new ledger that prices every recorded event again with today's accountant, in order."""
         ledger = cls(orders=orders, neighbors=neighbors)
-        for event in events:
-            ledger.compose(event.rebuild(), count=event.count)
+        for entry in events:
+            ledger.compose_event(entry.event, count=entry.count, name=entry.name, neighbors=entry.neighbors)
         return ledger
 
     # ------------------------------------------------------------ composition
     def compose(self, mechanism, count: int = 1) -> "Ledger":
-        """Add ``count`` * mechanism.rdp(orders) to the curve and ``count`` * delta_per_query to delta_t.
+        """Add ``count`` runs of ``mechanism``: its ``dp_event`` when it has one, else its curve
+        ``mechanism.rdp(orders)`` and ``delta_per_query``, recorded as an ``RdpCurveEvent``.
 
-        Everything is checked before the ledger changes: count (integer >= 0), the curve (shape of
-        ``orders``, no NaN, >= 0; +inf allowed), delta_per_query (finite, >= 0) and the relation
-        (a ledger never mixes relations). Returns the ledger, so calls chain.
+        ``mechanism`` may also be a ``DpEvent`` itself. Its ``.neighbors`` (if any) fixes or must match the
+        ledger's relation; its ``.name`` (or class name) names it in the history. See :meth:`compose_event`.
+        Returns the ledger, so calls chain.
         """
-        count = checks.non_negative_int("count", count)
         name = str(getattr(mechanism, "name", type(mechanism).__name__))
         relation = getattr(mechanism, "neighbors", None)
-        if relation is not None:
-            relation = check_relation(relation)
-            if self._neighbors is not None and relation != self._neighbors:
-                raise ValueError(
-                    f"cannot compose {name} with neighbors={relation!r} into a ledger whose neighbors="
-                    f"{self._neighbors!r}: costs under different relations do not compose"
-                )
-        curve = checks.rdp_array(mechanism.rdp(self._orders), self._orders, name=f"{name}.rdp(orders)")
-        delta_per_query = checks.non_negative(f"{name}.delta_per_query", mechanism.delta_per_query)
+        event = mechanism if isinstance(mechanism, DpEvent) else getattr(mechanism, "dp_event", None)
+        if event is None:
+            curve = checks.rdp_array(mechanism.rdp(self._orders), self._orders, name=f"{name}.rdp(orders)")
+            delta_per_query = checks.non_negative(f"{name}.delta_per_query", mechanism.delta_per_query)
+            event = RdpCurveEvent(orders=tuple(self._orders), epsilons=tuple(curve), delta=delta_per_query,
+                                  source=name)
+        return self.compose_event(event, count=count, name=name, neighbors=relation)
+
+    def compose_event(self, event: DpEvent, count: int = 1, name: str | None = None,
+                      neighbors: NeighboringRelation | str | None = None) -> "Ledger":
+        """Add ``count`` runs of ``event``, priced by the accountant on the ledger's orders.
+
+        Everything is checked before the ledger changes: count (integer >= 0), the relation (a ledger never
+        mixes relations; a Poisson-subsampled Gaussian is priced for add_remove neighbours only), the curve
+        (shape of ``orders``, no NaN, >= 0; +inf allowed) and the delta (finite, >= 0).
+        """
+        count = checks.non_negative_int("count", count)
+        name = name or type(event).__name__
+        relation = None if neighbors is None else check_relation(neighbors)
+        if relation is not None and self._neighbors is not None and relation != self._neighbors:
+            raise ValueError(
+                f"cannot compose {name} with neighbors={relation!r} into a ledger whose neighbors="
+                f"{self._neighbors!r}: costs under different relations do not compose"
+            )
+        _check_relation_supported(event, relation or self._neighbors, name)
+        priced = price(event, self._orders)
+        curve = checks.rdp_array(priced.curve, self._orders, name=f"the RDP curve of {name}")
+        delta_per_run = checks.non_negative(f"the delta of {name}", priced.delta)
 
         if count > 0:  # count == 0 must not turn an infinite entry into 0 * inf = NaN
             self._rdp = self._rdp + count * curve
-            self._delta_t += count * delta_per_query
+            self._delta_t += count * delta_per_run
         if relation is not None:
             self._neighbors = relation
-        self._history.append(CostEvent.of(mechanism, count))
+        self._history.append(CostEvent(name=name, count=count, neighbors=relation, event=event))
         return self
 
     # ------------------------------------------------------------- conversion
@@ -171,9 +201,11 @@ class Ledger:
             totals[entry.name] += entry.count
         composed = ", ".join(f"{count} queries of {name}" for name, count in totals.items()) or "nothing composed"
         delta_t = f"; delta_t = {self._delta_t:.3g} of it from approximate RDP" if self._delta_t > 0 else ""
+        caveat = ("; DATA-DEPENDENT: a bound for this data only, not by itself a DP guarantee"
+                  if self.data_dependent else "")
         return (
             f"epsilon = {eps:.4g} at delta = {delta:.3g} (neighbours: {self._neighbors or 'unspecified'}; "
-            f"tight RDP conversion at order {order:.4g}{delta_t}; {composed})"
+            f"tight RDP conversion at order {order:.4g}{delta_t}; {composed}{caveat})"
         )
 
     def __repr__(self) -> str:
@@ -197,9 +229,11 @@ class Ledger:
 
     def load_state_dict(self, state: dict) -> None:
         """Replace this ledger's state (orders included) by ``state``, validated first."""
+        if isinstance(state, dict) and state.get("format") in _OLD_FORMATS:
+            raise ValueError(f"ledger format {state['format']} cannot be priced by this version "
+                             f"({_OLD_FORMATS[state['format']]}): rebuild the artifact that wrote it")
         if not isinstance(state, dict) or state.get("format") != _STATE_FORMAT:
-            raise ValueError(f"state must be a Ledger state dict with format {_STATE_FORMAT} (format 1 predates "
-                             f"replayable cost events: rebuild the artifact that wrote it), got {state!r:.200}")
+            raise ValueError(f"state must be a Ledger state dict with format {_STATE_FORMAT}, got {state!r:.200}")
         orders = checks.orders_array(state["orders"], name="state['orders']")
         if orders.ndim != 1:
             raise ValueError(f"state['orders'] must be 1-D, got shape {orders.shape}")
@@ -238,3 +272,15 @@ class Ledger:
         ledger = cls()
         ledger.load_state_dict(state)
         return ledger
+
+
+def _check_relation_supported(event: DpEvent, relation: NeighboringRelation | None, name: str) -> None:
+    """The Poisson-subsampled Gaussian's curve (Mironov, Talwar & Zhang 2019) holds for neighbours that add or
+    remove one record; under replace, or with no relation stated, no bound of this package covers it."""
+    pending = [event]
+    while pending:
+        part = pending.pop()
+        if isinstance(part, PoissonSampledGaussianEvent) and relation != NeighboringRelation.ADD_REMOVE:
+            raise ValueError(f"{name}: the Poisson-subsampled Gaussian is priced for neighbors='add_remove' only "
+                             f"(Mironov, Talwar & Zhang 2019), got neighbors={relation!r}")
+        pending.extend(part.children)

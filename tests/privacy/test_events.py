@@ -1,15 +1,49 @@
-"""Cost events: a saved ledger replays to the same epsilon under both relations, a replay prices with the
-current code, and the relation is one enum that reads and writes as its string."""
+"""Cost events: they describe the mathematics, round-trip through JSON, are priced by one accountant, and a saved
+ledger replays to the same epsilon under both relations with today's accountant."""
 
 import json
+import math
 
 import numpy as np
 import pytest
+from dp_accounting import dp_event as dpa
+from dp_accounting.rdp import RdpAccountant
 
 from pate.aggregators import GaussianPATE, StableTopK, TauPATE
-from pate.privacy import CostEvent, Ledger, NeighboringRelation, check_relation
+from pate.mechanisms.gap_selection import GapSelection
+from pate.mechanisms.ptr import GapTest
+from pate.mechanisms.topk import EMPeeling, Joint, PNFPeeling, StableTopKFixed
+from pate.privacy import (
+    DEFAULT_ORDERS,
+    CostEvent,
+    Ledger,
+    NeighboringRelation,
+    check_relation,
+    exponential_mechanism_rdp,
+    gaussian_rdp,
+    laplace_rdp,
+    pure_dp_rdp,
+)
+from pate.privacy.accountant import price
+from pate.privacy.events import (
+    ApproximateEvent,
+    BoundedRangeEvent,
+    ComposedEvent,
+    DpEvent,
+    GaussianEvent,
+    LaplaceEvent,
+    PoissonSampledGaussianEvent,
+    PureDpEvent,
+    RdpCurveEvent,
+    ReportNoisyMaxEvent,
+    SelfComposedEvent,
+    TightestOfEvent,
+    ZcdpEvent,
+    event_from_dict,
+)
 
 L, T, Q, DELTA = 40, 800, 600, 1e-6
+ORDERS = np.array([1.5, 2.0, 3.0, 8.0, 32.0, 256.0])
 
 
 def _aggregators(neighbors):
@@ -20,11 +54,113 @@ def _aggregators(neighbors):
                    delta_t=1e-9, neighbors=neighbors),
         StableTopK(num_labels=L, num_teachers=T, selection="gumbel", eps_select=0.5, sigma_test=60.0,
                    delta_t=1e-9, neighbors=neighbors),
+        StableTopK(num_labels=L, num_teachers=T, selection="laplace", sigma_select=9.0, test="laplace", eps_test=0.2,
+                   delta_t=1e-9, neighbors=neighbors),
     ]
 
 
+EVERY_EVENT = [
+    GaussianEvent(sigma=3.0, sensitivity=2.0),
+    LaplaceEvent(scale=5.0, sensitivity=1.0),
+    PureDpEvent(epsilon=0.7),
+    BoundedRangeEvent(epsilon=0.7),
+    ZcdpEvent(rho=0.01),
+    PoissonSampledGaussianEvent(sampling_rate=0.01, noise_multiplier=1.1, steps=1000),
+    RdpCurveEvent(orders=tuple(ORDERS), epsilons=tuple(ORDERS * 0.01), delta=1e-9, data_dependent_bound=True,
+                  source="a smooth-sensitivity bound"),
+    ReportNoisyMaxEvent(GaussianEvent(50.0, 4.0), num_candidates=41),
+    TightestOfEvent((PureDpEvent(1.0), BoundedRangeEvent(1.5))),
+    ApproximateEvent(GaussianEvent(60.0, 2.0), delta=1e-9),
+    ComposedEvent((BoundedRangeEvent(0.1), ApproximateEvent(LaplaceEvent(10.0, 2.0), 1e-8))),
+    SelfComposedEvent(ComposedEvent((GaussianEvent(2.0, 1.0), ZcdpEvent(0.5))), count=7),
+]
+
+
+@pytest.mark.parametrize("event", EVERY_EVENT, ids=lambda e: e.type_name)
+def test_every_event_round_trips_through_json_and_is_frozen(event):
+    record = json.loads(json.dumps(event.to_dict(), allow_nan=False))
+    assert event_from_dict(record) == event
+    field = next(iter(event.__dataclass_fields__))
+    with pytest.raises(AttributeError):
+        setattr(event, field, None)
+
+
+@pytest.mark.parametrize("event", EVERY_EVENT, ids=lambda e: e.type_name)
+def test_every_event_is_priced(event):
+    priced = price(event, ORDERS)
+    assert priced.curve.shape == ORDERS.shape and np.all(priced.curve >= 0) and np.all(np.isfinite(priced.curve))
+    assert priced.delta >= 0
+
+
+def test_the_basic_events_price_at_their_closed_forms():
+    np.testing.assert_array_equal(price(GaussianEvent(3.0, 2.0), ORDERS).curve, ORDERS * 4 / 18)
+    np.testing.assert_array_equal(price(LaplaceEvent(5.0, 1.0), ORDERS).curve, laplace_rdp(ORDERS, 5.0, 1.0))
+    np.testing.assert_array_equal(price(PureDpEvent(0.7), ORDERS).curve, pure_dp_rdp(ORDERS, 0.7))
+    np.testing.assert_array_equal(price(BoundedRangeEvent(0.7), ORDERS).curve, exponential_mechanism_rdp(ORDERS, 0.7))
+    np.testing.assert_array_equal(price(ZcdpEvent(0.01), ORDERS).curve, ORDERS * 0.01)
+    rnm = price(ReportNoisyMaxEvent(GaussianEvent(50.0, 4.0), 41), ORDERS).curve
+    np.testing.assert_allclose(rnm, ORDERS * 16 / 5000 + math.log(41) / (ORDERS - 1), rtol=1e-15)
+
+
+def test_combinators_add_take_the_minimum_and_carry_the_delta():
+    a, b = GaussianEvent(2.0, 1.0), LaplaceEvent(3.0, 1.0)
+    composed = price(ComposedEvent((a, ApproximateEvent(b, 1e-7))), ORDERS)
+    np.testing.assert_allclose(composed.curve, gaussian_rdp(ORDERS, 2.0, 1.0) + laplace_rdp(ORDERS, 3.0, 1.0))
+    assert composed.delta == 1e-7
+    repeated = price(SelfComposedEvent(ApproximateEvent(b, 1e-7), 5), ORDERS)
+    np.testing.assert_allclose(repeated.curve, 5 * laplace_rdp(ORDERS, 3.0, 1.0))
+    assert repeated.delta == pytest.approx(5e-7)
+    tightest = price(TightestOfEvent((PureDpEvent(1.0), a)), ORDERS).curve
+    np.testing.assert_array_equal(tightest, np.minimum(pure_dp_rdp(ORDERS, 1.0), gaussian_rdp(ORDERS, 2.0, 1.0)))
+    with pytest.raises(ValueError, match="pure RDP bounds"):
+        price(TightestOfEvent((ApproximateEvent(a, 1e-9), b)), ORDERS)
+    assert np.all(price(SelfComposedEvent(RdpCurveEvent((2.0,), (math.inf,)), 0), [2.0]).curve == 0)
+
+
+@pytest.mark.parametrize("rate,sigma", [(0.01, 1.1), (0.004, 0.8), (0.3, 4.0), (1.0, 2.0)])
+def test_the_poisson_sampled_gaussian_matches_dp_accounting_at_integer_orders(rate, sigma):
+    integer_orders = [2, 3, 4, 8, 16, 64, 256, 1024]
+    reference = RdpAccountant(orders=integer_orders)
+    reference.compose(dpa.PoissonSampledDpEvent(rate, dpa.GaussianDpEvent(sigma)), 250)
+    ours = price(PoissonSampledGaussianEvent(rate, sigma, 250), integer_orders).curve
+    np.testing.assert_allclose(ours, reference._rdp, rtol=1e-9)
+
+
+def test_the_poisson_sampled_gaussian_charges_a_fractional_order_its_next_integer():
+    event = PoissonSampledGaussianEvent(0.02, 1.0, 1)
+    np.testing.assert_array_equal(price(event, [1.3, 2.5, 7.01]).curve, price(event, [2.0, 3.0, 8.0]).curve)
+
+
+def test_the_poisson_sampled_gaussian_is_refused_under_replace():
+    event = PoissonSampledGaussianEvent(0.01, 1.0, 100)
+    Ledger(neighbors="add_remove").compose_event(event, neighbors="add_remove")
+    with pytest.raises(ValueError, match="add_remove' only.*got neighbors='replace'"):
+        Ledger(neighbors="replace").compose_event(event, name="DP-SGD")
+    with pytest.raises(ValueError, match="add_remove' only.*got neighbors=None"):
+        Ledger().compose_event(event)
+
+
+def test_a_tabulated_curve_is_read_at_its_own_orders_only():
+    event = RdpCurveEvent(orders=(2.0, 4.0), epsilons=(0.1, 0.3))
+    np.testing.assert_array_equal(price(event, [4.0, 2.0]).curve, [0.3, 0.1])
+    with pytest.raises(ValueError, match=r"no value at alpha = \[3.0\]"):
+        price(event, [2.0, 3.0])
+
+
+@pytest.mark.parametrize("record,match", [
+    ({"type": "gaussian", "sigma": 1.0}, "needs the fields"),
+    ({"type": "wishful", "epsilon": 0.0}, "unknown cost event type 'wishful'"),
+    ({"sigma": 1.0}, "must be a dict with a 'type'"),
+    ({"type": "gaussian", "sigma": -1.0, "sensitivity": 1.0}, "sigma must be"),
+    ({"type": "approximate", "event": {"type": "pure_dp", "epsilon": 1.0}, "delta": 2.0}, "delta"),
+])
+def test_a_bad_event_record_is_refused_by_name(record, match):
+    with pytest.raises(ValueError, match=match):
+        event_from_dict(record)
+
+
 @pytest.mark.parametrize("neighbors", ["replace", "add_remove"])
-@pytest.mark.parametrize("index", range(4))
+@pytest.mark.parametrize("index", range(5))
 def test_a_saved_ledger_replays_to_the_same_epsilon(neighbors, index, tmp_path):
     aggregator = _aggregators(neighbors)[index]
     ledger = Ledger().compose(aggregator, count=Q).compose(aggregator, count=7)
@@ -38,48 +174,82 @@ def test_a_saved_ledger_replays_to_the_same_epsilon(neighbors, index, tmp_path):
     assert replayed.neighbors == neighbors and replayed.history == ledger.history
 
 
-def test_an_event_records_the_class_every_argument_and_the_count():
-    event = CostEvent.of(_aggregators("replace")[1], count=Q)
-    assert event.mechanism == "pate.aggregators.tau_pate:TauPATE"
-    assert dict(event.parameters) == {"num_labels": L, "num_teachers": T, "sigma": 12.0, "tau": 10.0, "norm": "l1",
-                                      "neighbors": "replace"}
-    assert event.count == Q and event.neighbors is NeighboringRelation.REPLACE
-    assert CostEvent.from_dict(json.loads(json.dumps(event.to_dict()))) == event
+def test_a_ledger_records_the_mathematics_not_the_class():
+    """TauPATE's record is a Gaussian on the clipped sensitivity sqrt(2 tau) (replace), sigma, the relation and
+    the count: nothing names a Python class, so moving TauPATE cannot break a saved ledger."""
+    entry = Ledger().compose(_aggregators("replace")[1], count=Q).history[0]
+    assert entry.event == GaussianEvent(sigma=12.0, sensitivity=math.sqrt(20))
+    assert entry.count == Q and entry.neighbors is NeighboringRelation.REPLACE
+    assert "pate." not in json.dumps(entry.to_dict())
+    assert CostEvent.from_dict(json.loads(json.dumps(entry.to_dict()))) == entry
 
 
-def test_a_replay_prices_with_the_current_code(monkeypatch):
-    """Doubling the count sensitivity after the release must change the replayed epsilon (upwards)."""
+def _mechanisms():
+    return [*_aggregators("replace"), *_aggregators("add_remove"),
+            GapSelection(L, T, "laplace", sigma=7.0), GapTest("laplace", 1e-6, epsilon=0.3),
+            EMPeeling(k=5, pick_epsilon=0.1), PNFPeeling(k=5, pick_epsilon=0.1), Joint(k=5, epsilon=0.3),
+            StableTopKFixed(k=5, select_epsilon=0.2, test_sigma=9.0, fill_rho=0.01, delta_t=1e-8)]
+
+
+@pytest.mark.parametrize("mechanism", _mechanisms(), ids=lambda m: m.name)
+def test_every_mechanism_reports_the_price_of_its_event(mechanism):
+    """``rdp`` and ``delta_per_query`` come from ``dp_event``: what a mechanism says and what a replayed ledger
+    prices are one computation."""
+    assert isinstance(mechanism.dp_event, DpEvent)
+    priced = price(mechanism.dp_event, DEFAULT_ORDERS)
+    np.testing.assert_array_equal(mechanism.rdp(DEFAULT_ORDERS), priced.curve)
+    assert mechanism.delta_per_query == priced.delta
+
+
+def test_a_replay_prices_with_the_current_accountant(monkeypatch):
+    """A fix to a curve after the release changes the replayed epsilon (here: the Gaussian curve doubled)."""
     ledger = Ledger().compose(_aggregators("replace")[0], count=Q)
-    import pate.aggregators.gaussian_pate as module
+    import pate.privacy.accountant as accountant
 
-    real = module.count_l2_sensitivity
-    monkeypatch.setattr(module, "count_l2_sensitivity", lambda *a: 2 * real(*a))
+    real = accountant.gaussian_rdp
+    monkeypatch.setattr(accountant, "gaussian_rdp", lambda *a: 2 * real(*a))
     replayed = Ledger.replay(ledger.history)
-    assert replayed.epsilon(DELTA)[0] > 1.9 * ledger.epsilon(DELTA)[0]
+    np.testing.assert_allclose(replayed.rdp, 2 * ledger.rdp, rtol=1e-15)
+    assert replayed.epsilon(DELTA)[0] > 1.4 * ledger.epsilon(DELTA)[0]
 
 
 class _Opaque:
-    """Follows the compose protocol but is no dataclass: composes, cannot be replayed."""
+    """Follows the compose protocol with no ``dp_event``: recorded as its tabulated curve."""
 
     name = "Opaque"
     neighbors = "replace"
-    delta_per_query = 0.0
+    delta_per_query = 1e-9
 
     def rdp(self, orders):
         return np.asarray(orders) * 0.01
 
 
-def test_an_opaque_mechanism_composes_but_its_replay_names_it():
+def test_an_opaque_mechanism_is_recorded_as_its_curve_and_replays(tmp_path):
     ledger = Ledger().compose(_Opaque(), count=3)
-    assert not ledger.history[0].replayable
-    with pytest.raises(ValueError, match="'Opaque'.*cannot be replayed"):
-        Ledger.replay(ledger.history)
+    event = ledger.history[0].event
+    assert isinstance(event, RdpCurveEvent) and event.source == "Opaque" and event.delta == 1e-9
+    ledger.save(tmp_path / "ledger.json")
+    replayed = Ledger.replay(Ledger.load(tmp_path / "ledger.json").history)
+    assert replayed.epsilon(DELTA) == ledger.epsilon(DELTA) and replayed.delta_t == ledger.delta_t
+    with pytest.raises(ValueError, match="tabulated at other orders"):
+        Ledger.replay(ledger.history, orders=[2.55, 3.5])
 
 
-def test_a_vanished_mechanism_class_is_named():
-    event = CostEvent(name="Gone", count=1, neighbors="replace", mechanism="pate.aggregators:NoSuchAggregator")
-    with pytest.raises(ValueError, match="NoSuchAggregator.*no longer exists"):
-        event.rebuild()
+def test_a_data_dependent_curve_is_flagged_in_the_description():
+    bound = RdpCurveEvent(tuple(DEFAULT_ORDERS), tuple(DEFAULT_ORDERS * 1e-4), data_dependent_bound=True,
+                          source="GNMax data-dependent")
+    ledger = Ledger(neighbors="replace").compose(_aggregators("replace")[0], count=1)
+    assert not ledger.data_dependent
+    ledger.compose_event(ComposedEvent((bound,)), count=10, name="GNMax")
+    assert ledger.data_dependent
+    assert "DATA-DEPENDENT: a bound for this data only, not by itself a DP guarantee" in ledger.describe(DELTA)
+
+
+@pytest.mark.parametrize("old_format", [1, 2])
+def test_an_older_ledger_is_refused_in_one_line(old_format):
+    with pytest.raises(ValueError, match=f"ledger format {old_format} cannot be priced by this version.*rebuild") as err:
+        Ledger().load_state_dict({"format": old_format, "history": []})
+    assert "\n" not in str(err.value)
 
 
 def test_the_relation_enum_reads_and_writes_as_its_string():

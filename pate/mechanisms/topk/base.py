@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pate.privacy import checks
+from pate.privacy.accountant import PricedByEvent
 from pate.privacy.calibration import calibrate_noise
 from pate.privacy.ledger import Ledger
 from pate.privacy.sensitivity import NeighboringRelation, check_relation
@@ -89,22 +90,17 @@ class DPStatement:
         return f"({self.epsilon:.4g}, {self.delta:.3g})-DP under {self.neighbors} ({self.source})"
 
 
-class PureEpsilonCost:
+class PureEpsilonCost(PricedByEvent):
     """Cost protocol of a mechanism with one pure-DP parameter, named by ``_epsilon_field``, and no delta.
 
-    Gives ``accounting``, ``delta_per_query`` (0), ``noise_parameters``, ``scale_noise`` (the parameter
+    Gives ``accounting``, ``rdp`` and ``delta_per_query`` (0) from the class's ``dp_event``, ``noise_parameters``, ``scale_noise`` (the parameter
     divided by the multiplier, for ``calibrate_noise``), ``spent`` and ``_calibrated`` (switch between a
-    paper's closed-form calibration and the ledger's). The class supplies ``rdp`` and ``pure_epsilon``
+    paper's closed-form calibration and the ledger's). The class supplies ``dp_event`` and ``pure_epsilon``
     (its per-query pure-DP epsilon).
     """
 
     _epsilon_field = "epsilon"
     accounting = "pure DP: the smaller of basic composition and the RDP ledger"
-
-    @property
-    def delta_per_query(self) -> float:
-        """0: pure RDP."""
-        return 0.0
 
     def noise_parameters(self) -> dict[str, float]:
         return {self._epsilon_field: getattr(self, self._epsilon_field)}

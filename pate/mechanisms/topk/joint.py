@@ -68,7 +68,7 @@ import numpy as np
 from pate.mechanisms.noise import sample_noise
 from pate.mechanisms.topk.base import PureEpsilonCost, TopKResult, check_histograms, check_k, sorted_order
 from pate.privacy import checks
-from pate.privacy.curves import exponential_mechanism_rdp
+from pate.privacy.events import BoundedRangeEvent
 from pate.privacy.sensitivity import NeighboringRelation, check_relation, gap_sensitivity
 
 __all__ = ["Joint"]
@@ -125,9 +125,10 @@ class Joint(PureEpsilonCost):
         """epsilon / (2 Delta_u), Delta_u = ``gap_sensitivity(neighbors)`` (module docstring)."""
         return self.epsilon / (2.0 * gap_sensitivity(self.neighbors))
 
-    def rdp(self, orders) -> np.ndarray:
-        """exponential_mechanism_rdp(orders, epsilon): JOINT is epsilon-bounded-range."""
-        return exponential_mechanism_rdp(orders, self.epsilon)
+    @property
+    def dp_event(self) -> BoundedRangeEvent:
+        """JOINT is epsilon-bounded-range (module docstring)."""
+        return BoundedRangeEvent(self.epsilon)
 
     def __call__(self, histograms, rng: np.random.Generator) -> TopKResult:
         counts = check_histograms(histograms, k=self.k)

@@ -32,7 +32,7 @@ from pate.mechanisms.noise import sample_noise
 from pate.mechanisms.topk.base import PureEpsilonCost, TopKResult, check_histograms, check_k
 from pate.privacy import checks
 from pate.privacy.composition import zcdp_rho_for
-from pate.privacy.curves import exponential_mechanism_rdp, pure_dp_rdp
+from pate.privacy.events import BoundedRangeEvent, PureDpEvent, SelfComposedEvent
 from pate.privacy.sensitivity import NeighboringRelation, check_relation, count_selection_range
 
 __all__ = ["EMPeeling", "PNFPeeling", "em_cdp_pick_epsilon", "gumbel_peel"]
@@ -145,9 +145,10 @@ class EMPeeling(_Peeling):
     def name(self) -> str:
         return f"EM-CDP(k={self.k}, pick_eps={self.pick_epsilon:.4g}, neighbors={self.neighbors})"
 
-    def rdp(self, orders) -> np.ndarray:
-        """k x exponential_mechanism_rdp(orders, pick_epsilon)."""
-        return self.k * exponential_mechanism_rdp(orders, self.pick_epsilon)
+    @property
+    def dp_event(self) -> SelfComposedEvent:
+        """k picks, each pick_epsilon-bounded-range."""
+        return SelfComposedEvent(BoundedRangeEvent(self.pick_epsilon), self.k)
 
     def __call__(self, histograms, rng: np.random.Generator) -> TopKResult:
         counts = check_histograms(histograms, k=self.k)
@@ -180,9 +181,10 @@ class PNFPeeling(_Peeling):
     def name(self) -> str:
         return f"PNF-peel(k={self.k}, pick_eps={self.pick_epsilon:.4g}, neighbors={self.neighbors})"
 
-    def rdp(self, orders) -> np.ndarray:
-        """k x pure_dp_rdp(orders, pick_epsilon)."""
-        return self.k * pure_dp_rdp(orders, self.pick_epsilon)
+    @property
+    def dp_event(self) -> SelfComposedEvent:
+        """k rounds, each pick_epsilon-DP."""
+        return SelfComposedEvent(PureDpEvent(self.pick_epsilon), self.k)
 
     def __call__(self, histograms, rng: np.random.Generator) -> TopKResult:
         counts = check_histograms(histograms, k=self.k)

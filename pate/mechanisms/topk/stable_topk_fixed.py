@@ -49,7 +49,8 @@ from pate.mechanisms.topk.base import (
 from pate.mechanisms.topk.peeling import gumbel_peel
 from pate.privacy import checks
 from pate.privacy.calibration import calibrate_noise
-from pate.privacy.curves import exponential_mechanism_rdp
+from pate.privacy.accountant import PricedByEvent
+from pate.privacy.events import BoundedRangeEvent, ComposedEvent, ZcdpEvent
 from pate.privacy.ledger import Ledger
 from pate.privacy.sensitivity import NeighboringRelation, check_relation, count_selection_range, gap_sensitivity
 
@@ -57,7 +58,7 @@ __all__ = ["StableTopKFixed"]
 
 
 @dataclass(frozen=True)
-class StableTopKFixed:
+class StableTopKFixed(PricedByEvent):
     """Algorithm 3 of Zhu & Wang 2022 (module docstring): exactly k indices per histogram.
 
     Arguments: ``k``; ``select_epsilon`` (bounded-range epsilon of the gap selection);
@@ -143,14 +144,11 @@ class StableTopKFixed:
     def test(self) -> GapTest:
         return GapTest("gaussian", self.delta_t, sigma=self.test_sigma, neighbors=self.neighbors)
 
-    def rdp(self, orders) -> np.ndarray:
-        """Selection + test + fill (module docstring)."""
-        orders = checks.orders_array(orders)
-        return exponential_mechanism_rdp(orders, self.select_epsilon) + self.test.rdp(orders) + orders * self.fill_rho
-
     @property
-    def delta_per_query(self) -> float:
-        return self.delta_t
+    def dp_event(self) -> ComposedEvent:
+        """Selection (bounded range), test (delta_t-approximate Gaussian) and fill (rho_fill-zCDP), composed
+        (module docstring)."""
+        return ComposedEvent((BoundedRangeEvent(self.select_epsilon), self.test.dp_event, ZcdpEvent(self.fill_rho)))
 
     def spent(self, queries: int, delta: float) -> float:
         """Epsilon of ``queries`` adaptive queries at ``delta`` by the RDP ledger."""
