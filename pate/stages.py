@@ -166,7 +166,7 @@ def build_aggregate(work: Path, aggregator, votes: Mapping[str, np.ndarray], num
 
     Writes ``aggregate.npz`` (``labels`` bool [Q, L], ``answered`` bool [Q], ``k`` int [Q]: the released set's
     size, -1 where unanswered, as in ``AggregationResult``) and ``ledger.json`` (the cost events: the
-    aggregator's class and arguments and ``asked``). No epsilon is stored: :func:`replay_privacy` prices the
+    mathematics of one query, the relation and ``asked``). No epsilon is stored: :func:`replay_privacy` prices the
     events with the current accountant whenever the artifact is read. Queries past ``asked`` are not shown to
     the aggregator at all.
     """
@@ -187,7 +187,7 @@ def build_aggregate(work: Path, aggregator, votes: Mapping[str, np.ndarray], num
 
 
 def replay_privacy(art: Artifact, delta: float) -> dict[str, Any]:
-    """The privacy of an aggregate artifact, recomputed now: its ledger's cost events replayed with the
+    """The privacy of an aggregate artifact, recomputed now: its ledger's cost events priced again by the
     current accountant (``Ledger.replay``), converted at ``delta``. Never read back from the artifact."""
     recorded = Ledger.load(art.file(LEDGER_FILE))
     ledger = Ledger.replay(recorded.history, orders=recorded.orders)

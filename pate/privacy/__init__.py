@@ -1,4 +1,5 @@
-"""Privacy accounting for PATE: RDP curves, sensitivities, conversions, the ledger and noise calibration.
+"""Privacy accounting for PATE: RDP curves, sensitivities, conversions, cost events, the accountant that prices
+them, the ledger and noise calibration.
 
 numpy only; imports nothing else of the project. Every sensitivity derives from the neighbouring
 relation in ``pate.privacy.sensitivity``; every curve and conversion documents its formula and source.
@@ -19,10 +20,28 @@ from pate.privacy.curves import (
     exponential_mechanism_rdp,
     gaussian_rdp,
     laplace_rdp,
+    poisson_sampled_gaussian_rdp,
     pure_dp_rdp,
     report_noisy_max_rdp,
 )
-from pate.privacy.events import CostEvent
+from pate.privacy.accountant import Price, PricedByEvent, price
+from pate.privacy.events import (
+    ApproximateEvent,
+    BoundedRangeEvent,
+    ComposedEvent,
+    CostEvent,
+    DpEvent,
+    GaussianEvent,
+    LaplaceEvent,
+    PoissonSampledGaussianEvent,
+    PureDpEvent,
+    RdpCurveEvent,
+    ReportNoisyMaxEvent,
+    SelfComposedEvent,
+    TightestOfEvent,
+    ZcdpEvent,
+    event_from_dict,
+)
 from pate.privacy.ledger import Ledger
 from pate.privacy.orders import DEFAULT_ORDERS
 from pate.privacy.sensitivity import (
@@ -37,7 +56,25 @@ from pate.privacy.sensitivity import (
 )
 
 __all__ = [
+    "ApproximateEvent",
+    "BoundedRangeEvent",
+    "ComposedEvent",
     "CostEvent",
+    "DpEvent",
+    "GaussianEvent",
+    "LaplaceEvent",
+    "PoissonSampledGaussianEvent",
+    "Price",
+    "PricedByEvent",
+    "PureDpEvent",
+    "RdpCurveEvent",
+    "ReportNoisyMaxEvent",
+    "SelfComposedEvent",
+    "TightestOfEvent",
+    "ZcdpEvent",
+    "event_from_dict",
+    "poisson_sampled_gaussian_rdp",
+    "price",
     "DEFAULT_ORDERS",
     "Ledger",
     "NeighboringRelation",
