@@ -5,7 +5,7 @@
 Each stage is an artifact in the content-addressed cache, keyed by its config, its upstream keys, the code that
 builds it and (through the data) the content of the dataset: a run that changes only the aggregator, the noise,
 the target epsilon or the seed reuses the trained teachers and their votes. The stage graph is
-``pipeline/stages.py``; a run (checks first, then the stages, then ``metrics.json`` in the run directory) is
+``pipeline/graph.py``; a run (checks first, then the stages, then ``metrics.json`` in the run directory) is
 ``pipeline/runner.py``. docs/architecture.md describes both.
 """
 

@@ -40,9 +40,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repositor
 from pate.artifacts import ArtifactStore, code_version  # noqa: E402
 from pate.data import partition_teachers  # noqa: E402
 from pate.features import read_features  # noqa: E402
-from pate.stages import data_identity, load_data, majority_class_accuracy  # noqa: E402
+from pate.data.loading import data_identity, load_data  # noqa: E402
+from pate.evaluation import majority_class_accuracy  # noqa: E402
 from pipeline.runner import instantiate  # noqa: E402
-from pipeline.stages import Dataset, features_stage, plain  # noqa: E402
+from pipeline.graph import Dataset, features_stage, plain  # noqa: E402
 from teachers.ensemble import train_teachers  # noqa: E402
 from teachers.heads import head_votes, train_head_teachers  # noqa: E402
 

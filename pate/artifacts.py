@@ -2,8 +2,9 @@
 
 Every stage is a plain function of (its own config, upstream artifacts) that writes one directory. The
 directory's name is a key derived from the stage name, the stage's own config, the keys of its upstream
-artifacts and a fingerprint of the code that builds it (``Stage.code``: the syntax trees of the named sources,
-so editing a comment or docstring keeps the cache, editing a line of code rebuilds). The data stage's config
+artifacts and a fingerprint of the code that builds it (``Stage.code``: the modules of its builders, whose
+imports are followed within the repository by ``pate.code_closure``; the syntax trees count, so editing a
+comment or docstring keeps the cache, editing a line of code rebuilds). The data stage's config
 holds a fingerprint of the data's content. All keys of a run are known before any work is done, and a sweep
 that only changes the aggregator finds the teachers and votes it needs already built.
 
@@ -25,8 +26,6 @@ Guarantees:
 
 from __future__ import annotations
 
-import ast
-import functools
 import hashlib
 import json
 import logging
@@ -38,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pate.code_closure import code_fingerprint
 from pate.io import atomic_write_json as _atomic_write_json
 from pate.io import exclusive_lock, sha256_file
 
@@ -79,7 +79,7 @@ class Stage:
     config: Mapping[str, Any]
     build: Builder = field(compare=False, repr=False)
     upstream: Mapping[str, Stage] = field(default_factory=dict)
-    code: tuple[str, ...] = ()  # sources (files or packages, relative to the repository root) that build it
+    code: tuple[str, ...] = ()  # modules that build it; what they import counts too (pate.code_closure)
 
     @property
     def key(self) -> str:
@@ -107,34 +107,6 @@ def _json_default(value: Any) -> Any:
 
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-
-
-def _without_docstrings(tree: ast.AST) -> ast.AST:
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-            body = node.body
-            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-                    and isinstance(body[0].value.value, str):
-                node.body = body[1:] or [ast.Pass()]
-    return tree
-
-
-@functools.lru_cache(maxsize=None)
-def code_fingerprint(sources: tuple[str, ...]) -> str:
-    """SHA-256 (16 hex digits) of the code in ``sources``: files or packages relative to the repository root,
-    every ``.py`` file under a package, in sorted order. Each file counts by its path and its syntax tree without
-    docstrings, so comments, docstrings and formatting do not change the fingerprint; any change to what runs
-    does. A missing source raises ``FileNotFoundError`` (a typo would otherwise fingerprint nothing)."""
-    digest = hashlib.sha256()
-    for source in sources:
-        path = REPO_ROOT / source
-        if not path.exists():
-            raise FileNotFoundError(f"code source {source!r} of a stage does not exist under {REPO_ROOT}")
-        for file in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
-            tree = _without_docstrings(ast.parse(file.read_text(encoding="utf-8"), filename=str(file)))
-            digest.update(file.relative_to(REPO_ROOT).as_posix().encode() + b"\0")
-            digest.update(ast.dump(tree, include_attributes=False).encode() + b"\0")
-    return digest.hexdigest()[:16]
 
 
 def code_version() -> dict[str, str]:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = [
+    "read_votes",
     "PackedVotes",
     "as_numpy",
     "check_vote_bits",
@@ -195,3 +196,11 @@ def check_vote_counts(votes, num_labels: int, num_teachers: int) -> np.ndarray:
             f"votes must be counts <= num_teachers={num_teachers}, got {_describe(votes, votes > num_teachers)}"
         )
     return votes.astype(np.int32, copy=False)
+
+
+# ---------------------------------------------------------------------------- the vote artifact
+def read_votes(art) -> dict[str, np.ndarray]:
+    """The vote artifact (a ``pate.artifacts.Artifact``) as written by the vote stage: ``counts`` int32 [Q, L], ``bits`` packed uint8 [Q, T, ceil(L/8)],
+    ``query_indices`` [Q], ``teacher_accuracy`` [T]."""
+    with np.load(art.file("votes.npz")) as z:
+        return {name: z[name] for name in z.files}

@@ -3,6 +3,6 @@ predictions. Shared training pieces (models, module, Trainer) live in ``training
 
 from teachers.ensemble import train_teachers
 from teachers.heads import head_votes, train_head_teachers
-from teachers.votes import load_teacher, predict_votes
+from teachers.predict import load_teacher, predict_votes
 
 __all__ = ["head_votes", "load_teacher", "predict_votes", "train_head_teachers", "train_teachers"]

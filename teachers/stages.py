@@ -1,4 +1,4 @@
-"""The teacher and vote stages: builders for ``pate.artifacts.Stage`` (wired in ``pipeline/stages.py``).
+"""The teacher and vote stages: builders for ``pate.artifacts.Stage`` (wired in ``pipeline/graph.py``).
 
 teachers: one checkpoint per teacher, written as each finishes, so a killed build resumes (the artifact
 cache hands the same ``.partial`` directory back). votes: every teacher's prediction on every public query,
@@ -15,7 +15,7 @@ import numpy as np
 from pate.votes import count_votes, pack_votes
 from teachers.ensemble import teacher_path, train_teachers
 from teachers.heads import head_votes, train_head_teachers
-from teachers.votes import predict_votes
+from teachers.predict import predict_votes
 
 
 def build_teachers(work: Path, teacher_cfg, trainer_cfg, images, labels, parts: list[np.ndarray],

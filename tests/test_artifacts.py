@@ -5,6 +5,7 @@ import json
 import pytest
 
 from pate.artifacts import MANIFEST, ArtifactStore, Stage
+from pate.code_closure import code_closure, code_fingerprint
 
 
 class Counter:
@@ -138,26 +139,87 @@ def test_a_damaged_file_costs_only_that_file(tmp_path, caplog):
     assert "item_1.txt (checksum mismatch)" in caplog.text and "kept the 2 intact" in caplog.text
 
 
-def test_code_fingerprint_ignores_docstrings_and_comments_but_not_code(tmp_path, monkeypatch):
-    import pate.artifacts as artifacts
+def _project(root, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
 
-    monkeypatch.setattr(artifacts, "REPO_ROOT", tmp_path)
-    source = tmp_path / "mod.py"
+
+def _fingerprint(entries, root):
+    code_closure.cache_clear()
+    code_fingerprint.cache_clear()
+    return code_fingerprint(entries, root)
+
+
+def test_code_fingerprint_ignores_docstrings_and_comments_but_not_code(tmp_path):
+    _project(tmp_path, {"pkg/__init__.py": ""})
 
     def fingerprint(text):
-        source.write_text(text)
-        artifacts.code_fingerprint.cache_clear()
-        return artifacts.code_fingerprint(("mod.py",))
+        (tmp_path / "pkg" / "mod.py").write_text(text)
+        return _fingerprint(("pkg.mod",), tmp_path)
 
     base = fingerprint('"""Doc."""\n\ndef f(x):\n    """Doc."""\n    return 2 * x\n')
     assert fingerprint('"""Other doc."""\n\n# a comment\ndef f(x):\n    return 2 * x  # why\n') == base
     assert fingerprint('"""Doc."""\n\ndef f(x):\n    return 3 * x\n') != base
-    artifacts.code_fingerprint.cache_clear()
-    with pytest.raises(FileNotFoundError, match="nowhere.py"):
-        artifacts.code_fingerprint(("nowhere.py",))
+    with pytest.raises(FileNotFoundError, match="'pkg.nowhere'"):
+        _fingerprint(("pkg.nowhere",), tmp_path)
+
+
+def test_editing_an_imported_helper_changes_the_key_and_an_unrelated_module_does_not(tmp_path):
+    """A builder's key follows what it imports, transitively (a helper two imports away, one imported inside a
+    function), and the enclosing packages' __init__; a module it never imports does not count."""
+    _project(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/build.py": "from pkg.util import scale\n\ndef build(x):\n    from pkg import late\n    return scale(x)\n",
+        "pkg/util.py": "import pkg.deep.helper\n\ndef scale(x):\n    return pkg.deep.helper.twice(x)\n",
+        "pkg/deep/__init__.py": "",
+        "pkg/deep/helper.py": "def twice(x):\n    return 2 * x\n",
+        "pkg/late.py": "VALUE = 1\n",
+        "pkg/unrelated.py": "VALUE = 1\n",
+    })
+    code_closure.cache_clear()
+    assert code_closure(("pkg.build",), tmp_path) == (
+        "pkg/__init__.py", "pkg/build.py", "pkg/deep/__init__.py", "pkg/deep/helper.py", "pkg/late.py", "pkg/util.py")
+    base = _fingerprint(("pkg.build",), tmp_path)
+    (tmp_path / "pkg/unrelated.py").write_text("VALUE = 2\n")
+    assert _fingerprint(("pkg.build",), tmp_path) == base
+    (tmp_path / "pkg/deep/helper.py").write_text("def twice(x):\n    return x + x\n")
+    edited = _fingerprint(("pkg.build",), tmp_path)
+    assert edited != base
+    (tmp_path / "pkg/late.py").write_text("VALUE = 2\n")
+    assert _fingerprint(("pkg.build",), tmp_path) != edited
+    code_closure.cache_clear()
+    code_fingerprint.cache_clear()
+
+
+def test_a_submodule_import_does_not_follow_the_package_re_exports(tmp_path):
+    """``from pkg.sub import checks`` runs pkg/sub/__init__.py (it is hashed) but does not depend on what that
+    __init__ re-exports; ``from pkg.sub import Name`` reads the package's namespace and follows it."""
+    _project(tmp_path, {
+        "pkg/__init__.py": "", "pkg/sub/__init__.py": "from pkg.sub.heavy import Name\n",
+        "pkg/sub/checks.py": "", "pkg/sub/heavy.py": "Name = 1\n",
+        "pkg/a.py": "from pkg.sub import checks\n", "pkg/b.py": "from pkg.sub import Name\n",
+    })
+    code_closure.cache_clear()
+    assert "pkg/sub/heavy.py" not in code_closure(("pkg.a",), tmp_path)
+    assert "pkg/sub/__init__.py" in code_closure(("pkg.a",), tmp_path)
+    assert "pkg/sub/heavy.py" in code_closure(("pkg.b",), tmp_path)
+    code_closure.cache_clear()
+
+
+def test_the_real_stages_cover_the_helpers_they_import():
+    """The drift a hand-kept list had: the teacher heads use pate.privacy.checks and pate.progress."""
+    from pipeline.graph import CODE
+
+    teachers = code_closure(CODE["teachers"])
+    assert {"teachers/heads.py", "pate/privacy/checks.py", "pate/progress.py", "training/trainer.py"} <= set(teachers)
+    assert "pate/privacy/ledger.py" not in teachers  # the accountant does not retrain teachers
+    assert "pate/privacy/ledger.py" in code_closure(CODE["aggregate"])
+    assert not any(path.startswith(("teachers/", "training/")) for path in code_closure(CODE["partition"]))
 
 
 def test_a_stage_key_covers_its_code():
-    a = Stage("a", {}, Counter(), code=("pate/privacy",))
+    a = Stage("a", {}, Counter(), code=("pate.privacy",))
     assert a.key != Stage("a", {}, Counter()).key
-    assert a.key != Stage("a", {}, Counter(), code=("pate/privacy", "pate/mechanisms")).key
+    assert a.key != Stage("a", {}, Counter(), code=("pate.privacy", "pate.mechanisms")).key

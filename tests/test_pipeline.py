@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 import torch
 
-import pipeline.stages
+import pipeline.graph
 import teachers.stages
 from hydra.errors import MissingConfigException
 from pipeline import run
 
 from pate.artifacts import Artifact
 from pate.features import read_features
-from pate.stages import load_data
+from pate.data.loading import load_data
 from tests.conftest import compose_config
 
 
@@ -63,7 +63,7 @@ def test_changing_only_the_aggregator_reuses_teachers_and_votes(tiny_cfg, tmp_pa
     first = run(tiny_cfg(), output_dir=tmp_path / "a")
     monkeypatch.setattr(teachers.stages, "train_head_teachers", _fail)
     monkeypatch.setattr(teachers.stages, "head_votes", _fail)
-    monkeypatch.setattr(pipeline.stages, "build_features", _fail)
+    monkeypatch.setattr(pipeline.graph, "build_features", _fail)
     second = run(tiny_cfg("aggregator=stable_topk_paper"), output_dir=tmp_path / "b")
     assert second["artifacts"]["votes"] == first["artifacts"]["votes"]
     assert second["artifacts"]["features"] == first["artifacts"]["features"]
@@ -92,15 +92,15 @@ def test_changing_the_extractor_or_the_heads_retrains_the_teachers(tiny_cfg, tmp
 
 
 def _spy_on_student(monkeypatch, name: str) -> list:
-    """Record every argument the student stage function ``pipeline.stages.<name>`` is called with."""
+    """Record every argument the student stage function ``pipeline.graph.<name>`` is called with."""
     calls = []
-    real = getattr(pipeline.stages, name)
+    real = getattr(pipeline.graph, name)
 
     def spy(*args, **kwargs):
         calls.append((args, kwargs))
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(pipeline.stages, name, spy)
+    monkeypatch.setattr(pipeline.graph, name, spy)
     return calls
 
 
@@ -270,7 +270,7 @@ def test_a_cnn_run_prints_no_accelerator_banner_or_library_tip(tiny_cnn_cfg, tmp
 @pytest.mark.parametrize("codes, split", [([0, 0, 0, 0], "test"), ([2, 2, 1, 2], "train")])
 def test_an_empty_split_is_named(codes, split):
     from pate.data import CelebAArrays
-    from pate.stages import check_partition_config
+    from pate.data.partition import check_partition_config
 
     data = CelebAArrays(images=np.zeros((4, 3, 2, 2), np.uint8), labels=np.zeros((4, 40), np.uint8),
                         split=np.array(codes, np.int8), filenames=tuple("abcd"), attribute_names=())

@@ -143,7 +143,7 @@ def resnet(depth: int, num_labels: int = 40, width: int | None = None, stem: str
                          f"{frozen_stages!r}")
     net = _RESNETS[depth](weights=None, num_classes=num_labels, norm_layer=lambda c: _norm(norm, c, 32))
     path = imagenet_weights(f"resnet{depth}", weights_path, "teacher.model") if pretrained else None
-    # a skeleton built on the meta device (teachers.votes.load_teacher) gets all its tensors assigned later
+    # a skeleton built on the meta device (teachers.predict.load_teacher) gets all its tensors assigned later
     if path is not None and not net.fc.weight.is_meta:
         stat = path.stat()
         state = _read_weights(str(path.resolve()), stat.st_size, stat.st_mtime_ns)

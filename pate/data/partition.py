@@ -1,5 +1,6 @@
 """Who sees what: the private training split cut into teacher parts, the held-out split into the student's
-public pool (the queries and the unlabeled images) and the evaluation records.
+public pool (the queries and the unlabeled images) and the evaluation records. The partition and queries
+artifacts (builder, file format, reader) live here too.
 
 The privacy analysis (docs/architecture.md, section 1) relies on the teacher parts being disjoint: a training
 record lives in exactly one part, so changing it changes at most one teacher's votes. ``partition_teachers``
@@ -9,8 +10,15 @@ guarantees that by construction (one permutation cut into contiguous pieces).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+from pate.data.celeba import SPLITS
+
+if TYPE_CHECKING:
+    from pate.data.celeba import CelebAArrays
 
 
 def _as_index_array(indices: np.ndarray, name: str) -> np.ndarray:
@@ -101,4 +109,62 @@ def pool_size(num_heldout: int, pool_fraction: float) -> int:
     return int(round(pool_fraction * num_heldout))
 
 
-__all__ = ["PublicSplit", "partition_teachers", "pool_size", "split_public"]
+# ------------------------------------------------------------------ the partition and queries artifacts
+def check_partition_config(split: np.ndarray, num_teachers: int, num_queries: int, pool_fraction: float) -> None:
+    """Fail before any decode or training when the split sizes (``split``: CelebA's split code per image, as
+    read from list_eval_partition.txt) cannot satisfy the config."""
+    sizes = {name: int(np.count_nonzero(np.asarray(split) == code)) for name, code in SPLITS.items()}
+    for name in ("train", "test"):
+        if sizes[name] == 0:
+            raise ValueError(f"the {name} split is empty: no row of list_eval_partition.txt has code "
+                             f"{SPLITS[name]} ({name}); the pipeline needs private training records and "
+                             f"held-out public records")
+    n_train = sizes["train"]
+    if not 1 <= num_teachers <= n_train:
+        raise ValueError(
+            f"partition.num_teachers={num_teachers} but the private training split holds {n_train} records; "
+            f"expected 1 <= num_teachers <= {n_train} (each teacher needs at least one record)"
+        )
+    n_test = sizes["test"]
+    pool = pool_size(n_test, pool_fraction)
+    if not 1 <= num_queries <= pool < n_test:
+        raise ValueError(
+            f"data.num_queries={num_queries} with data.pool_fraction={pool_fraction} of the held-out (test) split's "
+            f"{n_test} records (a public pool of {pool}); expected 1 <= num_queries <= pool size < {n_test}, so "
+            f"that the queries fit in the pool and some held-out records remain to evaluate the student"
+        )
+
+
+def build_partition(work: Path, data: CelebAArrays, num_teachers: int, seed: int) -> None:
+    """Write ``partition.npz``: the teachers' disjoint parts of the private training split, concatenated,
+    with offsets (part i is ``teacher_records[teacher_offsets[i]:teacher_offsets[i+1]]``)."""
+    parts = partition_teachers(data.indices("train"), num_teachers, seed)
+    offsets = np.cumsum([0] + [len(p) for p in parts])
+    np.savez(work / "partition.npz", teacher_records=np.concatenate(parts), teacher_offsets=offsets)
+
+
+def read_teacher_parts(art: Artifact) -> list[np.ndarray]:
+    """The teachers' parts (private training rows, one array per teacher) of a partition artifact."""
+    with np.load(art.file("partition.npz")) as z:
+        records, offsets = z["teacher_records"], z["teacher_offsets"]
+    return [records[a:b] for a, b in zip(offsets[:-1], offsets[1:])]
+
+
+def build_queries(work: Path, data: CelebAArrays, pool_fraction: float, num_queries: int, seed: int) -> None:
+    """Write ``queries.npz``: the held-out test split cut into the student's public pool (``pool_indices``,
+    ``pool_fraction`` of it), the public queries in it (``query_indices``) and the evaluation records
+    (``eval_indices``, the rest). Its own stage, so that changing the queries keeps the teachers."""
+    heldout = data.indices("test")
+    split = split_public(heldout, pool_size(len(heldout), pool_fraction), num_queries, seed)
+    np.savez(work / "queries.npz", query_indices=split.queries, pool_indices=split.pool,
+             eval_indices=split.evaluation)
+
+
+def read_queries(art: Artifact) -> PublicSplit:
+    """The public pool, queries and evaluation records of a queries artifact."""
+    with np.load(art.file("queries.npz")) as z:
+        return PublicSplit(pool=z["pool_indices"], queries=z["query_indices"], evaluation=z["eval_indices"])
+
+
+__all__ = ["PublicSplit", "build_partition", "build_queries", "check_partition_config", "partition_teachers",
+           "pool_size", "read_queries", "read_teacher_parts", "split_public"]

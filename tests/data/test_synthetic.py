@@ -267,3 +267,27 @@ def test_a_damaged_set_regenerates_itself_identically(tmp_path, damage, caplog):
     generate_synthetic_celeba(root, num_images=40, image_size=32, seed=3, progress=False)
     assert "is damaged" in caplog.text and "regenerating" in caplog.text
     assert {p: p.read_bytes() for p in files} == before
+
+
+# SHA-256 of 12 faces (sizes 16, 32, 64) rendered by the code of commit 20854fa, before render_face was split into
+# named parts: the split must not move a pixel (the data's content fingerprint keys every cached stage). PIL's
+# drawing may differ between releases, so the hash is checked with the Pillow it was recorded with.
+_GOLDEN_FACES = ("13.0.0", "52cca9f4e3e7e78097c9e6ab370425f4404e7eebac3f9e38d400349cc8bd7525")
+
+
+def test_the_renderer_draws_the_recorded_faces():
+    import hashlib
+
+    import PIL
+
+    version, expected = _GOLDEN_FACES
+    if PIL.__version__ != version:
+        pytest.skip(f"golden faces recorded with Pillow {version}, this is {PIL.__version__}")
+    sample = sample_attributes(12, np.random.default_rng(11))
+    digest = hashlib.sha256()
+    for i in range(12):
+        attributes = {name: bool(value) for name, value in zip(ATTRIBUTE_NAMES, sample.true[i])}
+        face = render_face(attributes, dict(zip(LATENT_NAMES, sample.latents[i])), (16, 32, 64)[i % 3],
+                           np.random.default_rng(i))
+        digest.update(np.asarray(face).tobytes())
+    assert digest.hexdigest() == expected

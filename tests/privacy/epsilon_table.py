@@ -102,7 +102,7 @@ def _experiment_jobs() -> list[tuple[str, list[str]]]:
 
 def experiment_rows() -> dict[str, float]:
     """The calibrated noise and the printed epsilon of every committed experiment job, both relations."""
-    from pipeline.runner import prepare_aggregator  # the runner's own calibration path
+    from pipeline.methods.pate import prepare_aggregator  # the run's own calibration path
 
     rows = {}
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):

@@ -6,7 +6,7 @@ import numpy as np
 
 from student.train import train_student
 from teachers.ensemble import train_teachers
-from teachers.votes import predict_votes
+from teachers.predict import predict_votes
 
 from .conftest import brightness_task, compose_config, majority_baseline
 

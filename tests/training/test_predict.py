@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 import torch
 
-import teachers.votes as votes_module
+import teachers.predict as predict_module
 from training.data import to_float
 from teachers.ensemble import train_teachers
-from teachers.votes import load_teacher, predict_votes
+from teachers.predict import load_teacher, predict_votes
 from training.recipe import Recipe
 
 PARTITION = [np.arange(0, 10), np.arange(10, 20), np.arange(20, 30)]
@@ -72,7 +72,7 @@ def test_at_most_one_teacher_in_memory(cfg, tiny_data, teacher_paths, monkeypatc
         loaded.append(weakref.ref(net))
         return net
 
-    monkeypatch.setattr(votes_module, "load_teacher", tracking_load)
+    monkeypatch.setattr(predict_module, "load_teacher", tracking_load)
     run(cfg, tiny_data, teacher_paths)
     assert len(loaded) == 3
 
@@ -113,7 +113,7 @@ def test_bad_input_is_rejected(cfg, tiny_data, teacher_paths, change, match):
 
 def test_missing_teacher_file_is_reported_before_any_inference(cfg, tiny_data, teacher_paths, tmp_path, monkeypatch):
     images, labels = tiny_data
-    monkeypatch.setattr(votes_module, "load_teacher", lambda *args: pytest.fail("inference started"))
+    monkeypatch.setattr(predict_module, "load_teacher", lambda *args: pytest.fail("inference started"))
     with pytest.raises(FileNotFoundError, match="1 teacher file"):
         predict_votes(
             [*teacher_paths, tmp_path / "teacher_0003.pt"],

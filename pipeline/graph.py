@@ -27,29 +27,37 @@ import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from pate.artifacts import Artifact, Stage
+from pate.code_closure import module_file
 from pate.data import CelebAArrays
 from pate.features import FeatureTable, build_features, choose_fit_rows, fit_extractor, read_features
 from pate.features.views import build_views
 from pate.privacy import DEFAULT_ORDERS
-from pate.stages import (
-    build_aggregate, build_majority_labels, build_partition, build_queries, build_true_labels, read_aggregate,
-    read_queries, read_teacher_parts, read_votes,
-)
+from pate.aggregate import build_aggregate, build_majority_labels, build_true_labels, read_aggregate
+from pate.data.partition import build_partition, build_queries, read_queries, read_teacher_parts
+from pate.votes import read_votes
 from student.stages import build_head_student, build_student
 from teachers.stages import build_head_teachers, build_head_votes, build_teachers, build_votes
 
-# The sources each stage's result depends on (files or packages under the repository root); their syntax trees
-# are part of the stage's key, so a change to what runs rebuilds the stage and everything below it.
+# The modules whose builders compute each stage. The code behind a stage's key is what they import, transitively,
+# within the repository (pate.code_closure), plus the module of every object a config instantiates (the extractor,
+# the aggregator): a change to what runs rebuilds the stage and everything below it.
 CODE: dict[str, tuple[str, ...]] = {
-    "partition": ("pate/data/partition.py", "pate/stages.py"),
-    "queries": ("pate/data/partition.py", "pate/stages.py"),
-    "features": ("pate/features",),
-    "views": ("pate/features",),
-    "teachers": ("teachers", "training", "pate/features"),
-    "votes": ("teachers", "training", "pate/features", "pate/votes.py"),
-    "aggregate": ("pate/privacy", "pate/mechanisms", "pate/aggregators", "pate/votes.py", "pate/stages.py"),
-    "student": ("student", "training", "pate/features"),
+    "partition": ("pate.data.partition",),
+    "queries": ("pate.data.partition",),
+    "features": ("pate.features.stage",),
+    "views": ("pate.features.views",),
+    "teachers": ("teachers.stages",),
+    "votes": ("teachers.stages", "pate.votes"),
+    "aggregate": ("pate.aggregate",),
+    "student": ("student.stages",),
 }
+
+
+def code_of(stage: str, *instances) -> tuple[str, ...]:
+    """``CODE[stage]`` and the modules of the configured objects the stage runs (a project class's module; a
+    class from outside the repository is covered by its settings in the key)."""
+    modules = [type(instance).__module__ for instance in instances]
+    return tuple(sorted({*CODE[stage], *(module for module in modules if module_file(module) is not None)}))
 
 
 def plain(node) -> Any:
@@ -59,7 +67,7 @@ def plain(node) -> Any:
 
 @dataclass(frozen=True)
 class Dataset:
-    """The graph's source: the decoded arrays and their identity in stage keys (``pate.stages.data_identity``)."""
+    """The graph's source: the decoded arrays and their identity in stage keys (``pate.data.loading.data_identity``)."""
 
     arrays: CelebAArrays
     identity: dict[str, Any]
@@ -100,7 +108,7 @@ def features_stage(cfg: DictConfig, data: Dataset, extractor) -> Stage:
 
     return Stage("features", {"data": data.identity, "extractor": extractor.identity(), "fit_split": str(fit.fit_split),
                               "num_fit_images": int(fit.num_fit_images), "fit_seed": int(fit.fit_seed)},
-                 build, code=CODE["features"])
+                 build, code=code_of("features", extractor))
 
 
 def _features(up: dict[str, Artifact]) -> FeatureTable:
@@ -180,7 +188,7 @@ def aggregate_stage(cfg: DictConfig, aggregator, asked: int, votes: Stage) -> St
     return Stage("aggregate", config,
                  lambda work, up: build_aggregate(work, aggregator, read_votes(up["votes"]), num_labels, asked,
                                                   int(cfg.seed)),
-                 {"votes": votes}, code=CODE["aggregate"])
+                 {"votes": votes}, code=code_of("aggregate", aggregator))
 
 
 REFERENCES = ("majority_vote", "true_labels")
@@ -232,6 +240,6 @@ def student_stage(cfg: DictConfig, data: Dataset, labels: Stage, queries: Stage,
                  build_cnn, {"labels": labels, "queries": queries}, code=CODE["student"])
 
 
-__all__ = ["CODE", "REFERENCES", "Dataset", "aggregate_stage", "cost_fingerprint", "features_stage", "partition_stage",
+__all__ = ["CODE", "REFERENCES", "Dataset", "aggregate_stage", "code_of", "cost_fingerprint", "features_stage", "partition_stage",
            "plain", "queries_stage", "reference_stage", "student_stage", "teachers_stage",
            "views_stage", "votes_stage"]

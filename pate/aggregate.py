@@ -1,0 +1,139 @@
+"""The aggregate artifact: the labels an aggregator released for the public queries, and the cost events that
+price them (``ledger.json``); the reference labels (never released) share its layout.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pate.artifacts import Artifact
+from pate.privacy import Ledger
+from pate.votes import PackedVotes
+
+log = logging.getLogger(__name__)
+
+LEDGER_FILE = "ledger.json"
+UNANSWERED = -1  # the k of an unanswered query, in aggregate.npz as in AggregationResult
+
+__all__ = ["LEDGER_FILE", "UNANSWERED", "build_aggregate", "build_majority_labels", "build_true_labels",
+           "queries_within_budget", "read_aggregate", "replay_privacy", "write_release"]
+
+
+def queries_within_budget(aggregator, num_queries: int, budget_epsilon: float | None, delta: float) -> int:
+    """How many queries, answered in order, keep the ledger's epsilon (at ``delta``) within the budget.
+
+    Every query asked is paid for whether or not it is answered (the selection and the test both look at
+    the votes), so the cost of n queries is n times the per-query curve; epsilon is monotone in n, so a
+    bisection over n finds the largest affordable count. A budget that is not a positive number, or that
+    cannot pay for one query, raises ``ValueError`` naming ``privacy.budget_epsilon``: a run that could answer
+    nothing is refused before any data is read or any teacher trained.
+    """
+    if budget_epsilon is None:
+        return num_queries
+    if isinstance(budget_epsilon, bool) or not isinstance(budget_epsilon, (int, float)) or not budget_epsilon > 0:
+        raise ValueError(f"privacy.budget_epsilon={budget_epsilon!r}; expected a number > 0 (or null: no budget)")
+
+    def cost(n: int) -> float:
+        return Ledger().compose(aggregator, count=n).epsilon(delta)[0] if n else 0.0
+
+    if cost(1) > budget_epsilon:
+        raise ValueError(f"privacy.budget_epsilon={budget_epsilon:g} cannot pay for one query: one query of "
+                         f"{aggregator.name} costs epsilon {cost(1):.4g} at delta={delta:g} (neighbours: "
+                         f"{aggregator.neighbors}); raise the budget or the noise (privacy.target_epsilon)")
+    if cost(num_queries) <= budget_epsilon:
+        return num_queries
+    lo, hi = 1, num_queries  # cost(lo) <= budget < cost(hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if cost(mid) <= budget_epsilon else (lo, mid)
+    return lo
+
+
+def build_aggregate(work: Path, aggregator, votes: Mapping[str, np.ndarray], num_labels: int, asked: int,
+                    seed: int) -> None:
+    """Release label sets for the first ``asked`` queries and record what they cost.
+
+    Writes ``aggregate.npz`` (``labels`` bool [Q, L], ``answered`` bool [Q], ``k`` int [Q]: the released set's
+    size, -1 where unanswered, as in ``AggregationResult``) and ``ledger.json`` (the cost events: the
+    mathematics of one query, the relation and ``asked``). No epsilon is stored: :func:`replay_privacy` prices the
+    events with the current accountant whenever the artifact is read. Queries past ``asked`` are not shown to
+    the aggregator at all.
+    """
+    rng = np.random.default_rng(seed)
+    counts = votes["counts"]
+    q = counts.shape[0]
+    labels = np.zeros((q, num_labels), dtype=bool)
+    answered = np.zeros(q, dtype=bool)
+    k = np.full(q, UNANSWERED, dtype=np.int64)
+    if asked:
+        needs_bits = getattr(aggregator, "requires_teacher_votes", False)
+        batch = PackedVotes(votes["bits"][:asked], num_labels) if needs_bits else counts[:asked]
+        res = aggregator(batch, rng=rng)
+        labels[:asked], answered[:asked] = res.labels, res.answered
+        k[:asked] = res.k
+    write_release(work, labels, answered, k, Ledger().compose(aggregator, count=asked))
+
+
+def write_release(work: Path, labels: np.ndarray, answered: np.ndarray, k: np.ndarray, ledger: Ledger) -> None:
+    """The aggregate artifact's format, for every method: ``aggregate.npz`` (``labels`` bool [Q, L], ``answered``
+    bool [Q], ``k`` int [Q], -1 where unanswered) and ``ledger.json``, the cost events of everything the method
+    released (epsilon is replayed from them, never stored)."""
+    labels, answered, k = np.asarray(labels, dtype=bool), np.asarray(answered, dtype=bool), np.asarray(k, np.int64)
+    if labels.ndim != 2 or answered.shape != (labels.shape[0],) or k.shape != answered.shape:
+        raise ValueError(f"a release needs labels [Q, L], answered [Q] and k [Q], got shapes {labels.shape}, "
+                         f"{answered.shape}, {k.shape}")
+    if labels[~answered].any() or np.any(k[~answered] != UNANSWERED):
+        raise ValueError("an unanswered query must release no label and k = -1")
+    np.savez(work / "aggregate.npz", labels=labels, answered=answered, k=k)
+    ledger.save(work / LEDGER_FILE)
+
+
+def replay_privacy(art: Artifact, delta: float) -> dict[str, Any]:
+    """The privacy of an aggregate artifact, recomputed now: its ledger's cost events priced again by the
+    current accountant (``Ledger.replay``), converted at ``delta``. Never read back from the artifact."""
+    recorded = Ledger.load(art.file(LEDGER_FILE))
+    ledger = Ledger.replay(recorded.history, orders=recorded.orders)
+    asked = sum(event.count for event in ledger.history)
+    relation = ledger.neighbors
+    if not np.allclose(ledger.rdp, recorded.rdp, rtol=1e-12, atol=0):
+        log.warning("the accountant's code changed since %s was built: its cost events now price at a different "
+                    "RDP curve; reporting the replay with today's code", art.path)
+    if asked:
+        eps, order = ledger.epsilon(delta)
+        description = ledger.describe(delta)
+    else:
+        eps, order = 0.0, float("nan")
+        description = f"no query asked: epsilon = 0 at delta = {delta:g} (neighbours: {relation})"
+    return {"epsilon": eps, "epsilon_order": order, "delta": delta, "neighbors": relation, "queries_asked": asked,
+            "delta_t_total": ledger.delta_t, "description": description,
+            "accounting": f"replayed from {len(ledger.history)} cost event(s) in {LEDGER_FILE} with the current "
+                          f"accountant"}
+
+
+def build_majority_labels(work: Path, votes: Mapping[str, np.ndarray]) -> None:
+    """The teachers' non-private majority (label on iff more than half of the T teachers vote it), never
+    released: the report's reference line for what noise costs. Same layout as ``build_aggregate``; no ledger,
+    since nothing is released."""
+    num_teachers = votes["bits"].shape[1]
+    _write_reference(work, votes["counts"] > num_teachers / 2)
+
+
+def build_true_labels(work: Path, truth: np.ndarray) -> None:
+    """The true labels of the public queries (the student's ceiling), as a reference aggregate."""
+    _write_reference(work, np.asarray(truth).astype(bool))
+
+
+def _write_reference(work: Path, labels: np.ndarray) -> None:
+    np.savez(work / "aggregate.npz", labels=labels, answered=np.ones(labels.shape[0], dtype=bool),
+             k=labels.sum(axis=1))
+
+
+def read_aggregate(art: Artifact) -> dict[str, np.ndarray]:
+    """``labels``, ``answered`` and ``k`` of an aggregate (private or reference) artifact."""
+    with np.load(art.file("aggregate.npz")) as z:
+        return {name: z[name] for name in z.files}

@@ -1,0 +1,107 @@
+"""The code behind a stage's key, derived from its imports: the modules a builder imports, transitively, within
+the repository (``code_closure``), and a fingerprint of their syntax trees (``code_fingerprint``).
+
+Which imports are followed. ``import a.b.c`` and ``from a.b import c`` (c a submodule) follow module a.b.c;
+``from a.b import name`` (name defined in a.b) follows a.b itself, re-exports included, since the code reads
+a.b's namespace. The ``__init__.py`` of every enclosing package (a, a.b) is part of the fingerprint, since it
+runs on import, but what it imports is followed only when the code reads its namespace: a stage that only uses
+``pate.privacy.checks`` does not depend on the ledger that ``pate/privacy/__init__.py`` re-exports. Imports
+inside functions count like any other; relative imports are refused (the project uses absolute ones), and so is
+an import of a project module that has no file.
+
+A project package is a folder at the repository root holding an ``__init__.py``.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import hashlib
+from pathlib import Path
+
+__all__ = ["code_closure", "code_fingerprint", "module_file"]
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def _project_packages(root: Path) -> frozenset[str]:
+    return frozenset(path.parent.name for path in root.glob("*/__init__.py"))
+
+
+def module_file(module: str, root: Path | None = None) -> Path | None:
+    """The file of a project module (``pkg/mod.py`` or ``pkg/mod/__init__.py``), None if there is none."""
+    base = (root or REPO_ROOT).joinpath(*module.split("."))
+    if (base / "__init__.py").is_file():
+        return base / "__init__.py"
+    return base.with_suffix(".py") if base.with_suffix(".py").is_file() else None
+
+
+def _imports(module: str, root: Path, packages: frozenset[str]) -> set[str]:
+    """The project modules that ``module``'s own code follows (module docstring)."""
+    file = module_file(module, root)
+    followed: set[str] = set()
+    for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"), filename=str(file))):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            raise ValueError(f"{file.relative_to(root)} line {node.lineno}: relative import; the project's code "
+                             f"fingerprint follows absolute imports only")
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            targets = [f"{node.module}.{alias.name}" if module_file(f"{node.module}.{alias.name}", root) else node.module
+                       for alias in node.names]
+        else:
+            continue
+        for target in targets:
+            if target.split(".")[0] not in packages:
+                continue
+            if module_file(target, root) is None:
+                raise ValueError(f"{file.relative_to(root)} line {node.lineno}: imports {target!r}, which has no file "
+                                 f"under {root}")
+            followed.add(target)
+    return followed
+
+
+@functools.lru_cache(maxsize=None)
+def code_closure(entries: tuple[str, ...], root: Path | None = None) -> tuple[str, ...]:
+    """The files (relative to the repository root, sorted) of the project modules ``entries`` import,
+    transitively, with the entries and the ``__init__.py`` of every enclosing package (module docstring)."""
+    root = root or REPO_ROOT
+    packages = _project_packages(root)
+    for entry in entries:
+        if module_file(entry, root) is None:
+            raise FileNotFoundError(f"code entry {entry!r} of a stage is no module under {root}")
+    followed: set[str] = set()
+    pending = list(entries)
+    while pending:
+        module = pending.pop()
+        if module not in followed:
+            followed.add(module)
+            pending.extend(_imports(module, root, packages))
+    enclosing = {".".join(module.split(".")[:depth]) for module in followed for depth in range(1, module.count(".") + 1)}
+    files = {module_file(module, root) for module in followed | enclosing}
+    return tuple(sorted(file.relative_to(root).as_posix() for file in files))
+
+
+def _without_docstrings(tree: ast.AST) -> ast.AST:
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                    and isinstance(body[0].value.value, str):
+                node.body = body[1:] or [ast.Pass()]
+    return tree
+
+
+@functools.lru_cache(maxsize=None)
+def code_fingerprint(entries: tuple[str, ...], root: Path | None = None) -> str:
+    """SHA-256 (16 hex digits) of the code of ``code_closure(entries)``: each file by its path and its syntax tree
+    without docstrings, so comments, docstrings and formatting do not change the fingerprint; any change to what
+    runs does."""
+    root = root or REPO_ROOT
+    digest = hashlib.sha256()
+    for relative in code_closure(entries, root):
+        file = root / relative
+        tree = _without_docstrings(ast.parse(file.read_text(encoding="utf-8"), filename=str(file)))
+        digest.update(relative.encode() + b"\0")
+        digest.update(ast.dump(tree, include_attributes=False).encode() + b"\0")
+    return digest.hexdigest()[:16]

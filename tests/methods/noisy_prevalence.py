@@ -1,0 +1,63 @@
+"""A toy method added from outside the pipeline, through config alone (docs: "add a method"):
+
+every label's count in the private training split gets Gaussian noise once (L2 sensitivity sqrt(L) under both
+relations, ``count_l2_sensitivity``), and every public query is labelled with the labels whose noisy count exceeds
+half the split. One release, one cost event: a Gaussian with its sensitivity and sigma.
+
+    python train.py method._target_=tests.methods.noisy_prevalence.NoisyPrevalence +method.sigma=20
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from pate.aggregate import write_release
+from pate.artifacts import Stage
+from pate.privacy import GaussianEvent, Ledger, count_l2_sensitivity
+from pate.privacy.checks import positive
+from pipeline.checks import UserError, building
+from pipeline.methods import Release, SharedStages
+
+
+class NoisyPrevalence:
+    """Gaussian noise on the private label counts, one label set for every query."""
+
+    def __init__(self, sigma: float = 10.0):
+        self.sigma = sigma
+
+    def check(self, cfg) -> None:
+        with building("method.sigma"):
+            self.sigma = positive("sigma", self.sigma)
+
+    def uses_features(self, cfg) -> bool:
+        return False
+
+    def release(self, cfg, data, shared: SharedStages) -> Release:
+        arrays, seed, sigma = data.arrays, int(cfg.seed), self.sigma
+        relation, num_queries = str(cfg.privacy.neighbors), int(cfg.data.num_queries)
+
+        def build(work: Path, up) -> None:
+            private = arrays.labels[arrays.indices("train")].astype(np.float64)
+            num_labels = private.shape[1]
+            noisy = private.sum(axis=0) + np.random.default_rng(seed).normal(0.0, sigma, num_labels)
+            labels = np.tile(noisy > private.shape[0] / 2, (num_queries, 1))
+            event = GaussianEvent(sigma, count_l2_sensitivity(num_labels, relation))
+            ledger = Ledger().compose_event(event, count=1, name=f"NoisyPrevalence(sigma={sigma:g})",
+                                            neighbors=relation)
+            write_release(work, labels, np.ones(num_queries, bool), labels.sum(axis=1), ledger)
+
+        labels = Stage("aggregate", {"method": "noisy_prevalence", "sigma": sigma, "neighbors": relation,
+                                     "seed": seed, "queries": num_queries, "data": data.identity},
+                       build, {"queries": shared.queries}, code=("tests.methods.noisy_prevalence",))
+        return Release(labels, {"aggregate": labels})
+
+    def metrics(self, cfg, store, release: Release) -> dict:
+        return {"method": "noisy_prevalence", "aggregator": None, "noise": {"sigma": self.sigma}}
+
+    def references(self, cfg, data, release: Release, shared: SharedStages) -> dict:
+        return {}
+
+    def train_shard(self, cfg, store, release: Release, data) -> dict:
+        raise UserError("teacher_shard: the noisy_prevalence method trains nothing to shard")

@@ -1,0 +1,44 @@
+"""A method added from a test module through config alone (no edit under pipeline/) runs end to end: the
+pipeline builds its stage, trains the student on what it released, replays its epsilon from its cost events and
+writes metrics.json with the keys every run has."""
+
+import json
+import math
+
+import pytest
+
+from pate.privacy import DEFAULT_ORDERS, epsilon_from_rdp, gaussian_rdp
+from pipeline.checks import UserError
+from pipeline.methods import PATE, Method
+from pipeline.runner import run
+from tests.methods.noisy_prevalence import NoisyPrevalence
+
+TOY = ["method._target_=tests.methods.noisy_prevalence.NoisyPrevalence", "+method.sigma=5.0"]
+
+
+@pytest.mark.parametrize("relation", ["replace", "add_remove"])
+def test_a_toy_method_runs_end_to_end_through_config_alone(tiny_cfg, tmp_path, relation):
+    cfg = tiny_cfg(*TOY, f"privacy.neighbors={relation}", "references=true")
+    metrics = run(cfg, output_dir=tmp_path)
+    assert json.loads((tmp_path / "metrics.json").read_text()) == json.loads(json.dumps(metrics))
+    assert metrics["method"] == "noisy_prevalence" and metrics["noise"] == {"sigma": 5.0}
+    # one Gaussian release of the count vector, L2 sensitivity sqrt(L) under both relations
+    curve = gaussian_rdp(DEFAULT_ORDERS, 5.0, math.sqrt(int(cfg.data.num_labels)))
+    assert math.isclose(metrics["epsilon"], epsilon_from_rdp(DEFAULT_ORDERS, curve, 1e-6)[0], rel_tol=1e-12)
+    assert metrics["neighbors"] == relation and "NoisyPrevalence(sigma=5)" in metrics["privacy"]
+    assert metrics["answered"] == metrics["queries"] == 40 and metrics["student_train_size"] == 40
+    assert 0 <= metrics["student_accuracy"] <= 1
+    assert "teacher_accuracy" not in metrics and "partition" not in metrics["artifacts"]
+    assert set(metrics["reference"]) == {"majority_class", "true_labels"}  # no teachers: no majority vote
+
+
+def test_methods_follow_the_protocol():
+    assert isinstance(PATE(), Method) and isinstance(NoisyPrevalence(), Method)
+
+
+def test_a_toy_methods_bad_setting_and_a_shard_are_refused_before_compute(tiny_cfg, tmp_path):
+    with pytest.raises(UserError, match="sigma"):
+        run(tiny_cfg("method._target_=tests.methods.noisy_prevalence.NoisyPrevalence", "+method.sigma=-1"),
+            output_dir=tmp_path)
+    with pytest.raises(UserError, match="trains nothing to shard"):
+        run(tiny_cfg(*TOY, "teacher_shard=0/2"), output_dir=tmp_path)
