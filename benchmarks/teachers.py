@@ -40,9 +40,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repositor
 from pate.artifacts import ArtifactStore, code_version  # noqa: E402
 from pate.data import partition_teachers  # noqa: E402
 from pate.features import read_features  # noqa: E402
-from pate.data.loading import data_identity, load_data  # noqa: E402
+from pate.data.readers import data_identity  # noqa: E402
 from pate.evaluation import majority_class_accuracy  # noqa: E402
-from pipeline.runner import instantiate  # noqa: E402
+from pipeline.runner import instantiate, set_num_labels  # noqa: E402
 from pipeline.graph import Dataset, features_stage, plain  # noqa: E402
 from teachers.ensemble import train_teachers  # noqa: E402
 from teachers.heads import head_votes, train_head_teachers  # noqa: E402
@@ -53,7 +53,9 @@ EVAL_IMAGES = 2000
 
 def config(*overrides: str):
     with initialize_config_dir(config_dir=CONF, version_base="1.3"):
-        return compose(config_name="train", overrides=["progress=false", *overrides])
+        cfg = compose(config_name="train", overrides=["progress=false", *overrides])
+    set_num_labels(cfg, instantiate(cfg.data.reader, "data.reader").label_names())
+    return cfg
 
 
 def heads(cfg, data, features, num_teachers: int, eval_rows) -> dict:
@@ -74,7 +76,7 @@ def heads(cfg, data, features, num_teachers: int, eval_rows) -> dict:
 def cnn_loop(num_teachers: int) -> dict:
     """``teacher=small_cnn`` (its config as shipped) on the first parts of the 800-teacher partition."""
     cfg = config("teacher=small_cnn")
-    data = load_data(cfg.data, Path(cfg.paths.cache_dir) / "tensors", progress=False)
+    data = instantiate(cfg.data.reader, "data.reader").load(Path(cfg.paths.cache_dir) / "tensors", progress=False)
     parts = partition_teachers(data.indices("train"), int(cfg.partition.num_teachers), int(cfg.partition.seed))
     with tempfile.TemporaryDirectory() as work:
         start = time.perf_counter()
@@ -98,7 +100,7 @@ def cnn_engines(model: str, num_teachers: int, loop_teachers: int, group: int, d
     engine (on all ``num_teachers``), 1 epoch each."""
     size = [] if image_size is None else [f"data.image_size={image_size}", f"data.synthetic.image_size={image_size}"]
     cfg = config(*ENGINE_MODELS[model], "teacher.max_epochs=1", *(["trainer=gpu"] if device == "gpu" else []), *size)
-    data = load_data(cfg.data, Path(cfg.paths.cache_dir) / "tensors", progress=False)
+    data = instantiate(cfg.data.reader, "data.reader").load(Path(cfg.paths.cache_dir) / "tensors", progress=False)
     parts = partition_teachers(data.indices("train"), int(cfg.partition.num_teachers), int(cfg.partition.seed))
     out = {"model": model, "teachers": num_teachers, "loop_teachers": loop_teachers, "group": group,
            "device": device, "device_name": torch.cuda.get_device_name() if device == "gpu" else "cpu",
@@ -136,7 +138,7 @@ def main() -> None:
                      "torch_threads": torch.get_num_threads()}
     for name in args.extractors:
         cfg = config(f"features={name}")
-        data = load_data(cfg.data, Path(cfg.paths.cache_dir) / "tensors", progress=False)
+        data = instantiate(cfg.data.reader, "data.reader").load(Path(cfg.paths.cache_dir) / "tensors", progress=False)
         extractor = instantiate(cfg.features.extractor, "feature extractor")
         stage = features_stage(cfg, Dataset(data, data_identity(plain(cfg.data), data)), extractor)
         store = ArtifactStore(Path(cfg.paths.cache_dir))

@@ -12,15 +12,15 @@ from typing import Any
 
 import hydra
 import torch
-from omegaconf import DictConfig
+from omegaconf import DictConfig, open_dict
 
 from pate.artifacts import ArtifactStore, Stage, atomic_write_json, code_version
-from pate.data import check_celeba_root
 from pate.aggregate import read_aggregate, replay_privacy
-from pate.data.loading import data_identity, load_data
+from pate.data.readers import data_identity
 from pate.data.partition import check_partition_config, read_queries
 from pate.evaluation import label_metrics, majority_class_accuracy
-from pipeline.checks import building, check_config
+from pate.run_record import check_record, ordered
+from pipeline.checks import UserError, building, check_config
 from pipeline.graph import (
     Dataset, features_stage, plain, queries_stage, reference_stage, student_stage, views_stage,
 )
@@ -30,18 +30,6 @@ from training.recipe import Recipe
 from training.trainer import check_trainer_config, device_of
 
 log = logging.getLogger("train")
-
-# The keys of metrics.json in the order the file lists them: what every method shares, then the method's own
-# (``Method.metrics``), then the data, the references, the versions and the artifacts.
-METRICS_ORDER = (
-    "method", "aggregator", "private", "neighbors", "delta", "epsilon", "epsilon_order", "privacy",
-    "privacy_accounting", "target_epsilon", "budget_epsilon", "noise", "noise_multiplier", "seed", "queries",
-    "queries_asked", "answered", "answered_fraction", "mean_k", "label_f1", "label_accuracy", "student_accuracy",
-    "student_f1", "student_train_size", "student_semi", "student_unlabeled_size", "teacher_accuracy",
-    "not_covered_by_epsilon", "majority_class_accuracy", "num_teachers", "num_labels", "data", "reference",
-    "versions", "artifacts",
-)
-
 
 def instantiate(node: DictConfig, group: str):
     """``hydra.utils.instantiate``; an error is a one-line :class:`UserError` under the key ``group``."""
@@ -63,11 +51,25 @@ class Graph:
         return {name: stage.key for name, stage in stages.items() if stage is not None}
 
 
+def set_num_labels(cfg: DictConfig, names: tuple[str, ...]) -> None:
+    """``data.num_labels`` from the data's label names (null in the config), or a check of the configured one."""
+    configured = cfg.data.get("num_labels")
+    if configured is not None and configured != len(names):
+        raise UserError(f"data.num_labels={configured!r} but the data has {len(names)} labels ({', '.join(names[:5])}"
+                        f"{', ...' if len(names) > 5 else ''}); set data.num_labels=null to take it from the data")
+    with open_dict(cfg):
+        cfg.data.num_labels = len(names)
+
+
 def prepare(cfg: DictConfig) -> tuple[Graph, Dataset, Any]:
     """Everything that can fail without training fails here, as a one-line :class:`UserError` naming the key or
     the file: the plain keys (``check_config``), the method (its config and calibration), the models, the
     trainer, the extractor, the data and the split sizes. Returns (graph, dataset, method)."""
     check_config(cfg)
+    reader = instantiate(cfg.data.reader, "data.reader")
+    with building(None):  # the reader names the file or the key itself
+        reader.check()
+        set_num_labels(cfg, reader.label_names())
     method = instantiate(cfg.method, "method")
     method.check(cfg)
     networks = [group for group in ("teacher", "student") if cfg[group].kind not in ("head", "heads")]
@@ -87,12 +89,10 @@ def prepare(cfg: DictConfig) -> tuple[Graph, Dataset, Any]:
         with building(None):
             extractor.to(device_of(cfg.trainer))  # features on trainer.accelerator's device
     with building(None):  # the data code names the file or the key itself
-        if cfg.data.get("synthetic") is None:
-            check_celeba_root(cfg.data.root)
-        arrays = load_data(cfg.data, Path(cfg.paths.cache_dir) / "tensors", progress=bool(cfg.progress),
-                           check_splits=lambda split: check_partition_config(
-                               split, int(cfg.partition.num_teachers), int(cfg.data.num_queries),
-                               float(cfg.data.pool_fraction)))
+        arrays = reader.load(Path(cfg.paths.cache_dir) / "tensors", progress=bool(cfg.progress),
+                             check_splits=lambda split: check_partition_config(
+                                 split, int(cfg.partition.num_teachers), int(cfg.data.num_queries),
+                                 float(cfg.data.pool_fraction)))
     data = Dataset(arrays, data_identity(plain(cfg.data), arrays))
     queries = queries_stage(cfg, data)
     features = features_stage(cfg, data, extractor) if extractor is not None else None
@@ -160,8 +160,8 @@ def evaluate(cfg: DictConfig, store: ArtifactStore, graph: Graph, data: Dataset,
             metrics["reference"][source] = {"label_f1": ref["label_f1"], "label_accuracy": ref["label_accuracy"],
                                             "student_accuracy": ref["student"]["student_accuracy"],
                                             "student_f1": ref["student"]["student_f1"]}
-    order = {key: index for index, key in enumerate(METRICS_ORDER)}
-    return dict(sorted(metrics.items(), key=lambda item: order.get(item[0], len(order))))
+    check_record(metrics, "the run's metrics")  # a method that breaks the run record fails here, not in a report
+    return ordered(metrics)
 
 
 def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict[str, Any]:
@@ -201,4 +201,4 @@ def summary(m: dict[str, Any]) -> str:
     return "results\n  " + "\n  ".join(lines)
 
 
-__all__ = ["METRICS_ORDER", "Graph", "evaluate", "instantiate", "prepare", "run", "summary"]
+__all__ = ["Graph", "evaluate", "instantiate", "prepare", "run", "summary"]

@@ -4,15 +4,21 @@ from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_dir
+from hydra.utils import instantiate
 from omegaconf import DictConfig, open_dict
+
+from pipeline.runner import set_num_labels
 
 CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
 
 
 def compose_config(overrides=(), root: Path | None = None) -> DictConfig:
-    """``conf/train.yaml`` with ``overrides``; data, cache and logs under ``root``."""
+    """``conf/train.yaml`` with ``overrides``; data, cache and logs under ``root``; ``data.num_labels`` set from the
+    reader's label names as a run sets it, where they can be read without data (the synthetic set)."""
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
         cfg = compose(config_name="train", overrides=list(overrides))
+    if cfg.data.get("synthetic") is not None:
+        set_num_labels(cfg, instantiate(cfg.data.reader).label_names())
     if root is not None:
         with open_dict(cfg):
             cfg.paths.root_dir = str(root)

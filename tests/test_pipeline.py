@@ -16,7 +16,7 @@ from pipeline import run
 
 from pate.artifacts import Artifact
 from pate.features import read_features
-from pate.data.loading import load_data
+from hydra.utils import instantiate
 from tests.conftest import compose_config
 
 
@@ -119,7 +119,7 @@ def test_the_student_stage_is_sealed_off_from_private_data(kind, tiny_cfg, tiny_
     assert len(calls) == 1, "the student stage did not run exactly once"
     args, kwargs = calls[0]
     cfg = make()
-    data = load_data(cfg.data, Path(cfg.paths.cache_dir) / "tensors", progress=False)
+    data = instantiate(cfg.data.reader).load(Path(cfg.paths.cache_dir) / "tensors", progress=False)
     arrays = [a for a in (*args, *kwargs.values()) if isinstance(a, (np.ndarray, torch.Tensor))]
     assert not any(type(a).__name__ == "CelebAArrays" for a in (*args, *kwargs.values()))
     assert all(len(a) < len(data.indices("train")) for a in arrays), "an array as large as the private split"

@@ -72,34 +72,54 @@ def check_celeba_root(root: str | os.PathLike) -> Path:
     return path
 
 
-def read_attributes(root: str | os.PathLike) -> tuple[list[str], np.ndarray]:
-    """(filenames, labels uint8 [N, 40]) from ``list_attr_celeba.txt``, with +1 -> 1 and -1 -> 0.
+def read_label_names(root: str | os.PathLike, expected: Sequence[str] | None = None) -> tuple[str, ...]:
+    """The label names on line 2 of ``list_attr_celeba.txt`` (CelebA's 40 attributes, or any other labels in
+    CelebA's format), read without the rows: what a run needs before any image is decoded.
 
-    Strict: the count on line 1 must equal the number of rows, line 2 must list exactly ``ATTRIBUTE_NAMES``
-    in order, every row must hold a file name and 40 values each ``1``/``+1``/``-1``, and no file name may
-    repeat. Anything else raises ``ValueError`` naming the file and the (1-based) line.
+    The names must be non-empty and distinct; with ``expected``, they must equal it, in order. Anything else
+    raises ``ValueError`` naming the file and the line.
+    """
+    path = check_celeba_root(root) / ATTRIBUTE_FILE
+    with open(path, "rb") as handle:
+        head = [handle.readline(), handle.readline()]
+    return _label_names(path, head, expected)
+
+
+def _label_names(path: Path, head: list[bytes], expected: Sequence[str] | None) -> tuple[str, ...]:
+    if len(head) < 2 or not head[1].strip():
+        raise ValueError(f"{path}: expected a count line and a header line")
+    names = tuple(head[1].decode(errors="replace").split())
+    if expected is not None and names != tuple(expected):
+        raise ValueError(f"{path}, line 2: expected the label names {tuple(expected)}, in that order, found {names}")
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise ValueError(f"{path}, line 2: label names must be distinct, found {repeated} more than once")
+    return names
+
+
+def read_attributes(root: str | os.PathLike, expected: Sequence[str] | None = None) -> tuple[list[str], np.ndarray]:
+    """(filenames, labels uint8 [N, L]) from ``list_attr_celeba.txt``, with +1 -> 1 and -1 -> 0; L is the number
+    of label names on line 2 (``read_label_names``; with ``expected``, they must equal it).
+
+    Strict: the count on line 1 must equal the number of rows, every row must hold a file name and L values each
+    ``1``/``+1``/``-1``, and no file name may repeat. Anything else raises ``ValueError`` naming the file and the
+    (1-based) line.
     """
     path = check_celeba_root(root) / ATTRIBUTE_FILE
     raw = path.read_bytes()
     head = raw.split(b"\n", 2)
-    if len(head) < 2 or not head[1].strip():
-        raise ValueError(f"{path}: expected a count line and a header line")
+    names = _label_names(path, head, expected)
     try:
         count = int(head[0].strip())
     except ValueError:
         found = head[0].decode(errors="replace")
         raise ValueError(f"{path}, line 1: expected the number of images, found {found!r}") from None
-    names = tuple(head[1].decode(errors="replace").split())
-    if names != ATTRIBUTE_NAMES:
-        raise ValueError(
-            f"{path}, line 2: expected CelebA's 40 attribute names in CelebA's order {ATTRIBUTE_NAMES}, found {names}"
-        )
     body = head[2] if len(head) == 3 else b""
     starts, ends, fields = _tokens(body)
     rows = fields.size
     if rows != count:
         raise ValueError(f"{path}: line 1 announces {count} images but the file holds {rows} rows")
-    width = 1 + len(ATTRIBUTE_NAMES)
+    width = 1 + len(names)
     if np.any(fields != width):
         r = int(np.flatnonzero(fields != width)[0])
         raise ValueError(f"{path}, line {r + 3}: expected a file name and {width - 1} values, found {fields[r]} fields")
@@ -114,7 +134,7 @@ def read_attributes(root: str | os.PathLike) -> tuple[list[str], np.ndarray]:
     if not valid.all():
         r, c = np.argwhere(~valid)[0]
         token = body[starts[r, c + 1]:ends[r, c + 1]].decode(errors="replace")
-        raise ValueError(f"{path}, line {r + 3}: value {token!r} for {ATTRIBUTE_NAMES[c]}; expected +1 (or 1) or -1")
+        raise ValueError(f"{path}, line {r + 3}: value {token!r} for {names[c]}; expected +1 (or 1) or -1")
     _check_unique(filenames, path)
     return filenames, (first != minus).astype(np.uint8)
 
@@ -178,7 +198,7 @@ class CelebAArrays:
     """The decoded dataset: images share row order with labels, split and filenames."""
 
     images: np.memmap  # uint8 [N, 3, S, S], read-only
-    labels: np.ndarray  # uint8 [N, 40], 1 where the attribute is present
+    labels: np.ndarray  # uint8 [N, L], 1 where the label is present (L = len(attribute_names))
     split: np.ndarray  # int8 [N], CelebA's codes (SPLITS)
     filenames: tuple[str, ...]
     attribute_names: tuple[str, ...]
@@ -232,9 +252,11 @@ def load_celeba(
     num_workers: int = 0,
     progress: bool = True,
     check_splits: Callable[[np.ndarray], None] | None = None,
+    expected_labels: Sequence[str] | None = None,
 ) -> CelebAArrays:
-    """Read CelebA (or the synthetic set) at ``root`` into ``CelebAArrays`` backed by a tensor cache;
-    ``check_splits(split codes)``, when given, runs on the partition file's codes before any image is decoded.
+    """Read CelebA (or the synthetic set, or any labels in CelebA's format) at ``root`` into ``CelebAArrays``
+    backed by a tensor cache; ``check_splits(split codes)``, when given, runs on the partition file's codes before
+    any image is decoded, and ``expected_labels``, when given, must be the label names of the attribute file.
 
     The first call decodes every image once (``decode_image``: central square crop, antialiased resize) into
     ``cache_dir/celeba-<S>px-<key>.npy``, where the key hashes the resolved root, ``image_size`` and the size
@@ -248,7 +270,7 @@ def load_celeba(
     if not isinstance(num_workers, (int, np.integer)) or num_workers < 0:
         raise ValueError(f"num_workers={num_workers!r}; expected an integer >= 0")
     path = check_celeba_root(root)
-    filenames, labels = read_attributes(path)
+    filenames, labels = read_attributes(path, expected_labels)
     split = read_splits(path, filenames)
     if not filenames:
         raise ValueError(f"{path / ATTRIBUTE_FILE} lists no images")
@@ -275,7 +297,7 @@ def load_celeba(
         images_checksum = json.loads(sidecar.read_text())["blake2b"]  # verified just above
     images = np.load(data_file, mmap_mode="r")
     return CelebAArrays(images=images, labels=labels, split=split, filenames=tuple(filenames),
-                        attribute_names=ATTRIBUTE_NAMES,
+                        attribute_names=read_label_names(path),
                         fingerprint=content_fingerprint(labels, split, filenames, images_checksum))
 
 
@@ -379,5 +401,6 @@ __all__ = [
     "decode_image",
     "load_celeba",
     "read_attributes",
+    "read_label_names",
     "read_splits",
 ]

@@ -71,7 +71,7 @@ def generate_synthetic_celeba(
     one image. Deterministic per ``seed``: the same parameters give byte-identical files, whatever
     ``num_workers``. Returns the resolved root.
     """
-    params = _check_params(num_images, image_size, split_fractions, seed, num_workers)
+    params = check_synthetic_params(num_images, image_size, split_fractions, seed, num_workers)
     root = Path(root).expanduser().resolve()
     root.mkdir(parents=True, exist_ok=True)
     with exclusive_lock(root / _LOCK):
@@ -130,7 +130,7 @@ def _damage(root: Path, recorded: dict | None, num_images: int) -> str | None:
     return None if not changed else "changed: " + ", ".join(changed)
 
 
-def _check_params(num_images, image_size, split_fractions, seed, num_workers) -> dict:
+def check_synthetic_params(num_images, image_size, split_fractions, seed, num_workers) -> dict:
     def is_int(v) -> bool:
         return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
 
@@ -203,4 +203,4 @@ def _render_chunk(job) -> int:
     return len(names)
 
 
-__all__ = ["GENERATOR_VERSION", "IN_PROGRESS", "MARKER", "generate_synthetic_celeba"]
+__all__ = ["GENERATOR_VERSION", "IN_PROGRESS", "MARKER", "check_synthetic_params", "generate_synthetic_celeba"]

@@ -3,34 +3,21 @@
 A sweep directory holds Hydra's ``multirun.yaml`` and one directory per job with ``.hydra/config.yaml``
 and ``.hydra/overrides.yaml``; a job that finished also holds the ``metrics.json`` written by a ``train.py`` run.
 A job without ``metrics.json`` is recorded as failed, never dropped. A ``metrics.json`` that breaks the
-schema is a pipeline bug and raises ``ValueError`` naming the file and the key.
+run record (``pate.run_record``) is a pipeline bug and raises ``ValueError`` naming the file and the key.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from pate.run_record import check_record
+
 RELATIONS = ("replace", "add_remove")
-
-# The keys of metrics.json in the pipeline's schema order (results.csv keeps it) and what each must hold;
-# a "?" allows null. _check_run adds the rules that tie epsilon and target_epsilon to `private`.
-SCHEMA = {
-    "method": "string", "aggregator": "string", "private": "bool", "neighbors": "string", "delta": "number",
-    "epsilon": "number?", "epsilon_order": "number?", "target_epsilon": "number?",
-    "noise": "object?", "noise_multiplier": "number?",
-    "seed": "integer", "queries": "integer", "answered": "integer", "answered_fraction": "number",
-    "mean_k": "number?", "label_f1": "number?", "label_accuracy": "number?",
-    "student_accuracy": "number?", "student_f1": "number?", "teacher_accuracy": "number",
-    "majority_class_accuracy": "number", "num_teachers": "integer", "num_labels": "integer", "data": "string",
-    "reference": "object?", "versions": "object", "artifacts": "object",
-}
-
 
 @dataclass(frozen=True)
 class Run:
@@ -77,55 +64,6 @@ def _load_yaml(path: Path) -> Any:
         return yaml.safe_load(f)
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-# What each SCHEMA kind must hold, and how an error message words it.
-_HOLDS = {
-    "string": lambda v: isinstance(v, str),
-    "bool": lambda v: isinstance(v, bool),
-    "integer": lambda v: _is_number(v) and float(v).is_integer(),
-    "number": _is_number,
-    "object": lambda v: isinstance(v, dict),
-}
-_EXPECTED = {"string": "a string", "bool": "true or false", "integer": "an integer", "number": "a finite number",
-             "object": "a JSON object"}
-
-
-def _check_run(metrics: Any, path: Path) -> None:
-    """Raise ValueError naming the file and key where metrics.json breaks the schema."""
-    if not isinstance(metrics, dict):
-        raise ValueError(f"{path}: expected a JSON object, got {type(metrics).__name__}")
-    missing = [key for key in SCHEMA if key not in metrics]
-    if missing:
-        raise ValueError(f"{path}: missing keys {missing}")
-
-    def bad(key: str, expected: str) -> ValueError:
-        return ValueError(f"{path}: {key}={metrics[key]!r}, expected {expected}")
-
-    for key, kind in SCHEMA.items():
-        value, nullable, kind = metrics[key], kind.endswith("?"), kind.rstrip("?")
-        if value is None and nullable:
-            continue
-        if not _HOLDS[kind](value):
-            raise bad(key, _EXPECTED[kind] + (" or null" if nullable else ""))
-    if metrics["neighbors"] not in RELATIONS:
-        raise bad("neighbors", f"one of {RELATIONS}")
-    if not 0.0 < metrics["delta"] < 1.0:
-        raise bad("delta", "a number in (0, 1)")
-    if metrics["private"] and metrics["epsilon"] is None:
-        raise bad("epsilon", "a number for a private run")
-    if not metrics["private"] and (metrics["epsilon"] is not None or metrics["target_epsilon"] is not None):
-        raise ValueError(f"{path}: private=false but epsilon={metrics['epsilon']!r}, "
-                         f"target_epsilon={metrics['target_epsilon']!r}; expected both null")
-    if metrics["target_epsilon"] is not None and metrics["target_epsilon"] <= 0:
-        raise bad("target_epsilon", "a positive number or null")
-    for name, ref in (metrics["reference"] or {}).items():
-        if not isinstance(ref, dict) or not all(_is_number(v) for v in ref.values()):
-            raise ValueError(f"{path}: reference.{name}={ref!r}, expected an object of finite numbers")
-
-
 def _single(values: dict[Any, list[str]], what: str, directory: Path) -> Any:
     """The one value every finished run shares, or a ValueError listing which jobs hold which value."""
     if len(values) != 1:
@@ -163,7 +101,7 @@ def collect_sweep(sweep_dir: str | Path, mixed_queries: bool = False) -> Sweep:
             metrics = json.loads(metrics_path.read_text())
         except json.JSONDecodeError as err:
             raise ValueError(f"{metrics_path}: not valid JSON ({err})") from err
-        _check_run(metrics, metrics_path)
+        check_record(metrics, metrics_path)
         runs.append(Run(job, overrides, _load_yaml(hydra_dir / "config.yaml") or {}, metrics))
 
     if not runs:

@@ -10,7 +10,11 @@ import csv
 import io
 from typing import Any, Iterable, Mapping
 
-from pate.report.collect import SCHEMA, Sweep, job_sort_key
+from pate.report.collect import Sweep, job_sort_key
+from pate.run_record import FIELDS
+
+# results.csv leads with the run record's checked fields, in its order
+_LEADING_FIELDS = tuple(field.name for field in FIELDS if field.checked)
 from pate.report.summary import (ACHIEVED, NON_PRIVATE, REFERENCE_METRICS, TABLE_METRICS, TARGET, Cell, Stat,
                                  Summary, calibration_error, calibration_miss)
 
@@ -78,7 +82,7 @@ def _flatten(prefix: str, value: Any) -> dict[str, Any]:
 
 def _csv_record(metrics: Mapping[str, Any]) -> dict[str, Any]:
     record: dict[str, Any] = {}
-    for key in list(SCHEMA) + sorted(set(metrics) - set(SCHEMA)):
+    for key in [k for k in _LEADING_FIELDS if k in metrics] + sorted(set(metrics) - set(_LEADING_FIELDS)):
         record.update(_flatten(key, metrics[key]) if isinstance(metrics[key], Mapping) else {key: metrics[key]})
     record["epsilon_rel_error"] = calibration_error(metrics)
     record["calibration_miss"] = calibration_miss(metrics)
@@ -88,7 +92,7 @@ def _csv_record(metrics: Mapping[str, Any]) -> dict[str, Any]:
 def _csv_columns(records: Iterable[Mapping[str, Any]]) -> list[str]:
     present = set().union(*records)
     columns = list(_CSV_LEADING)
-    for key in SCHEMA:
+    for key in _LEADING_FIELDS:
         if key in present:
             columns.append(key)
         columns.extend(sorted(c for c in present if c.startswith(key + ".")))

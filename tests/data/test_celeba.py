@@ -15,6 +15,7 @@ from pate.data.celeba import (
     check_celeba_root,
     load_celeba,
     read_attributes,
+    read_label_names,
     read_splits,
 )
 
@@ -228,16 +229,36 @@ def _bad_count_line(root):
 
 @pytest.mark.parametrize("corrupt, message", [
     (_count_too_high, r"list_attr_celeba\.txt: line 1 announces 7 images but the file holds 6 rows"),
-    (_wrong_names, r"list_attr_celeba\.txt, line 2: expected CelebA's 40 attribute names"),
+    (_wrong_names, r"list_attr_celeba\.txt, line 2: expected the label names \('5_o_Clock_Shadow', "),
     (_value_zero, r"list_attr_celeba\.txt, line 5: value '0' for Bangs"),
     (_short_row, r"list_attr_celeba\.txt, line 4: expected a file name and 40 values, found 40 fields"),
     (_duplicate_name, r"list_attr_celeba\.txt, line 6: image '000001\.jpg' listed twice"),
     (_bad_count_line, r"list_attr_celeba\.txt, line 1: expected the number of images"),
 ])
 def test_malformed_attribute_file_is_rejected_with_file_and_line(fake_celeba, corrupt, message):
+    """Checked against CelebA's own 40 names, as a user who sets ``expected_labels`` asks."""
     corrupt(fake_celeba)
     with pytest.raises(ValueError, match=message):
-        read_attributes(fake_celeba)
+        read_attributes(fake_celeba, expected=ATTRIBUTE_NAMES)
+
+
+@pytest.mark.parametrize("num_labels", [1, 5, 100])
+def test_the_label_names_come_from_the_data(fake_celeba, num_labels):
+    """Any labels written in CelebA's format are read, their names and number taken from line 2."""
+    names = [f"tag_{index:03d}" for index in range(num_labels)]
+    rows = [(name, ["1" if (i + j) % 3 == 0 else "-1" for j in range(num_labels)])
+            for i, (name, _) in enumerate(_rows(fake_celeba))]
+    write_attr_file(fake_celeba, rows, names=names)
+    assert read_label_names(fake_celeba) == tuple(names)
+    filenames, labels = read_attributes(fake_celeba)
+    assert labels.shape == (len(filenames), num_labels)
+    assert labels[0].tolist() == [1 if j % 3 == 0 else 0 for j in range(num_labels)]
+
+
+def test_repeated_label_names_are_refused(fake_celeba):
+    write_attr_file(fake_celeba, _rows(fake_celeba), names=["Smiling", *ATTRIBUTE_NAMES[1:-1], "Smiling"])
+    with pytest.raises(ValueError, match=r"line 2: label names must be distinct, found \['Smiling'\]"):
+        read_label_names(fake_celeba)
 
 
 @pytest.mark.parametrize("content, message", [

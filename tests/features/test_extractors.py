@@ -12,7 +12,7 @@ from pate.data.celeba import SPLITS
 from pate.features import Extractor, PixelFeatures, RandomConvFeatures, RandomPatchFeatures, TorchvisionFeatures
 from pate.features.ssl import SimCLRFeatures
 from pate.features.stage import build_features
-from pate.data.loading import load_data
+from hydra.utils import instantiate
 
 
 def _images(n=40, size=12, seed=0):
@@ -84,7 +84,7 @@ def test_the_feature_stage_fits_on_public_images_only(features, tiny_cfg, tmp_pa
     monkeypatch.setattr(Extractor, "fit", spy)
     cfg = tiny_cfg(*features.split(), f"paths.cache_dir={tmp_path / 'cache'}")
     run(cfg, output_dir=tmp_path / "run")
-    data = load_data(cfg.data, Path(cfg.paths.cache_dir) / "tensors", progress=False)
+    data = instantiate(cfg.data.reader).load(Path(cfg.paths.cache_dir) / "tensors", progress=False)
     assert len(seen) == 1, "the features stage did not fit exactly once"
     by_split = {name: {img.tobytes() for img in data.images[data.indices(name)]} for name in SPLITS}
     received = {img.tobytes() for img in seen[0]}

@@ -54,7 +54,7 @@ class NoisyPrevalence:
         return Release(labels, {"aggregate": labels})
 
     def metrics(self, cfg, store, release: Release) -> dict:
-        return {"method": "noisy_prevalence", "aggregator": None, "noise": {"sigma": self.sigma}}
+        return {"method": "noisy_prevalence", "noise": {"sigma": self.sigma}}
 
     def references(self, cfg, data, release: Release, shared: SharedStages) -> dict:
         return {}

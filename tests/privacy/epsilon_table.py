@@ -26,6 +26,7 @@ from hydra.utils import instantiate
 from omegaconf import OmegaConf, open_dict
 
 from pate.aggregators import GaussianPATE, StableTopK, TauPATE
+from pate.data.celeba import ATTRIBUTE_NAMES
 from pate.mechanisms.gap_selection import GapSelection
 from pate.mechanisms.ptr import GapTest
 from pate.privacy import DEFAULT_ORDERS, Ledger
@@ -111,6 +112,7 @@ def experiment_rows() -> dict[str, float]:
                 cfg = compose(config_name="train", overrides=[*overrides, f"privacy.neighbors={relation}"])
                 with open_dict(cfg):
                     cfg.hydra = None  # a compose() outside a run: no Hydra runtime
+                    cfg.data.num_labels = len(ATTRIBUTE_NAMES)  # every committed experiment reads CelebA's 40
                 aggregator, _, asked = prepare_aggregator(cfg)
                 delta = float(cfg.privacy.delta)
                 prefix = f"{relation} | {label}"

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest
-from hydra import compose, initialize_config_dir
-
-CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
+from tests.conftest import compose_config
 
 # Shrinks the real configs to seconds on a CPU. The aggregator group is not needed by these stages.
 TINY = [
@@ -22,12 +19,6 @@ TINY = [
     "student.batch_size=8",
     "student.model.width=8",
 ]
-
-
-def compose_config(overrides=()):
-    """conf/train.yaml with ``overrides``; ``paths.output_dir`` (Hydra's resolver) is left unresolved."""
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-        return compose(config_name="train", overrides=list(overrides))
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,132 @@
+"""The run record: the one definition of what ``metrics.json`` holds, in its order, for the runner that writes it
+(``pipeline.runner``), the report that reads and checks it (``pate.report.collect``), results.csv's leading
+columns (``pate.report.tables``) and the docs (``docs/run-record.md``, checked against this table by a test).
+
+A field is ``required`` of every run, or a method's own (``required=False``: PATE's aggregator and teachers, absent
+for a method that has none). ``checked`` fields are validated by the report, and lead results.csv in this order;
+the others follow there sorted by name.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["FIELDS", "Field", "check_record", "ordered"]
+
+KINDS = ("string", "number", "integer", "bool", "object")
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    kind: str
+    doc: str
+    nullable: bool = False
+    required: bool = True
+    checked: bool = True
+
+
+_METHOD = dict(required=False)  # a method's own key
+FIELDS: tuple[Field, ...] = (
+    Field("method", "string", "the method's name in reports (PATE: the aggregator's config name, +semi method)"),
+    Field("aggregator", "string", "PATE: the calibrated aggregator, with its noise and relation", **_METHOD),
+    Field("private", "bool", "whether the released labels are differentially private"),
+    Field("neighbors", "string", "the neighbouring relation of every epsilon: replace or add_remove"),
+    Field("delta", "number", "the delta of every epsilon"),
+    Field("epsilon", "number", "the DP guarantee, replayed from the release's cost events", nullable=True),
+    Field("epsilon_order", "number", "the RDP order of the tightest conversion", nullable=True),
+    Field("privacy", "string", "one line: epsilon, delta, relation, conversion, what was composed", checked=False),
+    Field("privacy_accounting", "string", "how epsilon was obtained (replayed from the ledger)", checked=False),
+    Field("target_epsilon", "number", "the epsilon the noise was calibrated to", nullable=True, **_METHOD),
+    Field("budget_epsilon", "number", "the budget that stops answering queries", nullable=True, checked=False,
+          **_METHOD),
+    Field("noise", "object", "the noise parameters by constructor name", nullable=True, **_METHOD),
+    Field("noise_multiplier", "number", "the calibrated multiplier of the configured noise", nullable=True,
+          **_METHOD),
+    Field("seed", "integer", "the run's seed (noise, student)"),
+    Field("queries", "integer", "public queries asked for"),
+    Field("queries_asked", "integer", "queries shown to the aggregator within the budget", checked=False,
+          **_METHOD),
+    Field("answered", "integer", "queries answered"),
+    Field("answered_fraction", "number", "answered / queries"),
+    Field("mean_k", "number", "mean size of the released label sets", nullable=True),
+    Field("label_f1", "number", "micro F1 of the released labels on the answered queries", nullable=True),
+    Field("label_accuracy", "number", "accuracy of the released labels on the answered queries", nullable=True),
+    Field("student_accuracy", "number", "the student's mean per-label accuracy on the evaluation images",
+          nullable=True),
+    Field("student_f1", "number", "the student's macro F1 on the evaluation images", nullable=True),
+    Field("student_train_size", "integer", "released label sets the student trained on", checked=False),
+    Field("student_semi", "string", "supervised, pseudo_label or consistency", checked=False),
+    Field("student_unlabeled_size", "integer", "unlabeled pool images the student used", checked=False),
+    Field("teacher_accuracy", "number", "PATE: mean teacher accuracy (a diagnostic, not covered by epsilon)",
+          **_METHOD),
+    Field("not_covered_by_epsilon", "object", "the keys computed outside the private release, and why",
+          checked=False, **_METHOD),
+    Field("majority_class_accuracy", "number", "the best constant predictor on the evaluation images"),
+    Field("num_teachers", "integer", "PATE: the number of teachers", **_METHOD),
+    Field("num_labels", "integer", "labels per record, from the data"),
+    Field("data", "string", "the dataset's name"),
+    Field("reference", "object", "reference students (references=true): name -> their metrics", nullable=True),
+    Field("versions", "object", "package, git commit, torch, python"),
+    Field("artifacts", "object", "stage -> cache key of every artifact the run read"),
+)
+_BY_NAME = {field.name: field for field in FIELDS}
+
+
+def ordered(record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` with its fields in the run record's order (unknown keys last, in their own order)."""
+    order = {field.name: index for index, field in enumerate(FIELDS)}
+    return dict(sorted(record.items(), key=lambda item: order.get(item[0], len(order))))
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+_HOLDS = {
+    "string": lambda v: isinstance(v, str),
+    "bool": lambda v: isinstance(v, bool),
+    "integer": lambda v: _is_number(v) and float(v).is_integer(),
+    "number": _is_number,
+    "object": lambda v: isinstance(v, dict),
+}
+_EXPECTED = {"string": "a string", "bool": "true or false", "integer": "an integer", "number": "a finite number",
+             "object": "a JSON object"}
+
+
+def check_record(record: Any, path: Path | str) -> None:
+    """``ValueError`` naming ``path`` and the key where ``record`` breaks the run record: a required checked field
+    missing, a checked field of the wrong kind, or the rules that tie epsilon and target_epsilon to ``private``."""
+    if not isinstance(record, dict):
+        raise ValueError(f"{path}: expected a JSON object, got {type(record).__name__}")
+    missing = [field.name for field in FIELDS if field.required and field.checked and field.name not in record]
+    if missing:
+        raise ValueError(f"{path}: missing keys {missing}")
+
+    def bad(key: str, expected: str) -> ValueError:
+        return ValueError(f"{path}: {key}={record[key]!r}, expected {expected}")
+
+    for field in FIELDS:
+        if not field.checked or field.name not in record:
+            continue
+        value = record[field.name]
+        if not (value is None and field.nullable) and not _HOLDS[field.kind](value):
+            raise bad(field.name, _EXPECTED[field.kind] + (" or null" if field.nullable else ""))
+    if record["neighbors"] not in ("replace", "add_remove"):
+        raise bad("neighbors", "one of ('replace', 'add_remove')")
+    if not 0.0 < record["delta"] < 1.0:
+        raise bad("delta", "a number in (0, 1)")
+    target = record.get("target_epsilon")
+    if record["private"] and record["epsilon"] is None:
+        raise bad("epsilon", "a number for a private run")
+    if not record["private"] and (record["epsilon"] is not None or target is not None):
+        raise ValueError(f"{path}: private=false but epsilon={record['epsilon']!r}, target_epsilon={target!r}; "
+                         f"expected both null")
+    if target is not None and target <= 0:
+        raise bad("target_epsilon", "a positive number or null")
+    for name, ref in (record["reference"] or {}).items():
+        if not isinstance(ref, dict) or not all(_is_number(v) for v in ref.values()):
+            raise ValueError(f"{path}: reference.{name}={ref!r}, expected an object of finite numbers")

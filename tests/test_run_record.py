@@ -1,0 +1,61 @@
+"""The run record is defined once (pate/run_record.py): the docs' table is that definition, the runner writes its
+fields in its order, and the report's check refuses what breaks it."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from pate.run_record import FIELDS, KINDS, check_record, ordered
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "run-record.md"
+
+
+def test_the_docs_table_is_the_definition():
+    rows = re.findall(r"^\| `(\w+)` \| (\w+) \| (yes|no) \| (yes|no) \| (yes|no) \| (.+) \|$", DOC.read_text(), re.M)
+    documented = [(name, kind, null == "yes", required == "yes", checked == "yes", doc)
+                  for name, kind, null, required, checked, doc in rows]
+    assert documented == [(f.name, f.kind, f.nullable, f.required, f.checked, f.doc) for f in FIELDS]
+
+
+def test_every_field_has_a_known_kind_and_a_unique_name():
+    assert all(field.kind in KINDS for field in FIELDS)
+    assert len({field.name for field in FIELDS}) == len(FIELDS)
+
+
+def _record(**changes):
+    record = {f.name: None for f in FIELDS if f.nullable}
+    record.update(method="m", private=True, neighbors="replace", delta=1e-6, epsilon=2.0, seed=0, queries=3,
+                  answered=3, answered_fraction=1.0, majority_class_accuracy=0.8, num_labels=5, data="d",
+                  versions={}, artifacts={}, privacy="p", privacy_accounting="a", student_train_size=3,
+                  student_semi="supervised", student_unlabeled_size=0)
+    record.update(changes)
+    return record
+
+
+def test_a_method_without_teachers_passes_and_the_order_is_the_records():
+    check_record(_record(), "metrics.json")  # no aggregator, teacher_accuracy, num_teachers: a method's own
+    names = list(ordered({"artifacts": {}, "zzz": 1, "method": "m", "epsilon": 1.0}))
+    assert names == ["method", "epsilon", "artifacts", "zzz"]
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"epsilon": None}, r"epsilon=None, expected a number for a private run"),
+    ({"neighbors": "swap"}, r"neighbors='swap', expected one of"),
+    ({"delta": 1.5}, r"delta=1.5, expected a number in \(0, 1\)"),
+    ({"num_labels": 2.5}, r"num_labels=2.5, expected an integer"),
+    ({"aggregator": None}, r"aggregator=None, expected a string$"),
+    ({"teacher_accuracy": "high"}, r"teacher_accuracy='high', expected a finite number"),
+    ({"private": False}, r"private=false but epsilon=2.0"),
+    ({"target_epsilon": -1.0}, r"target_epsilon=-1.0, expected a positive number or null"),
+])
+def test_a_record_that_breaks_the_definition_is_named(changes, message):
+    with pytest.raises(ValueError, match=message):
+        check_record(_record(**changes), "job/metrics.json")
+
+
+def test_a_missing_required_field_is_named():
+    record = _record()
+    del record["student_accuracy"]
+    with pytest.raises(ValueError, match=r"job/metrics.json: missing keys \['student_accuracy'\]"):
+        check_record(record, "job/metrics.json")
