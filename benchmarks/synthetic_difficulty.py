@@ -71,7 +71,7 @@ def predict(model: nn.Module, images: np.ndarray) -> np.ndarray:
     return np.concatenate([(model(as_float(images[i:i + 500])) > 0).numpy() for i in range(0, len(images), 500)])
 
 
-def main(argv=None) -> dict:
+def _arguments(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--root", default="data/synthetic_celeba", help="synthetic CelebA directory (reused)")
     parser.add_argument("--cache-dir", default="cache/synthetic_difficulty")
@@ -86,7 +86,11 @@ def main(argv=None) -> dict:
     parser.add_argument("--num-workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--output", type=Path)
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> dict:
+    args = _arguments(argv)
     torch.set_num_threads(args.threads)
 
     reused = (Path(args.root) / MARKER).exists()

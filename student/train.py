@@ -55,6 +55,41 @@ def _fit(recipe: Recipe, student_cfg, trainer_cfg, images, labels, seed: int, lo
     return module, trainer
 
 
+def _checked_inputs(student_cfg, train_images, eval_images, eval_labels) -> np.ndarray:
+    """``eval_labels`` as uint8 after checking every input, before any training."""
+    check_images(train_images)
+    if train_images.shape[0] == 0:
+        raise ValueError(
+            "train_images is empty: no public query was answered, so there is nothing to train the student on"
+        )
+    check_images(eval_images)
+    if eval_images.shape[0] == 0:
+        raise ValueError("eval_images must be non-empty: the student is evaluated on them")
+    eval_labels = check_labels(eval_labels, eval_images.shape[0], "eval_labels")
+    if eval_labels.shape[1] != student_cfg.model.num_labels:
+        raise ValueError(
+            f"eval_labels have {eval_labels.shape[1]} labels but student.model.num_labels is "
+            f"{student_cfg.model.num_labels}"
+        )
+    return eval_labels
+
+
+def _pseudo_label_round(module, recipe, semi, student_cfg, trainer_cfg, train_images, labels, unlabeled_images,
+                        seed, log_dir: Path, progress, round_):
+    """One round of pseudo-labelling: the current student labels the unlabeled images, and a fresh student (same
+    seed) is fitted on the released labels and the confident pseudo-labels, the unconfident entries masked out.
+    Returns the new (module, trainer) and the fraction of pseudo-labelled entries kept."""
+    module.eval()
+    probs = torch.sigmoid(predict_logits(module.net, torch.from_numpy(unlabeled_images), 512))
+    hard, confident = confident_pseudo_labels(probs, semi.keep_fraction)
+    images = np.concatenate([train_images, unlabeled_images])
+    targets = np.concatenate([labels, hard.numpy().astype(np.uint8)])
+    mask = np.concatenate([np.ones_like(labels), confident.numpy().astype(np.uint8)])
+    module, trainer = _fit(recipe, student_cfg, trainer_cfg, images, targets, seed, log_dir, progress, mask=mask,
+                           desc=f"student (pseudo-label round {round_ + 1})")
+    return module, trainer, float(confident.double().mean())
+
+
 def train_student(
     student_cfg: DictConfig,
     trainer_cfg: DictConfig,
@@ -79,20 +114,7 @@ def train_student(
     ``student_per_attribute_accuracy`` (list, one per label), ``student_train_size`` and what was used of the
     unlabeled images. Initialisation, batch order and augmentation are seeded from ``seed``.
     """
-    check_images(train_images)
-    if train_images.shape[0] == 0:
-        raise ValueError(
-            "train_images is empty: no public query was answered, so there is nothing to train the student on"
-        )
-    check_images(eval_images)
-    if eval_images.shape[0] == 0:
-        raise ValueError("eval_images must be non-empty: the student is evaluated on them")
-    eval_labels = check_labels(eval_labels, eval_images.shape[0], "eval_labels")
-    if eval_labels.shape[1] != student_cfg.model.num_labels:
-        raise ValueError(
-            f"eval_labels have {eval_labels.shape[1]} labels but student.model.num_labels is "
-            f"{student_cfg.model.num_labels}"
-        )
+    eval_labels = _checked_inputs(student_cfg, train_images, eval_images, eval_labels)
     recipe, semi = Recipe.from_config(student_cfg, "student"), SemiSupervision.from_config(student_cfg)
     labels = np.asarray(train_labels).astype(np.uint8)
     if semi.uses_unlabeled and len(unlabeled_images):
@@ -103,16 +125,9 @@ def train_student(
     pseudo_fraction = module.confident_fraction if consistency else 0.0
     if semi.method == "pseudo_label" and len(unlabeled_images):
         for round_ in range(semi.rounds):
-            module.eval()
-            probs = torch.sigmoid(predict_logits(module.net, torch.from_numpy(unlabeled_images), 512))
-            hard, confident = confident_pseudo_labels(probs, semi.keep_fraction)
-            images = np.concatenate([train_images, unlabeled_images])
-            targets = np.concatenate([labels, hard.numpy().astype(np.uint8)])
-            mask = np.concatenate([np.ones_like(labels), confident.numpy().astype(np.uint8)])
-            module, trainer = _fit(recipe, student_cfg, trainer_cfg, images, targets, seed,
-                                   Path(log_dir) / f"pseudo_{round_}", progress, mask=mask,
-                                   desc=f"student (pseudo-label round {round_ + 1})")
-            pseudo_fraction = float(confident.double().mean())
+            module, trainer, pseudo_fraction = _pseudo_label_round(
+                module, recipe, semi, student_cfg, trainer_cfg, train_images, labels, unlabeled_images, seed,
+                Path(log_dir) / f"pseudo_{round_}", progress, round_)
     eval_loader = make_loader(
         IndexedImages(eval_images, np.arange(eval_images.shape[0]), eval_labels),
         student_cfg.batch_size,

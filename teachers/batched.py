@@ -150,6 +150,26 @@ def _stack(nets: Sequence[nn.Module], device: torch.device) -> tuple[dict[str, t
     return params, {name: t for name, t in stacked.items() if name not in trainable}
 
 
+def _step_batch(perms, t: int, batch: int, images: np.ndarray, labels: np.ndarray, flips):
+    """Step ``t``'s batch of every teacher, stacked: images, labels and the mask of real entries (a teacher whose
+    epoch has ended, or whose last batch is short, is padded and masked). With ``flips`` (one generator per
+    teacher) each teacher draws its horizontal flips for its own images only: none when it is idle."""
+    g_count = len(perms)
+    rows = np.zeros((g_count, batch), dtype=np.int64)
+    mask = torch.zeros(g_count, batch)
+    for g, perm in enumerate(perms):
+        chunk = perm[t * batch:(t + 1) * batch]
+        rows[g, :len(chunk)], mask[g, :len(chunk)] = chunk, 1.0
+    x = to_float(torch.from_numpy(np.asarray(images[rows.reshape(-1)]))).view(g_count, batch, *images.shape[1:])
+    if flips is not None:
+        flip = torch.zeros(g_count, batch, dtype=torch.bool)
+        for g, gen in enumerate(flips):
+            count = int(mask[g].sum())
+            flip[g, :count] = torch.rand(count, generator=gen) < 0.5
+        x = torch.where(flip[:, :, None, None, None], x.flip(-1), x)
+    return x, torch.from_numpy(labels[rows].astype(np.float32)), mask
+
+
 def train_group(recipe: Recipe, settings: AdamW, images: np.ndarray, labels: np.ndarray,
                 parts: Sequence[np.ndarray], seeds: Sequence[int], device: torch.device, precision="32-true"
                 ) -> tuple[list[dict[str, torch.Tensor]], list[float], float]:
@@ -191,20 +211,7 @@ def train_group(recipe: Recipe, settings: AdamW, images: np.ndarray, labels: np.
         perms = [parts[g][_epoch_order(len(parts[g]), orders[g])] for g in range(g_count)]
         epoch_loss, epoch_seen = torch.zeros(g_count), torch.zeros(g_count)
         for t in range(int(per_epoch.max())):
-            rows = np.zeros((g_count, batch), dtype=np.int64)
-            mask = torch.zeros(g_count, batch)
-            for g, perm in enumerate(perms):
-                chunk = perm[t * batch:(t + 1) * batch]
-                rows[g, :len(chunk)], mask[g, :len(chunk)] = chunk, 1.0
-            x = to_float(torch.from_numpy(np.asarray(images[rows.reshape(-1)]))).view(g_count, batch,
-                                                                                       *images.shape[1:])
-            if recipe.augment:  # a teacher draws its flips only for its own images: none when it is idle
-                flip = torch.zeros(g_count, batch, dtype=torch.bool)
-                for g, gen in enumerate(flips):
-                    count = int(mask[g].sum())
-                    flip[g, :count] = torch.rand(count, generator=gen) < 0.5
-                x = torch.where(flip[:, :, None, None, None], x.flip(-1), x)
-            y = torch.from_numpy(labels[rows].astype(np.float32))
+            x, y, mask = _step_batch(perms, t, batch, images, labels, flips if recipe.augment else None)
             x, y, mask = x.to(device), y.to(device), mask.to(device)
             losses = batched_loss(params, constants, x, y, mask)
             grads = dict(zip(params, torch.autograd.grad(losses.sum(), list(params.values())), strict=True))

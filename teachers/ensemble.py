@@ -88,6 +88,38 @@ def _problem_with(path: Path, identity: dict, shapes: dict[str, tuple]) -> str |
     return None
 
 
+def _checked_inputs(images, labels, partition, teacher_ids):
+    """(labels, the sorted teacher ids asked for, their parts) after checking every input, before any training."""
+    check_images(images)
+    labels = check_labels(labels, images.shape[0])
+    num_teachers = len(partition)
+    if num_teachers < 1:
+        raise ValueError("partition must hold at least one part (one per teacher), got none")
+    ids = range(num_teachers) if teacher_ids is None else [int(i) for i in teacher_ids]
+    bad = [i for i in ids if not 0 <= i < num_teachers]
+    if bad:
+        raise ValueError(f"teacher_ids must lie in [0, {num_teachers}), got {bad}")
+    ids = sorted(set(ids))
+    parts = {i: check_indices(partition[i], images.shape[0], f"partition[{i}]") for i in ids}
+    empty = [i for i in ids if parts[i].size == 0]
+    if empty:
+        raise ValueError(f"partition parts {empty} are empty: every teacher needs at least one training record")
+    return labels, ids, parts
+
+
+def _to_train(work_dir: Path, ids, identities, shapes) -> list[int]:
+    """The teachers without a usable file: missing, or damaged or of another config (a warning names why)."""
+    todo = []
+    for i in ids:
+        path = teacher_path(work_dir, i)
+        if not path.exists():
+            todo.append(i)
+        elif (problem := _problem_with(path, identities[i], shapes)) is not None:
+            warnings.warn(f"teacher file {path} is not usable ({problem}); retraining teacher {i}", stacklevel=3)
+            todo.append(i)
+    return todo
+
+
 def train_teachers(
     teacher_cfg: DictConfig,
     trainer_cfg: DictConfig,
@@ -105,21 +137,8 @@ def train_teachers(
     ``work_dir/logs/teacher_{i:04d}/``. Returns the paths of all ``len(partition)`` teachers; raises
     RuntimeError if a requested one is missing at the end.
     """
-    check_images(images)
-    labels = check_labels(labels, images.shape[0])
+    labels, ids, parts = _checked_inputs(images, labels, partition, teacher_ids)
     num_teachers = len(partition)
-    if num_teachers < 1:
-        raise ValueError("partition must hold at least one part (one per teacher), got none")
-    ids = range(num_teachers) if teacher_ids is None else [int(i) for i in teacher_ids]
-    bad = [i for i in ids if not 0 <= i < num_teachers]
-    if bad:
-        raise ValueError(f"teacher_ids must lie in [0, {num_teachers}), got {bad}")
-    ids = sorted(set(ids))
-    parts = {i: check_indices(partition[i], images.shape[0], f"partition[{i}]") for i in ids}
-    empty = [i for i in ids if parts[i].size == 0]
-    if empty:
-        raise ValueError(f"partition parts {empty} are empty: every teacher needs at least one training record")
-
     work_dir = Path(work_dir)
     work_dir.mkdir(parents=True, exist_ok=True)
     config = OmegaConf.to_container(teacher_cfg, resolve=True)
@@ -134,15 +153,7 @@ def train_teachers(
         }
         for i in ids
     }
-    todo = []
-    for i in ids:
-        path = teacher_path(work_dir, i)
-        if not path.exists():
-            todo.append(i)
-        elif (problem := _problem_with(path, identities[i], shapes)) is not None:
-            warnings.warn(f"teacher file {path} is not usable ({problem}); retraining teacher {i}", stacklevel=2)
-            todo.append(i)
-
+    todo = _to_train(work_dir, ids, identities, shapes)
     reused = len(ids) - len(todo)
     log.info("teachers: %d of %d requested already trained, %d to train", reused, len(ids), len(todo))
     group = _ensemble_size(teacher_cfg, trainer_cfg, recipe) if todo else 1

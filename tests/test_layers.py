@@ -62,3 +62,20 @@ def test_the_privacy_contract_forbids_every_other_module_of_pate():
     siblings |= {f"pate.{path.parent.name}" for path in (ROOT / "pate").glob("*/__init__.py")}
     siblings.discard("pate.privacy")
     assert siblings <= set(contract["forbidden_modules"]), sorted(siblings - set(contract["forbidden_modules"]))
+
+
+def test_no_source_file_over_400_lines_and_no_function_over_60():
+    """Small files with one purpose, functions that fit on a screen (the face renderer is in named parts)."""
+    import ast
+
+    long_files, long_functions = [], []
+    for path in sorted(ROOT.glob("**/*.py")):
+        if ".venv" in path.parts or "site-packages" in path.parts:
+            continue
+        text = path.read_text(encoding="utf-8")
+        if text.count("\n") > 400:
+            long_files.append(str(path.relative_to(ROOT)))
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 60:
+                long_functions.append(f"{path.relative_to(ROOT)}:{node.name}")
+    assert long_files == [] and long_functions == []

@@ -90,6 +90,34 @@ def _read_weights(path: str, size: int, mtime_ns: int) -> dict[str, torch.Tensor
     return torch.load(path, map_location="cpu", weights_only=True)
 
 
+def _check_resnet(depth, num_labels, width, stem, pretrained, norm, frozen_stages) -> None:
+    """Every argument of :func:`resnet`, and the combinations it refuses, before a network is built."""
+    if depth not in _RESNETS:
+        raise ValueError(f"depth must be one of {sorted(_RESNETS)}, got {depth!r}")
+    if width not in (None, 64):
+        raise ValueError(f"width must be None (torchvision's base width 64) for a ResNet, got {width!r}")
+    if stem not in _STEMS:
+        raise ValueError(f"stem must be one of {_STEMS}, got {stem!r}")
+    if not isinstance(num_labels, int) or num_labels < 1:
+        raise ValueError(f"num_labels must be a positive integer, got {num_labels!r}")
+    if pretrained not in (None, "imagenet"):
+        raise ValueError(f"pretrained must be null or 'imagenet', got {pretrained!r}")
+    if pretrained and stem != "imagenet":
+        raise ValueError(f"pretrained={pretrained!r} needs stem='imagenet' (the small stem has no pretrained "
+                         f"weights), got stem={stem!r}")
+    if norm not in _NORMS:
+        raise ValueError(f"norm must be one of {_NORMS}, got {norm!r}")
+    if norm == "frozen" and pretrained is None:
+        raise ValueError("norm='frozen' keeps the pretrained BatchNorm statistics, so it needs "
+                         "pretrained='imagenet' (from scratch use norm='group' or 'batch')")
+    if norm == "group" and pretrained is not None:
+        raise ValueError(f"norm='group' has no pretrained weights (ImageNet's are BatchNorm's), so it needs "
+                         f"pretrained=null, got {pretrained!r} (with pretrained weights use norm='frozen' or 'batch')")
+    if isinstance(frozen_stages, bool) or not isinstance(frozen_stages, int) or not 0 <= frozen_stages <= 5:
+        raise ValueError(f"frozen_stages must be an integer in [0, 5] (stem, layer1, ..., layer4), got "
+                         f"{frozen_stages!r}")
+
+
 def resnet(depth: int, num_labels: int = 40, width: int | None = None, stem: str = "small",
            pretrained: str | None = None, weights_path: str | None = None, norm: str = "batch",
            frozen_stages: int = 0) -> nn.Module:
@@ -117,30 +145,7 @@ def resnet(depth: int, num_labels: int = 40, width: int | None = None, stem: str
     ``width`` exists for config symmetry with :class:`SmallCNN`; torchvision fixes the stage widths (64, 128,
     256, 512), so only ``None`` or 64 is accepted.
     """
-    if depth not in _RESNETS:
-        raise ValueError(f"depth must be one of {sorted(_RESNETS)}, got {depth!r}")
-    if width not in (None, 64):
-        raise ValueError(f"width must be None (torchvision's base width 64) for a ResNet, got {width!r}")
-    if stem not in _STEMS:
-        raise ValueError(f"stem must be one of {_STEMS}, got {stem!r}")
-    if not isinstance(num_labels, int) or num_labels < 1:
-        raise ValueError(f"num_labels must be a positive integer, got {num_labels!r}")
-    if pretrained not in (None, "imagenet"):
-        raise ValueError(f"pretrained must be null or 'imagenet', got {pretrained!r}")
-    if pretrained and stem != "imagenet":
-        raise ValueError(f"pretrained={pretrained!r} needs stem='imagenet' (the small stem has no pretrained "
-                         f"weights), got stem={stem!r}")
-    if norm not in _NORMS:
-        raise ValueError(f"norm must be one of {_NORMS}, got {norm!r}")
-    if norm == "frozen" and pretrained is None:
-        raise ValueError("norm='frozen' keeps the pretrained BatchNorm statistics, so it needs "
-                         "pretrained='imagenet' (from scratch use norm='group' or 'batch')")
-    if norm == "group" and pretrained is not None:
-        raise ValueError(f"norm='group' has no pretrained weights (ImageNet's are BatchNorm's), so it needs "
-                         f"pretrained=null, got {pretrained!r} (with pretrained weights use norm='frozen' or 'batch')")
-    if isinstance(frozen_stages, bool) or not isinstance(frozen_stages, int) or not 0 <= frozen_stages <= 5:
-        raise ValueError(f"frozen_stages must be an integer in [0, 5] (stem, layer1, ..., layer4), got "
-                         f"{frozen_stages!r}")
+    _check_resnet(depth, num_labels, width, stem, pretrained, norm, frozen_stages)
     net = _RESNETS[depth](weights=None, num_classes=num_labels, norm_layer=lambda c: _norm(norm, c, 32))
     path = imagenet_weights(f"resnet{depth}", weights_path, "teacher.model") if pretrained else None
     # a skeleton built on the meta device (teachers.predict.load_teacher) gets all its tensors assigned later

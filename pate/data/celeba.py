@@ -17,16 +17,15 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import multiprocessing
 import os
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from PIL import Image
 
+from pate.data.pool import process_pool
 from pate.io import atomic_write_json, decode_text, exclusive_lock, read_text
 from pate.progress import progress_bar
 
@@ -371,23 +370,6 @@ def _build_cache(data_file: Path, sidecar: Path, identity: dict, paths: list[Pat
     meta = {"identity": identity, "shape": list(shape), "dtype": "uint8", "bytes": data_file.stat().st_size,
             "blake2b": _checksum(data_file)}
     atomic_write_json(sidecar, meta)
-
-
-@contextmanager
-def process_pool(num_workers: int) -> Iterator[multiprocessing.pool.Pool | None]:
-    """A process pool of ``num_workers`` (None for in-process work when 0).
-
-    Fork where the platform has it: the workers only decode or draw with PIL and numpy (no torch, no
-    OpenMP), which is safe in a forked child even when the parent runs torch threads, and unlike spawn or
-    forkserver it does not re-import the caller's main module (a script without an ``if __name__ ==
-    "__main__"`` guard would otherwise run again in every worker).
-    """
-    if num_workers == 0:
-        yield None
-        return
-    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-    with multiprocessing.get_context(method).Pool(num_workers) as pool:
-        yield pool
 
 
 __all__ = [

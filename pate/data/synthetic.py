@@ -37,12 +37,11 @@ from pate.data.celeba import (
     IMAGE_DIR,
     PARTITION_FILE,
     SPLITS,
-    exclusive_lock,
-    process_pool,
 )
+from pate.data.pool import process_pool
 from pate.data.synthetic_attributes import LATENT_NAMES, sample_attributes
 from pate.data.synthetic_render import render_face
-from pate.io import atomic_write_json, atomic_write_text
+from pate.io import atomic_write_json, atomic_write_text, exclusive_lock
 from pate.progress import progress_bar
 
 log = logging.getLogger(__name__)

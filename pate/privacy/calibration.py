@@ -23,11 +23,10 @@ def calibrate_noise(mechanism, target_epsilon: float, delta: float, count: int, 
     m (a pure-epsilon parameter divided by m); epsilon is assumed non-increasing in m. Epsilon is what
     ``Ledger(orders).compose(mechanism.scale_noise(m), count).epsilon(delta)[0]`` reports.
 
-    Search: double or halve m from 1 to bracket the target between m_lo (too little noise) and
-    m_hi (enough), then bisect in log m until the epsilon at m_hi lies within
-    [target_epsilon * (1 - rtol), target_epsilon] (or the bracket can no longer shrink, where
-    epsilon jumps). The returned multiplier always meets the target. If even m = 1e-6 meets it,
-    m = 1e-6 is returned (the search range's end).
+    Search: double or halve m from 1 to bracket the target between m_lo (too little noise) and m_hi (enough),
+    then bisect in log m until the epsilon at m_hi lies within [target_epsilon * (1 - rtol), target_epsilon] (or
+    the bracket can no longer shrink, where epsilon jumps). The returned multiplier always meets the target. If
+    even m = 1e-6 meets it, m = 1e-6 is returned (the search range's end).
 
     Returns (calibrated mechanism, m). Raises ValueError, naming target_epsilon, delta, count and the
     floor, when the target cannot be met: delta <= count * delta_per_query (no delta left for the
