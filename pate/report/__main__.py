@@ -1,20 +1,23 @@
-"""python -m pate.report <sweep dir> [--out DIR]: write the report of a finished Hydra multirun."""
+"""python -m pate.report <sweep dir> [--out DIR] [--kind NAME]: write the report of a finished Hydra multirun, of
+the kind its config names (``report``) unless --kind names another."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from pate.report.generate import write_report
+from pate.report.generate import REPORTS, write_report
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pate.report", description=__doc__)
     parser.add_argument("sweep_dir", help="the sweep directory (hydra.sweep.dir) of a finished multirun")
     parser.add_argument("--out", default=None, help="write the report here instead of into the sweep directory")
+    parser.add_argument("--kind", default=None, help=f"the report kind, one of {sorted(REPORTS)} (default: the "
+                                                     "one the sweep's config names)")
     args = parser.parse_args(argv)
     try:
-        report = write_report(args.sweep_dir, args.out)
+        report = write_report(args.sweep_dir, args.out, args.kind)
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -1,12 +1,18 @@
-"""Write the report of a finished sweep: report.md, results.csv and the metric-vs-epsilon PNGs, or, for a sweep
-over the number of queries, the query-budget report (``pate.report.queries``)."""
+"""Write the report of a finished sweep: report.md, results.csv and its plots, of the kind the sweep names.
+
+A sweep names its report by the ``report`` key of its config (``conf/train.yaml``; an experiment sets it): a
+name in ``REPORTS``, the registry of report kinds. ``accuracy_vs_epsilon`` (the default) compares methods at the
+same (epsilon, delta) and relation; ``accuracy_vs_queries`` is the query-budget report (``pate.report.queries``).
+The kind is read from the sweep's ``multirun.yaml``, never guessed from the results."""
 
 from __future__ import annotations
 
 import io
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
+
+import yaml
 
 from pate.io import atomic_write_bytes
 from pate.report.collect import collect_sweep
@@ -39,22 +45,51 @@ class Report:
         return lines + list(self.summary.warnings)
 
 
-def write_report(sweep_dir: str | Path, out_dir: str | Path | None = None) -> Report:
-    """Read the sweep at `sweep_dir` and write its report into `out_dir` (default: the sweep directory).
+def _epsilon_report(sweep_dir) -> tuple[Summary, dict, dict]:
+    summary = summarize(collect_sweep(sweep_dir))
+    contents = {REPORT_NAME: render_report(summary, headline(summary)).encode(), CSV_NAME: results_csv(summary).encode()}
+    return summary, contents, make_plots(summary)
+
+
+def _query_report(sweep_dir) -> tuple[QuerySummary, dict, dict]:
+    summary = summarize_queries(collect_sweep(sweep_dir, mixed_queries=True))
+    contents = {REPORT_NAME: render_query_report(summary).encode(), CSV_NAME: query_csv(summary).encode()}
+    return summary, contents, {QUERY_PLOT: query_plot(summary)}
+
+
+# The report kinds a sweep can name (its config's `report` key): name -> (sweep directory -> summary, the text
+# files, the figures). A new kind of report is one function here and one experiment config that names it.
+REPORTS: dict[str, Callable[[Path], tuple]] = {
+    "accuracy_vs_epsilon": _epsilon_report,
+    "accuracy_vs_queries": _query_report,
+}
+
+
+def report_kind(sweep_dir: str | Path) -> str:
+    """The report kind the sweep's config names (``report`` in its ``multirun.yaml``)."""
+    path = Path(sweep_dir) / "multirun.yaml"
+    if not path.is_file():
+        raise ValueError(f"sweep_dir={str(sweep_dir)!r}: no multirun.yaml; expected the directory of a finished "
+                         f"Hydra multirun (hydra.sweep.dir)")
+    config = yaml.safe_load(path.read_text())
+    kind = config.get("report") if isinstance(config, dict) else None
+    if kind is None:
+        raise ValueError(f"{path}: the sweep names no report kind (its config's `report` key, one of "
+                         f"{sorted(REPORTS)}); pass it with --kind")
+    return str(kind)
+
+
+def write_report(sweep_dir: str | Path, out_dir: str | Path | None = None, kind: str | None = None) -> Report:
+    """Read the sweep at `sweep_dir` and write the report of ``kind`` (default: the one the sweep's config
+    names) into `out_dir` (default: the sweep directory).
 
     Everything is computed before the first file is written, so bad input (see ``collect_sweep``) raises
     ValueError without leaving a partial report.
     """
-    sweep = collect_sweep(sweep_dir, mixed_queries=True)
-    if len({run.metrics["queries"] for run in sweep.runs}) > 1:  # a sweep over data.num_queries
-        summary = summarize_queries(sweep)
-        contents = {REPORT_NAME: render_query_report(summary).encode(), CSV_NAME: query_csv(summary).encode()}
-        figures = {QUERY_PLOT: query_plot(summary)}
-    else:
-        summary = summarize(sweep)
-        contents = {REPORT_NAME: render_report(summary, headline(summary)).encode(),
-                    CSV_NAME: results_csv(summary).encode()}
-        figures = make_plots(summary)
+    kind = report_kind(sweep_dir) if kind is None else kind
+    if kind not in REPORTS:
+        raise ValueError(f"report kind {kind!r} is unknown; expected one of {sorted(REPORTS)}")
+    summary, contents, figures = REPORTS[kind](Path(sweep_dir))
     for name, fig in figures.items():
         buffer = io.BytesIO()
         # No metadata: the PNG depends on the data only (matplotlib otherwise stamps its version).

@@ -73,7 +73,8 @@ def build_sweep(sweep: Path, relation: str = "replace", epsilons=(1.0, 4.0), see
     sweep.mkdir(parents=True)
     task = [f"aggregator={','.join(methods)}", f"target_epsilon={','.join(map(str, epsilons))}",
             f"seed={','.join(map(str, seeds))}", f"neighbors={relation}"]
-    (sweep / "multirun.yaml").write_text(yaml.safe_dump({"hydra": {"overrides": {"task": task}}, "seed": 0}))
+    (sweep / "multirun.yaml").write_text(yaml.safe_dump({"hydra": {"overrides": {"task": task}}, "seed": 0,
+                                                        "report": "accuracy_vs_epsilon"}))
     job = 0
     for method in methods:
         for eps in epsilons:

@@ -61,6 +61,7 @@ CONFIG = '''
 method: stable_topk_paper
 target_epsilon: 1.0
 seed: 0
+report: accuracy_vs_epsilon
 metrics_table: ???
 hydra:
   sweep:

@@ -111,3 +111,21 @@ def test_report_imports_neither_torch_nor_lightning(subprocess_env):
                             env=subprocess_env)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def test_the_report_kind_is_named_by_the_sweep_never_guessed(sweep_dir, tmp_path):
+    """A sweep whose config names no report kind is refused naming the key; --kind names one; an unknown kind
+    is refused with the registry's names."""
+    import yaml
+
+    from pate.report.generate import REPORTS, report_kind
+
+    assert report_kind(sweep_dir) == "accuracy_vs_epsilon" and set(REPORTS) >= {"accuracy_vs_queries"}
+    config = yaml.safe_load((sweep_dir / "multirun.yaml").read_text())
+    del config["report"]
+    (sweep_dir / "multirun.yaml").write_text(yaml.safe_dump(config))
+    with pytest.raises(ValueError, match=r"names no report kind \(its config's `report` key"):
+        write_report(sweep_dir)
+    assert write_report(sweep_dir, tmp_path / "out", kind="accuracy_vs_epsilon").files
+    with pytest.raises(ValueError, match=r"report kind 'vibes' is unknown; expected one of \['accuracy_vs_epsilon'"):
+        write_report(sweep_dir, kind="vibes")

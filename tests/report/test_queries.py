@@ -16,7 +16,8 @@ def _query_sweep(root, job_factory, accuracy):
     make_metrics, write_job = job_factory
     sweep = root / "sweep"
     sweep.mkdir()
-    (sweep / "multirun.yaml").write_text("hydra:\n  overrides:\n    task: [experiment=query_sweep]\n")
+    (sweep / "multirun.yaml").write_text("hydra:\n  overrides:\n    task: [experiment=query_sweep]\n"
+                                         "report: accuracy_vs_queries\n")
     job = 0
     for method in ("gaussian_pate", "stable_topk_paper"):
         for q in (100, 400):

@@ -64,7 +64,7 @@ def test_headline_takes_the_smallest_epsilon_even_if_a_larger_one_dips(tmp_path,
     make_metrics, write_job = job_factory
     sweep = tmp_path / "s"
     sweep.mkdir()
-    (sweep / "multirun.yaml").write_text("hydra: {overrides: {task: []}}\n")
+    (sweep / "multirun.yaml").write_text("hydra: {overrides: {task: []}}\nreport: accuracy_vs_epsilon\n")
     for job, (eps, acc) in enumerate([(0.5, 0.80), (1.0, 0.87), (2.0, 0.85), (4.0, 0.88)]):
         write_job(sweep, str(job), [], make_metrics("gaussian_pate", eps, 0, accuracy=acc))
     (line,) = headline(summarize(collect_sweep(sweep)))
@@ -79,7 +79,7 @@ def test_headline_without_references(tmp_path, job_factory):
     make_metrics, write_job = job_factory
     sweep = tmp_path / "s"
     sweep.mkdir()
-    (sweep / "multirun.yaml").write_text("hydra: {overrides: {task: []}}\n")
+    (sweep / "multirun.yaml").write_text("hydra: {overrides: {task: []}}\nreport: accuracy_vs_epsilon\n")
     metrics = make_metrics("gaussian_pate", 1.0, 0)
     metrics["reference"] = None
     write_job(sweep, "0", [], metrics)
@@ -98,7 +98,7 @@ def test_runs_without_target_group_by_achieved_epsilon(tmp_path, job_factory):
     make_metrics, write_job = job_factory
     sweep = tmp_path / "s"
     sweep.mkdir()
-    (sweep / "multirun.yaml").write_text("hydra: {overrides: {task: []}}\n")
+    (sweep / "multirun.yaml").write_text("hydra: {overrides: {task: []}}\nreport: accuracy_vs_epsilon\n")
     for job, (eps, seed) in enumerate([(2.5, 0), (2.5 + 1e-12, 1), (0.7, 0)]):
         metrics = make_metrics("gaussian_pate", None, seed, epsilon=eps)
         write_job(sweep, str(job), [], metrics)
@@ -158,7 +158,7 @@ def test_each_student_kind_has_its_own_reference(tmp_path, job_factory):
     make_metrics, write_job = job_factory
     sweep = tmp_path / "s"
     sweep.mkdir()
-    (sweep / "multirun.yaml").write_text("hydra: {overrides: {task: []}}\n")
+    (sweep / "multirun.yaml").write_text("hydra: {overrides: {task: []}}\nreport: accuracy_vs_epsilon\n")
     job = 0
     for semi, true_acc in (("supervised", 0.88), ("pseudo_label", 0.90)):
         for seed in (0, 1):
