@@ -32,11 +32,9 @@ from pate.data import CelebAArrays
 from pate.features import FeatureTable, build_features, choose_fit_rows, fit_extractor, read_features
 from pate.features.views import build_views
 from pate.privacy import DEFAULT_ORDERS
-from pate.aggregate import build_aggregate, build_majority_labels, build_true_labels, read_aggregate
-from pate.data.partition import build_partition, build_queries, read_queries, read_teacher_parts
+from pate.aggregate import build_aggregate, build_majority_labels, build_true_labels
+from pate.data.partition import build_partition, build_queries, read_queries
 from pate.votes import read_votes
-from student.stages import build_head_student, build_student
-from teachers.stages import build_head_teachers, build_head_votes, build_teachers, build_votes
 
 # The modules whose builders compute each stage. The code behind a stage's key is what they import, transitively,
 # within the repository (pate.code_closure), plus the module of every object a config instantiates (the extractor,
@@ -132,44 +130,6 @@ def views_stage(cfg: DictConfig, data: Dataset, extractor, features: Stage, quer
                  {"features": features, "queries": queries}, code=CODE["views"])
 
 
-def teachers_stage(cfg: DictConfig, data: Dataset, partition: Stage, features: Stage | None) -> Stage:
-    """The teacher ensemble, keyed by the teacher config and the partition (and, for heads, the features)."""
-    progress, labels = bool(cfg.progress), data.arrays.labels
-    if cfg.teacher.kind == "heads":
-        return Stage("teachers", {"teacher": plain(cfg.teacher)},
-                     lambda work, up: build_head_teachers(work, cfg.teacher, _features(up), labels,
-                                                          read_teacher_parts(up["partition"]), progress=progress),
-                     {"partition": partition, "features": features}, code=CODE["teachers"])
-    return Stage("teachers", {"teacher": plain(cfg.teacher), "precision": str(cfg.trainer.precision)},
-                 lambda work, up: build_teachers(work, cfg.teacher, cfg.trainer, data.arrays.images, labels,
-                                                 read_teacher_parts(up["partition"]), progress=progress),
-                 {"partition": partition}, code=CODE["teachers"])
-
-
-def votes_stage(cfg: DictConfig, data: Dataset, partition: Stage, teachers: Stage, queries: Stage,
-                features: Stage | None) -> Stage:
-    """Every teacher's vote on every public query, and each teacher's accuracy on evaluation images."""
-    progress, arrays = bool(cfg.progress), data.arrays
-    if cfg.teacher.kind == "heads":
-        def build(work: Path, up: dict[str, Artifact]) -> None:
-            public = read_queries(up["queries"])
-            build_head_votes(work, up["teachers"].path, cfg.teacher, _features(up), read_teacher_parts(up["partition"]),
-                             arrays.labels, public.queries, public.evaluation, progress=progress)
-
-        return Stage("votes", {"accuracy_images": int(cfg.teacher.accuracy_images)}, build,
-                     {"teachers": teachers, "queries": queries, "features": features, "partition": partition},
-                     code=CODE["votes"])
-
-    def build_cnn(work: Path, up: dict[str, Artifact]) -> None:
-        public = read_queries(up["queries"])
-        num_teachers = len(read_teacher_parts(up["partition"]))
-        build_votes(work, up["teachers"].path, num_teachers, cfg.teacher, cfg.trainer, arrays.images, arrays.labels,
-                    public.queries, public.evaluation, progress=progress)
-
-    return Stage("votes", {}, build_cnn, {"teachers": teachers, "queries": queries, "partition": partition},
-                 code=CODE["votes"])
-
-
 def cost_fingerprint(aggregator) -> str:
     """SHA-256 (16 hex digits) of what one query of ``aggregator`` costs today: its RDP curve on the default
     orders and its delta_per_query. In the aggregate's key, so a changed sensitivity or accountant rebuilds it
@@ -208,38 +168,5 @@ def reference_stage(source: str, data: Dataset, votes: Stage, queries: Stage) ->
                  {"queries": queries}, code=CODE["aggregate"])
 
 
-def student_stage(cfg: DictConfig, data: Dataset, labels: Stage, queries: Stage, features: Stage | None,
-                  views: Stage | None = None) -> Stage:
-    """The student, trained on the answered public queries with their released labels and (``student.semi``)
-    the pool's other images without labels. What it is handed is sliced here from public rows only: the query
-    images (or features), the released labels, the unlabeled pool images (or features, and with ``views`` the
-    features of their strong views), the evaluation images (or features) and labels."""
-    arrays, seed = data.arrays, int(cfg.seed)
-    if cfg.student.kind == "head":
-        def build_head(work: Path, up: dict[str, Artifact]) -> None:
-            released, public = read_aggregate(up["labels"]), read_queries(up["queries"])
-            table, unlabeled = _features(up), public.unlabeled(released["answered"])
-            strong = read_features(up["views"]).take(unlabeled) if "views" in up else None
-            build_head_student(work, cfg.student, table.take(public.queries), released["labels"],
-                               released["answered"], table.take(unlabeled), table.take(public.evaluation),
-                               arrays.labels[public.evaluation], strong_features=strong)
-
-        upstream = {"labels": labels, "queries": queries, "features": features, **({"views": views} if views else {})}
-        return Stage("student", {"student": plain(cfg.student), "seed": seed}, build_head, upstream,
-                     code=CODE["student"])
-
-    def build_cnn(work: Path, up: dict[str, Artifact]) -> None:
-        released, public = read_aggregate(up["labels"]), read_queries(up["queries"])
-        unlabeled = public.unlabeled(released["answered"])
-        build_student(work, cfg.student, cfg.trainer, np.asarray(arrays.images[public.queries]), released["labels"],
-                      released["answered"], np.asarray(arrays.images[unlabeled]),
-                      np.asarray(arrays.images[public.evaluation]), arrays.labels[public.evaluation], seed,
-                      work / "logs", progress=bool(cfg.progress))
-
-    return Stage("student", {"student": plain(cfg.student), "precision": str(cfg.trainer.precision), "seed": seed},
-                 build_cnn, {"labels": labels, "queries": queries}, code=CODE["student"])
-
-
-__all__ = ["CODE", "REFERENCES", "Dataset", "aggregate_stage", "code_of", "cost_fingerprint", "features_stage", "partition_stage",
-           "plain", "queries_stage", "reference_stage", "student_stage", "teachers_stage",
-           "views_stage", "votes_stage"]
+__all__ = ["CODE", "REFERENCES", "Dataset", "aggregate_stage", "code_of", "cost_fingerprint", "features_stage",
+           "partition_stage", "plain", "queries_stage", "reference_stage", "views_stage"]

@@ -21,13 +21,10 @@ from pate.data.partition import check_partition_config, read_queries
 from pate.evaluation import label_metrics, majority_class_accuracy
 from pate.run_record import check_record, ordered
 from pipeline.checks import UserError, building, check_config
-from pipeline.graph import (
-    Dataset, features_stage, plain, queries_stage, reference_stage, student_stage, views_stage,
-)
+from pipeline.graph import Dataset, features_stage, plain, queries_stage, reference_stage, views_stage
 from pipeline.methods.base import Release, SharedStages
 from student.semi import SemiSupervision
-from training.recipe import Recipe
-from training.trainer import check_trainer_config, device_of
+from training.trainer import device_of
 
 log = logging.getLogger("train")
 
@@ -44,6 +41,7 @@ class Graph:
     shared: SharedStages
     release: Release
     views: Stage | None = None  # strong views of the pool for the head student's consistency method
+    student: Any = None  # the student component (student.component), which wires the student stage
 
     def keys(self) -> dict[str, str]:
         stages = {"queries": self.shared.queries, "features": self.shared.features, **self.release.stages,
@@ -72,18 +70,11 @@ def prepare(cfg: DictConfig) -> tuple[Graph, Dataset, Any]:
         set_num_labels(cfg, reader.label_names())
     method = instantiate(cfg.method, "method")
     method.check(cfg)
-    networks = [group for group in ("teacher", "student") if cfg[group].kind not in ("head", "heads")]
-    for group in networks:
-        with building(group, cfg[group]):
-            recipe = Recipe.from_config(cfg[group], group)
-        with building(f"{group}.model", cfg[group].model):
-            recipe.make_net()  # a bad depth or width fails here, not after the data is decoded
-    if networks:
-        with building(None):
-            check_trainer_config(cfg.trainer)
+    student = instantiate(cfg.student.component, "student.component")
+    student.check(cfg)
     with building("student.semi"):
-        semi = SemiSupervision.from_config(cfg.student)
-    uses_features = method.uses_features(cfg) or cfg.student.kind == "head"
+        SemiSupervision.from_config(cfg.student)
+    uses_features = method.uses_features(cfg) or student.reads_features
     extractor = instantiate(cfg.features.extractor, "features.extractor") if uses_features else None
     if extractor is not None:
         with building(None):
@@ -97,16 +88,15 @@ def prepare(cfg: DictConfig) -> tuple[Graph, Dataset, Any]:
     queries = queries_stage(cfg, data)
     features = features_stage(cfg, data, extractor) if extractor is not None else None
     shared = SharedStages(queries, features)
-    views = views_stage(cfg, data, extractor, features, queries) \
-        if cfg.student.kind == "head" and semi.method == "consistency" else None
-    return Graph(shared, method.release(cfg, data, shared), views), data, method
+    views = views_stage(cfg, data, extractor, features, queries) if student.needs_views(cfg) else None
+    return Graph(shared, method.release(cfg, data, shared), views, student), data, method
 
 
 def student_result(cfg: DictConfig, store: ArtifactStore, graph: Graph, data: Dataset, labels: Stage
                    ) -> dict[str, Any]:
     """The released (or reference) labels of ``labels`` with their quality on the public queries, and the student
     trained on them."""
-    student = student_stage(cfg, data, labels, graph.shared.queries, graph.shared.features, graph.views)
+    student = graph.student.stage(cfg, data, labels, graph.shared.queries, graph.shared.features, graph.views)
     released = read_aggregate(store.get(labels))
     query_indices = read_queries(store.get(graph.shared.queries)).queries
     scores = json.loads(store.get(student).file("student.json").read_text())

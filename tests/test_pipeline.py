@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import pipeline.graph
+import pipeline.students
 import teachers.stages
 from hydra.errors import MissingConfigException
 from pipeline import run
@@ -30,7 +31,8 @@ def test_default_config_composes_with_every_group():
     assert 0 < cfg.privacy.target_epsilon <= 8 and cfg.privacy.delta == 1e-6
     assert cfg.privacy.neighbors == "replace"
     assert (cfg.partition.num_teachers, cfg.data.num_queries) == (800, 600)
-    assert (cfg.teacher.kind, cfg.student.kind) == ("heads", "head")
+    assert (cfg.teacher.component._target_, cfg.student.component._target_) == (
+        "pipeline.teachers.HeadTeachers", "pipeline.students.HeadStudent")
     assert cfg.features.extractor._target_ == "pate.features.RandomPatchFeatures"
     assert cfg.features.fit_split == "val"  # public images: never the private training split
     for experiment in ("paper_celeba", "paper_synthetic"):
@@ -92,15 +94,15 @@ def test_changing_the_extractor_or_the_heads_retrains_the_teachers(tiny_cfg, tmp
 
 
 def _spy_on_student(monkeypatch, name: str) -> list:
-    """Record every argument the student stage function ``pipeline.graph.<name>`` is called with."""
+    """Record every argument the student stage function ``pipeline.students.<name>`` is called with."""
     calls = []
-    real = getattr(pipeline.graph, name)
+    real = getattr(pipeline.students, name)
 
     def spy(*args, **kwargs):
         calls.append((args, kwargs))
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(pipeline.graph, name, spy)
+    monkeypatch.setattr(pipeline.students, name, spy)
     return calls
 
 

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import pipeline.graph
+import pipeline.teachers
 import teachers.ensemble
 from pate.data.celeba import ATTRIBUTE_FILE
 from pate.privacy import Ledger
@@ -88,7 +89,7 @@ def test_labels_edited_in_place_retrain_the_teachers(tmp_path, monkeypatch):
     cfg = compose_config(["debug=tiny", "data=celeba", f"data.root={celeba}"], tmp_path)
     first = run(cfg, output_dir=tmp_path / "a")
     _flip_private_labels(celeba, rows=50)
-    fits = _spy(monkeypatch, pipeline.graph, "build_head_teachers")
+    fits = _spy(monkeypatch, pipeline.teachers, "build_head_teachers")
     second = run(cfg, output_dir=tmp_path / "b")
     assert len(fits) == 1, "the teachers were served from the cache after their labels changed"
     assert second["artifacts"]["teachers"] != first["artifacts"]["teachers"]

@@ -19,14 +19,11 @@ from omegaconf import DictConfig
 
 from pate.aggregate import queries_within_budget
 from pate.artifacts import ArtifactStore, Stage
-from pate.data.partition import read_teacher_parts
 from pate.privacy import calibrate_noise
 from pate.votes import read_votes
-from pipeline.checks import UserError, building
-from pipeline.graph import aggregate_stage, partition_stage, reference_stage, teachers_stage, votes_stage
+from pipeline.checks import building
+from pipeline.graph import aggregate_stage, partition_stage, reference_stage
 from pipeline.methods.base import Release, SharedStages
-from teachers.ensemble import train_teachers
-from teachers.heads import check_heads_config
 
 log = logging.getLogger("train")
 
@@ -68,30 +65,25 @@ def prepare_aggregator(cfg: DictConfig):
 
 
 class PATE:
-    """The PATE method (module docstring). ``check`` builds and calibrates the aggregator once; the later steps
-    use it."""
+    """The PATE method (module docstring). ``check`` builds and calibrates the aggregator and builds the teacher
+    ensemble (``teacher.component``, pipeline/teachers.py) once; the later steps use them."""
 
     def __init__(self):
-        self.aggregator, self.multiplier, self.asked = None, None, 0
+        self.aggregator, self.multiplier, self.asked, self.teachers = None, None, 0, None
 
     def check(self, cfg: DictConfig) -> None:
         with building("privacy"):
             self.aggregator, self.multiplier, self.asked = prepare_aggregator(cfg)
-        if cfg.teacher.kind == "heads":
-            with building("teacher", cfg.teacher):
-                check_heads_config(cfg.teacher)
-            if cfg.get("teacher_shard"):
-                raise UserError(f"teacher_shard is for CNN teachers (got teacher_shard={cfg.teacher_shard!r}); "
-                                "teacher=heads fits all teachers in one process (seconds per hundred teachers): run "
-                                "without it")
+        with building("teacher.component", cfg.teacher.component):
+            self.teachers = hydra.utils.instantiate(cfg.teacher.component)
+        self.teachers.check(cfg)
 
     def uses_features(self, cfg: DictConfig) -> bool:
-        return cfg.teacher.kind == "heads"
+        return self.teachers.reads_features
 
     def release(self, cfg: DictConfig, data, shared: SharedStages) -> Release:
         partition = partition_stage(cfg, data)
-        teachers = teachers_stage(cfg, data, partition, shared.features)
-        votes = votes_stage(cfg, data, partition, teachers, shared.queries, shared.features)
+        teachers, votes = self.teachers.stages(cfg, data, partition, shared.features, shared.queries)
         aggregate = aggregate_stage(cfg, self.aggregator, self.asked, votes)
         return Release(aggregate, {"partition": partition, "teachers": teachers, "votes": votes,
                                    "aggregate": aggregate})
@@ -120,31 +112,5 @@ class PATE:
         return {"majority_vote": reference_stage("majority_vote", data, release.stages["votes"], shared.queries)}
 
     def train_shard(self, cfg: DictConfig, store: ArtifactStore, release: Release, data) -> dict[str, Any]:
-        """Train one shard of the teachers into the teachers stage's resumable build directory and stop.
-
-        A cluster array job runs ``teacher_shard=0/n ... n-1/n`` in parallel (the cache directory on a shared
-        file system); the next ordinary run finds every teacher there, skips their training and seals the
-        artifact. Teachers are saved atomically one by one, so shards never see each other's partial files.
-        """
-        teachers = release.stages["teachers"]
-        parts = read_teacher_parts(store.get(release.stages["partition"]))
-        ids = parse_shard(cfg.teacher_shard, len(parts))
-        if store.path(teachers).exists():
-            log.info("teachers %s already complete; nothing to train for shard %s", teachers.key, cfg.teacher_shard)
-        else:
-            work = store.work_path(teachers)
-            work.mkdir(parents=True, exist_ok=True)
-            train_teachers(cfg.teacher, cfg.trainer, data.arrays.images, data.arrays.labels, parts, work,
-                           teacher_ids=list(ids), progress=bool(cfg.progress))
-        return {"teacher_shard": str(cfg.teacher_shard), "teachers": teachers.key, "trained": len(ids)}
-
-
-def parse_shard(shard: str, num_teachers: int) -> range:
-    """``"i/n"`` -> the teacher ids of shard i of n (every n-th teacher from i)."""
-    try:
-        index, count = (int(x) for x in str(shard).split("/"))
-    except ValueError:
-        index, count = -1, 0
-    if not (count >= 1 and 0 <= index < count):
-        raise ValueError(f"teacher_shard={shard!r}; expected 'i/n' with 0 <= i < n, e.g. teacher_shard=3/16")
-    return range(index, num_teachers, count)
+        """A cluster shard of the teachers (``teacher_shard=i/n``), by the teacher ensemble."""
+        return self.teachers.train_shard(cfg, store, release.stages["teachers"], release.stages["partition"], data)
