@@ -1,6 +1,8 @@
 """Every bad input a user can give train.py -- a config value or a data file -- ends as a short error: exit
 status 2, a message naming the key or the file, at most 3 lines of output, no traceback, and no teacher
-trained. One table, run through the real command line."""
+trained. One table of config cases, each run in this process through train.py's own error path
+(``command_line_errors`` around ``run``, on the composed config), and a sample of them, with every data case,
+through the real command line (one interpreter each, which is what costs time)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,9 @@ from pathlib import Path
 import pytest
 
 from pate.data.synthetic import generate_synthetic_celeba
+from pipeline.cli import command_line_errors
+from pipeline.runner import run
+from tests.conftest import compose_config
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -82,10 +87,35 @@ def root(tmp_path_factory, shared_root) -> Path:
     return root
 
 
+# The cases also run through the real command line: one of each kind of check (a plain key, an aggregator
+# setting, a calibration, a network, the trainer, the environment).
+COMMAND_LINE_SAMPLE = ("privacy.delta=0", "aggregator.sigma", "target_epsilon=0.001", "teacher.model.depth",
+                       "trainer.accelerator='gpu' but torch sees no CUDA device", "teacher.model.weights_path")
+
+
+def _with_debug(args: list[str]) -> list[str]:
+    return args if any(a.startswith("debug=") for a in args) else ["debug=tiny", *args]
+
+
 @pytest.mark.parametrize("args, names", CONFIG_CASES, ids=[" ".join(a) for a, _ in CONFIG_CASES])
-def test_a_bad_config_value_is_one_line_naming_the_key(args, names, root):
-    debug = [] if any(a.startswith("debug=") for a in args) else ["debug=tiny"]
-    _assert_short_error(_run([*debug, *args], root), names, root)
+def test_a_bad_config_value_is_one_line_naming_the_key(args, names, root, monkeypatch, capsys):
+    """In this process, through train.py's error path: exit 2 and one line naming the key, before any teacher."""
+    monkeypatch.setenv("TORCH_HOME", str(root / "torch_home"))  # no pretrained weights, whatever this machine has
+    cfg = compose_config(_with_debug(args), root)
+    with pytest.raises(SystemExit) as exit_:
+        with command_line_errors(cfg):
+            run(cfg, output_dir=root / "run")
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert exit_.value.code == 2, err
+    assert len(lines) == 1 and lines[0].startswith("error: ") and names in lines[0], lines
+    assert not list(root.rglob("teacher_*.pt")) and not list((root / "cache").glob("teachers/*"))
+
+
+@pytest.mark.parametrize("args, names", [case for case in CONFIG_CASES if case[1] in COMMAND_LINE_SAMPLE],
+                         ids=lambda value: " ".join(value) if isinstance(value, list) else "")
+def test_a_bad_config_value_through_the_real_command_line(args, names, root):
+    _assert_short_error(_run(_with_debug(args), root), names, root)
 
 
 def _celeba(tmp_path: Path, source: Path) -> Path:
