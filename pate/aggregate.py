@@ -98,6 +98,11 @@ def replay_privacy(art: Artifact, delta: float) -> dict[str, Any]:
     current accountant (``Ledger.replay``), converted at ``delta``. Never read back from the artifact."""
     recorded = Ledger.load(art.file(LEDGER_FILE))
     ledger = Ledger.replay(recorded.history, orders=recorded.orders)
+    if ledger.data_dependent:
+        # `epsilon` is always a DP guarantee: a raw data-dependent bound is a diagnostic until it is released
+        # privately, and a method that records one must also record (and report) that release.
+        raise ValueError(f"{art.file(LEDGER_FILE)} composes a data-dependent RDP bound, which is not by itself a DP "
+                         f"guarantee: it cannot be reported as the run's epsilon")
     asked = sum(event.count for event in ledger.history)
     relation = ledger.neighbors
     if not np.allclose(ledger.rdp, recorded.rdp, rtol=1e-12, atol=0):

@@ -1,8 +1,10 @@
 """A toy method added from outside the pipeline, through config alone (docs: "add a method"):
 
-every label's count in the private training split gets Gaussian noise once (L2 sensitivity sqrt(L) under both
-relations, ``count_l2_sensitivity``), and every public query is labelled with the labels whose noisy count exceeds
-half the split. One release, one cost event: a Gaussian with its sensitivity and sigma.
+the private training split's L label counts and its number of records, as one vector of L + 1 counts, get Gaussian
+noise once, and every public query is labelled with the labels whose noisy count exceeds half the noisy number of
+records (post-processing). One record moves each of the L + 1 counts by at most 1, so the vector has L2 sensitivity
+sqrt(L + 1) under both relations (``count_l2_sensitivity``). One release, one cost event: a Gaussian with its
+sensitivity and sigma.
 
     python train.py method._target_=tests.methods.noisy_prevalence.NoisyPrevalence +method.sigma=20
 """
@@ -41,9 +43,10 @@ class NoisyPrevalence:
         def build(work: Path, up) -> None:
             private = arrays.labels[arrays.indices("train")].astype(np.float64)
             num_labels = private.shape[1]
-            noisy = private.sum(axis=0) + np.random.default_rng(seed).normal(0.0, sigma, num_labels)
-            labels = np.tile(noisy > private.shape[0] / 2, (num_queries, 1))
-            event = GaussianEvent(sigma, count_l2_sensitivity(num_labels, relation))
+            counts = np.append(private.sum(axis=0), private.shape[0])  # the L label counts and the record count
+            noisy = counts + np.random.default_rng(seed).normal(0.0, sigma, num_labels + 1)
+            labels = np.tile(noisy[:-1] > noisy[-1] / 2, (num_queries, 1))
+            event = GaussianEvent(sigma, count_l2_sensitivity(num_labels + 1, relation))
             ledger = Ledger().compose_event(event, count=1, name=f"NoisyPrevalence(sigma={sigma:g})",
                                             neighbors=relation)
             write_release(work, labels, np.ones(num_queries, bool), labels.sum(axis=1), ledger)

@@ -22,8 +22,8 @@ def test_a_toy_method_runs_end_to_end_through_config_alone(tiny_cfg, tmp_path, r
     metrics = run(cfg, output_dir=tmp_path)
     assert json.loads((tmp_path / "metrics.json").read_text()) == json.loads(json.dumps(metrics))
     assert metrics["method"] == "noisy_prevalence" and metrics["noise"] == {"sigma": 5.0}
-    # one Gaussian release of the count vector, L2 sensitivity sqrt(L) under both relations
-    curve = gaussian_rdp(DEFAULT_ORDERS, 5.0, math.sqrt(int(cfg.data.num_labels)))
+    # one Gaussian release of the L + 1 counts, L2 sensitivity sqrt(L + 1) under both relations
+    curve = gaussian_rdp(DEFAULT_ORDERS, 5.0, math.sqrt(int(cfg.data.num_labels) + 1))
     assert math.isclose(metrics["epsilon"], epsilon_from_rdp(DEFAULT_ORDERS, curve, 1e-6)[0], rel_tol=1e-12)
     assert metrics["neighbors"] == relation and "NoisyPrevalence(sigma=5)" in metrics["privacy"]
     assert metrics["answered"] == metrics["queries"] == 40 and metrics["student_train_size"] == 40

@@ -260,3 +260,15 @@ def test_the_relation_enum_reads_and_writes_as_its_string():
     assert GaussianPATE(num_labels=2, num_teachers=3, sigma=1.0).neighbors is NeighboringRelation.REPLACE
     with pytest.raises(ValueError, match="neighbors must be one of.*'swap'"):
         check_relation("swap")
+
+
+def test_a_release_priced_by_a_data_dependent_bound_is_not_reported_as_epsilon(tmp_path):
+    """The run's epsilon is a DP guarantee: an aggregate whose ledger holds a raw data-dependent bound is refused."""
+    from pate.aggregate import LEDGER_FILE, replay_privacy
+    from pate.artifacts import Artifact
+
+    bound = RdpCurveEvent(tuple(DEFAULT_ORDERS), tuple(DEFAULT_ORDERS * 1e-4), data_dependent_bound=True,
+                          source="GNMax data-dependent")
+    Ledger(neighbors="replace").compose_event(bound, count=5, name="GNMax").save(tmp_path / LEDGER_FILE)
+    with pytest.raises(ValueError, match="data-dependent RDP bound, which is not by itself a DP guarantee"):
+        replay_privacy(Artifact("aggregate", "k", tmp_path), 1e-6)
