@@ -17,7 +17,7 @@ own loss only (the summed loss has no cross terms). Nothing is coupled: each tea
   with the same seed: the same distribution, other draws).
 
 So with ``augment`` off the engine reproduces the loop's weights up to float rounding
-(tests/training/test_batched.py).
+(tests/teachers/test_batched.py).
 
 Normalisation: only layers that treat each sample alone and hold no changing state stack: GroupNorm
 (``teacher.model.norm=group``, SmallCNN or a ResNet trained from scratch) and BatchNorm with frozen statistics
@@ -33,7 +33,7 @@ stacked too, as constants: each teacher keeps its own copy, no optimiser state a
 float32 parameters; the loss, the gradients and AdamW's state stay float32. This is cast by hand because
 ``torch.autocast`` does not reach inside ``torch.func.vmap`` (a convolution there stays float32), so unlike
 Lightning's autocast it also runs the normalisation layers in bfloat16: the two engines then agree only to
-bfloat16's precision (tests/training/test_batched.py measures how far).
+bfloat16's precision (tests/teachers/test_batched.py measures how far).
 """
 
 from __future__ import annotations

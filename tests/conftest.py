@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
@@ -45,3 +46,74 @@ def tiny_cnn_cfg(shared_root):
     def make(*overrides: str) -> DictConfig:
         return compose_config(["debug=tiny_cnn", *overrides], shared_root)
     return make
+
+
+# ---------------------------------------------------------------- the training, teacher and student tests
+# Shrinks the real configs to seconds on a CPU. The aggregator group is not needed by these stages.
+TINY = [
+    "~aggregator",
+    "teacher=small_cnn",
+    "student=small_cnn",
+    "teacher.max_epochs=1",
+    "teacher.batch_size=8",
+    "teacher.model.width=8",
+    "student.max_epochs=1",
+    "student.batch_size=8",
+    "student.model.width=8",
+]
+
+
+@pytest.fixture(scope="session")
+def cfg():
+    return compose_config(TINY)
+
+
+@pytest.fixture(scope="session")
+def tiny_data():
+    """60 random 16 px images with random labels: (images uint8 [60, 3, 16, 16], labels uint8 [60, 40])."""
+    rng = np.random.default_rng(1234)
+    images = rng.integers(0, 256, size=(60, 3, 16, 16), dtype=np.uint8)
+    labels = rng.integers(0, 2, size=(60, 40), dtype=np.uint8)
+    return images, labels
+
+
+def brightness_task(num_images: int, size: int, seed: int):
+    """An easy synthetic multi-label task: label l is on iff the mean brightness of channel l % 3 exceeds a
+    per-label threshold spread over [0.2, 0.8], so most labels are imbalanced and the majority-class
+    baseline is well above 1/2. Returns (images uint8 [n, 3, size, size], labels uint8 [n, 40])."""
+    rng = np.random.default_rng(seed)
+    brightness = rng.uniform(0.0, 1.0, size=(num_images, 3))
+    noise = rng.normal(0.0, 20.0, size=(num_images, 3, size, size))
+    images = np.clip(brightness[:, :, None, None] * 255.0 + noise, 0, 255).astype(np.uint8)
+    thresholds = np.linspace(0.2, 0.8, 40)
+    labels = (brightness[:, np.arange(40) % 3] > thresholds).astype(np.uint8)
+    return images, labels
+
+
+def majority_baseline(train_labels: np.ndarray, eval_labels: np.ndarray) -> float:
+    """Mean per-label accuracy on ``eval_labels`` of predicting each label's majority value in ``train_labels``."""
+    majority = train_labels.mean(axis=0) >= 0.5
+    return float((eval_labels == majority).mean())
+
+
+@pytest.fixture
+def fake_imagenet_resnet18(tmp_path, monkeypatch):
+    """A stand-in for torchvision's ImageNet ResNet-18 file in a private torch hub cache ($TORCH_HOME): seeded
+    random weights whose BatchNorm statistics are not the defaults (means ~ N(0, 0.1), variances in [0.5, 2]),
+    so that frozen statistics are visible. Returns its state dict."""
+    import torch
+    import torchvision
+
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch_home"))
+    checkpoints = tmp_path / "torch_home" / "hub" / "checkpoints"
+    checkpoints.mkdir(parents=True)
+    gen = torch.Generator().manual_seed(0)
+    torch.manual_seed(0)
+    state = torchvision.models.resnet18(weights=None).state_dict()
+    for name, value in state.items():
+        if name.endswith("running_mean"):
+            state[name] = 0.1 * torch.randn(value.shape, generator=gen)
+        elif name.endswith("running_var"):
+            state[name] = 0.5 + 1.5 * torch.rand(value.shape, generator=gen)
+    torch.save(state, checkpoints / "resnet18-f37072fd.pth")
+    return state

@@ -14,7 +14,7 @@ from pate.mechanisms.ptr import GapTest
 from pate.mechanisms.topk import EMPeeling, Joint, LimitedDomain, PNFPeeling, StableTopKFixed, TopStable
 from pate.privacy import DEFAULT_ORDERS, Ledger, calibrate_noise, event_from_dict, price
 from pipeline.methods import PATE, Method
-from tests.methods.noisy_prevalence import NoisyPrevalence
+from tests.pipeline.methods.noisy_prevalence import NoisyPrevalence
 
 L, T, DELTA, QUERIES = 8, 50, 1e-6, 100
 COUNTS_TOO_HIGH = np.full((2, L), T + 1)
@@ -104,5 +104,5 @@ def test_the_statement_mechanisms_keep_the_contract(factory, relation):
 
 @pytest.mark.parametrize("method", [PATE(), NoisyPrevalence()], ids=["pate", "noisy_prevalence"])
 def test_every_method_follows_the_protocol(method):
-    """Their events, released in end-to-end runs, are checked by tests/methods and the pipeline tests."""
+    """Their events, released in end-to-end runs, are checked by tests/pipeline/methods and the pipeline tests."""
     assert isinstance(method, Method)

@@ -8,7 +8,7 @@ from student.train import train_student
 from teachers.ensemble import train_teachers
 from teachers.predict import predict_votes
 
-from .conftest import brightness_task, compose_config, majority_baseline
+from tests.conftest import brightness_task, compose_config, majority_baseline
 
 LEARN = [
     "~aggregator",

@@ -13,7 +13,7 @@ import torch
 from training.models import SmallCNN, resnet
 from training.recipe import Recipe
 
-from .conftest import compose_config
+from tests.conftest import compose_config
 
 MODEL_CONFIGS = [
     ("teacher", "small_cnn"),

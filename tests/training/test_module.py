@@ -15,7 +15,7 @@ from training.models import SmallCNN
 from training.module import MultiLabelModule, random_hflip
 from training.recipe import Recipe
 
-from .conftest import compose_config
+from tests.conftest import compose_config
 
 
 @pytest.fixture()

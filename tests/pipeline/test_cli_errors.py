@@ -21,7 +21,7 @@ from pipeline.cli import command_line_errors
 from pipeline.runner import run
 from tests.conftest import compose_config
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 CONFIG_CASES = [
     (["privacy.delta=0"], "privacy.delta=0"),

@@ -6,7 +6,7 @@ records (post-processing). One record moves each of the L + 1 counts by at most 
 sqrt(L + 1) under both relations (``count_l2_sensitivity``). One release, one cost event: a Gaussian with its
 sensitivity and sigma.
 
-    python train.py method._target_=tests.methods.noisy_prevalence.NoisyPrevalence +method.sigma=20
+    python train.py method._target_=tests.pipeline.methods.noisy_prevalence.NoisyPrevalence +method.sigma=20
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ class NoisyPrevalence:
 
         labels = Stage("aggregate", {"method": "noisy_prevalence", "sigma": sigma, "neighbors": relation,
                                      "seed": seed, "queries": num_queries, "data": data.identity},
-                       build, {"queries": shared.queries}, code=("tests.methods.noisy_prevalence",))
+                       build, {"queries": shared.queries}, code=("tests.pipeline.methods.noisy_prevalence",))
         return Release(labels, {"aggregate": labels})
 
     def metrics(self, cfg, store, release: Release) -> dict:

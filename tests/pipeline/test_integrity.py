@@ -20,7 +20,7 @@ from pipeline import run
 from pipeline.runner import instantiate
 from tests.conftest import compose_config
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 FIXED_NOISE = ("privacy.target_epsilon=null", "aggregator.sigma=3.0")
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 METHODS, EPSILONS, SEEDS = ("gaussian_pate", "tau_pate"), (100.0, 200.0), (0, 1)
 
 

@@ -11,9 +11,9 @@ from pate.privacy import DEFAULT_ORDERS, epsilon_from_rdp, gaussian_rdp
 from pipeline.checks import UserError
 from pipeline.methods import PATE, Method
 from pipeline.runner import run
-from tests.methods.noisy_prevalence import NoisyPrevalence
+from tests.pipeline.methods.noisy_prevalence import NoisyPrevalence
 
-TOY = ["method._target_=tests.methods.noisy_prevalence.NoisyPrevalence", "+method.sigma=5.0"]
+TOY = ["method._target_=tests.pipeline.methods.noisy_prevalence.NoisyPrevalence", "+method.sigma=5.0"]
 
 
 @pytest.mark.parametrize("relation", ["replace", "add_remove"])
@@ -38,7 +38,7 @@ def test_methods_follow_the_protocol():
 
 def test_a_toy_methods_bad_setting_and_a_shard_are_refused_before_compute(tiny_cfg, tmp_path):
     with pytest.raises(UserError, match="sigma"):
-        run(tiny_cfg("method._target_=tests.methods.noisy_prevalence.NoisyPrevalence", "+method.sigma=-1"),
+        run(tiny_cfg("method._target_=tests.pipeline.methods.noisy_prevalence.NoisyPrevalence", "+method.sigma=-1"),
             output_dir=tmp_path)
     with pytest.raises(UserError, match="trains nothing to shard"):
         run(tiny_cfg(*TOY, "teacher_shard=0/2"), output_dir=tmp_path)
