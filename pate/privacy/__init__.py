@@ -5,7 +5,7 @@ numpy only; imports nothing else of the project. Every sensitivity derives from 
 relation in ``pate.privacy.sensitivity``; every curve and conversion documents its formula and source.
 """
 
-from pate.privacy.calibration import calibrate_noise
+from pate.privacy.calibration import calibrate, calibrate_noise
 from pate.privacy.composition import (
     advanced_composition,
     basic_composition,
@@ -82,6 +82,7 @@ __all__ = [
     "advanced_composition",
     "basic_composition",
     "bounded_range_composition",
+    "calibrate",
     "calibrate_noise",
     "check_relation",
     "clipped_vote_l1_sensitivity",

@@ -1,14 +1,26 @@
-"""Noise calibration: the least noise that meets a target (epsilon, delta) over a number of queries."""
+"""Noise calibration through the cost events: the least noise that meets a target (epsilon, delta).
+
+``calibrate(event_of, target_epsilon, delta, count)`` is the one search: ``event_of(m)`` is the cost event of one
+release with its noise multiplied by m (a pure-epsilon parameter divided by m), priced by the accountant over
+``count`` adaptive releases. Every calibration of the project goes through it: a configured mechanism's noise
+(``calibrate_noise``, which scales the mechanism with its ``scale_noise`` and reads its ``dp_event``), and a cost
+that is not a configured mechanism (DP-SGD's noise multiplier over its steps, say) by its event alone. The papers'
+closed-form budgets of the top-k baselines (``for_budget`` with their own accountant: zCDP for EM-CDP, pure DP for
+PNF and JOINT, LD's and TS's theorems) reproduce those papers and are not calibrations by this accountant; their
+``accountant="rdp"`` variants call ``calibrate_noise``.
+"""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from pate.privacy import checks
+from pate.privacy.events import DpEvent, RdpCurveEvent
 from pate.privacy.ledger import Ledger
 from pate.privacy.orders import DEFAULT_ORDERS
 
-__all__ = ["calibrate_noise"]
+__all__ = ["calibrate", "calibrate_noise"]
 
 # Search range for the noise multiplier. Beyond 1e6 times the configured noise a target is treated as
 # unreachable (the epsilon left there is a floor, e.g. log(m)/(alpha-1) for report-noisy-max).
@@ -16,21 +28,20 @@ _MIN_MULTIPLIER = 1e-6
 _MAX_MULTIPLIER = 1e6
 
 
-def calibrate_noise(mechanism, target_epsilon: float, delta: float, count: int, orders=DEFAULT_ORDERS, rtol: float = 1e-4):
-    """Smallest noise multiplier m with epsilon(count x mechanism.scale_noise(m), delta) <= target_epsilon.
+def calibrate(event_of: Callable[[float], DpEvent], target_epsilon: float, delta: float, count: int = 1,
+              orders=DEFAULT_ORDERS, rtol: float = 1e-4, neighbors: str | None = None) -> float:
+    """Smallest noise multiplier m with epsilon(count x event_of(m), delta) <= target_epsilon.
 
-    ``mechanism.scale_noise(m)`` must return a new mechanism whose every noise scale is multiplied by
-    m (a pure-epsilon parameter divided by m); epsilon is assumed non-increasing in m. Epsilon is what
-    ``Ledger(orders).compose(mechanism.scale_noise(m), count).epsilon(delta)[0]`` reports.
+    Epsilon is what ``Ledger(orders).compose_event(event_of(m), count, neighbors=neighbors).epsilon(delta)[0]``
+    reports, assumed non-increasing in m. Search: double or halve m from 1 to bracket the target between m_lo
+    (too little noise) and m_hi (enough), then bisect in log m until the epsilon at m_hi lies within
+    [target_epsilon * (1 - rtol), target_epsilon] (or the bracket can no longer shrink, where epsilon jumps). The
+    returned multiplier always meets the target. If even m = 1e-6 meets it, m = 1e-6 is returned (the search
+    range's end).
 
-    Search: double or halve m from 1 to bracket the target between m_lo (too little noise) and m_hi (enough),
-    then bisect in log m until the epsilon at m_hi lies within [target_epsilon * (1 - rtol), target_epsilon] (or
-    the bracket can no longer shrink, where epsilon jumps). The returned multiplier always meets the target. If
-    even m = 1e-6 meets it, m = 1e-6 is returned (the search range's end).
-
-    Returns (calibrated mechanism, m). Raises ValueError, naming target_epsilon, delta, count and the
-    floor, when the target cannot be met: delta <= count * delta_per_query (no delta left for the
-    conversion), or epsilon at m = 1e6 still exceeds the target.
+    Raises ValueError, naming target_epsilon, delta, count and the floor, when the target cannot be met: delta <=
+    the releases' own approximate-RDP delta (no delta left for the conversion), or epsilon at m = 1e6 still
+    exceeds the target.
     """
     target_epsilon = checks.positive("target_epsilon", target_epsilon)
     delta = checks.open_unit("delta", delta)
@@ -42,37 +53,56 @@ def calibrate_noise(mechanism, target_epsilon: float, delta: float, count: int, 
             f"target_epsilon={target_epsilon!r} at delta={delta!r} over count={count} queries is unreachable: {floor}"
         )
 
-    def epsilon_at(multiplier: float) -> tuple[object, float]:
-        candidate = mechanism.scale_noise(multiplier)
-        ledger = Ledger(orders).compose(candidate, count)
+    def epsilon_at(multiplier: float) -> float:
+        ledger = Ledger(orders).compose_event(event_of(multiplier), count, neighbors=neighbors)
         if delta <= ledger.delta_t:
             raise unreachable(f"the queries' own delta count * delta_per_query = {ledger.delta_t!r} >= delta")
-        return candidate, ledger.epsilon(delta)[0]
+        return ledger.epsilon(delta)[0]
 
     # Bracket: eps(lo) > target >= eps(hi).
-    hi, (hi_mechanism, hi_eps) = 1.0, epsilon_at(1.0)
-    lo = None
+    hi, hi_eps, lo = 1.0, epsilon_at(1.0), None
     while hi_eps > target_epsilon:
         if hi >= _MAX_MULTIPLIER:
             raise unreachable(f"even {_MAX_MULTIPLIER:g} times the noise leaves epsilon = {hi_eps:.6g} (its floor)")
         lo, hi = hi, min(2.0 * hi, _MAX_MULTIPLIER)
-        hi_mechanism, hi_eps = epsilon_at(hi)
+        hi_eps = epsilon_at(hi)
     while lo is None:
         if hi <= _MIN_MULTIPLIER:
-            return hi_mechanism, hi
-        candidate_m = max(hi / 2.0, _MIN_MULTIPLIER)
-        candidate, eps = epsilon_at(candidate_m)
+            return hi
+        candidate = max(hi / 2.0, _MIN_MULTIPLIER)
+        eps = epsilon_at(candidate)
         if eps > target_epsilon:
-            lo = candidate_m
+            lo = candidate
         else:
-            hi, hi_mechanism, hi_eps = candidate_m, candidate, eps
+            hi, hi_eps = candidate, eps
 
     # Bisect in log m; the upper end always meets the target.
     while hi_eps < target_epsilon * (1.0 - rtol) and hi / lo > 1.0 + 1e-12:
         mid = math.sqrt(lo * hi)
-        candidate, eps = epsilon_at(mid)
+        eps = epsilon_at(mid)
         if eps > target_epsilon:
             lo = mid
         else:
-            hi, hi_mechanism, hi_eps = mid, candidate, eps
-    return hi_mechanism, hi
+            hi, hi_eps = mid, eps
+    return hi
+
+
+def calibrate_noise(mechanism, target_epsilon: float, delta: float, count: int, orders=DEFAULT_ORDERS,
+                    rtol: float = 1e-4):
+    """``calibrate`` for a configured mechanism: ``mechanism.scale_noise(m)`` must return the same mechanism with
+    every noise scale multiplied by m (a pure-epsilon parameter divided by m), priced under its ``neighbors`` by
+    its ``dp_event`` (or, for an object with only ``rdp`` and ``delta_per_query``, by the curve it reports, as
+    ``Ledger.compose`` records it). Returns (the calibrated mechanism, m)."""
+    orders = checks.orders_array(orders)
+
+    def event_of(multiplier: float) -> DpEvent:
+        scaled = mechanism.scale_noise(multiplier)
+        event = getattr(scaled, "dp_event", None)
+        if event is None:
+            name = str(getattr(scaled, "name", type(scaled).__name__))
+            event = RdpCurveEvent(tuple(orders), tuple(scaled.rdp(orders)), scaled.delta_per_query, source=name)
+        return event
+
+    multiplier = calibrate(event_of, target_epsilon, delta, count, orders, rtol,
+                           neighbors=getattr(mechanism, "neighbors", None))
+    return mechanism.scale_noise(multiplier), multiplier

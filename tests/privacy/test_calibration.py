@@ -95,3 +95,25 @@ def test_bad_arguments_raise(kwargs, argument):
     arguments = {"target_epsilon": 1.0, "delta": 1e-6, "count": 10, **kwargs}
     with pytest.raises(ValueError, match=argument):
         calibrate_noise(GaussianQuery(1.0), **arguments)
+
+
+def test_calibrate_finds_dp_sgds_noise_multiplier_from_its_event_alone():
+    """A cost that is no configured mechanism calibrates through its event: the Poisson-sampled Gaussian over
+    1,000 steps at rate 0.01 (add_remove), cross-checked against dp-accounting's RDP accountant at the multiplier
+    found (integer orders, where both compute the same curve)."""
+    from dp_accounting import dp_event as dpa
+    from dp_accounting.rdp import RdpAccountant
+
+    from pate.privacy import PoissonSampledGaussianEvent, calibrate
+
+    orders = [float(order) for order in range(2, 257)]
+    multiplier = calibrate(lambda m: PoissonSampledGaussianEvent(0.01, m, 1000), 2.0, 1e-5, orders=orders,
+                           neighbors="add_remove")
+    reference = RdpAccountant(orders=orders)
+    reference.compose(dpa.PoissonSampledDpEvent(0.01, dpa.GaussianDpEvent(multiplier)), 1000)
+    assert reference.get_epsilon(1e-5) <= 2.0 * (1 + 1e-6)
+    slightly_less = RdpAccountant(orders=orders)
+    slightly_less.compose(dpa.PoissonSampledDpEvent(0.01, dpa.GaussianDpEvent(multiplier * 0.99)), 1000)
+    assert slightly_less.get_epsilon(1e-5) > 2.0
+    with pytest.raises(ValueError, match="add_remove' only"):
+        calibrate(lambda m: PoissonSampledGaussianEvent(0.01, m, 1000), 2.0, 1e-5, neighbors="replace")
