@@ -1,5 +1,7 @@
 """How train.py ends when it cannot finish: a mistake in the config or the data is one line on stderr (exit 2);
-Ctrl-C says what was saved and how to resume (exit 130). Tracebacks are for bugs (and for ``verbose=true``)."""
+Ctrl-C, SIGTERM (SLURM's time limit and preemption, ``scancel``, ``docker stop``, ``kill``) and SIGHUP say what was
+saved and how to resume, and exit with 128 + the signal's number (130, 143, 129), never 0. Tracebacks are for bugs
+(and for ``verbose=true``)."""
 
 from __future__ import annotations
 
@@ -14,21 +16,25 @@ from omegaconf import DictConfig
 from pipeline.checks import UserError
 
 EXIT_USER_ERROR, EXIT_INTERRUPTED = 2, 130
+# The signals that end a run as an interruption (the shell's convention: exit status 128 + the signal's number).
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 @contextmanager
 def command_line_errors(cfg: DictConfig) -> Iterator[None]:
-    """Run the body; turn a :class:`UserError` or an interrupt into a short message and an exit status.
+    """Run the body; turn a :class:`UserError` or a stop signal into a short message and an exit status.
 
-    Lightning catches KeyboardInterrupt inside ``fit``, shuts down and calls ``exit(1)``; the SIGINT handler
-    installed here records the interrupt first, so that exit is recognised as one."""
+    Each of ``STOP_SIGNALS`` is recorded and raised as KeyboardInterrupt. Inside ``fit`` Lightning calls this
+    handler too (it composes its own SIGTERM handler with the one installed before it), catches the
+    KeyboardInterrupt, shuts down and calls ``exit(1)``; the signal recorded first makes that exit an interruption,
+    where Lightning alone would end a SIGTERM with a SystemExit that reads as success."""
     interrupted = []
 
-    def on_sigint(signum, frame):
+    def on_signal(signum, frame):
         interrupted.append(signum)
-        signal.default_int_handler(signum, frame)
+        raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGINT, on_sigint)
+    previous = {signum: signal.signal(signum, on_signal) for signum in STOP_SIGNALS}
     try:
         yield
     except UserError as err:
@@ -39,12 +45,14 @@ def command_line_errors(cfg: DictConfig) -> Iterator[None]:
     except (KeyboardInterrupt, SystemExit):
         if not interrupted:
             raise
-        print(f"interrupted: every finished stage, and every finished teacher, is saved under "
+        name = signal.Signals(interrupted[0]).name
+        print(f"interrupted: {name} received; every finished stage, and every finished teacher, is saved under "
               f"{os.path.abspath(cfg.paths.cache_dir)}; run the same command again to resume from there",
               file=sys.stderr)
-        sys.exit(EXIT_INTERRUPTED)
+        sys.exit(128 + interrupted[0])
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
-__all__ = ["EXIT_INTERRUPTED", "EXIT_USER_ERROR", "command_line_errors"]
+__all__ = ["EXIT_INTERRUPTED", "EXIT_USER_ERROR", "STOP_SIGNALS", "command_line_errors"]
