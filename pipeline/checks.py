@@ -15,6 +15,7 @@ import numbers
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import hydra
 from hydra.errors import InstantiationException
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
@@ -86,4 +87,10 @@ def building(group: str | None, node: DictConfig | None = None) -> Iterator[None
         raise as_user_error(err, group, node) from err
 
 
-__all__ = ["UserError", "as_user_error", "building", "check_config"]
+def instantiate(node: DictConfig, group: str):
+    """``hydra.utils.instantiate``; an error is a one-line :class:`UserError` under the key ``group``."""
+    with building(group, node):
+        return hydra.utils.instantiate(node)
+
+
+__all__ = ["UserError", "as_user_error", "building", "check_config", "instantiate"]

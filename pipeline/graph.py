@@ -11,8 +11,12 @@ covers its own config, its upstream keys and the code in ``CODE[stage]``.
 Privacy boundaries, by construction of the calls below:
 * the features stage fits its extractor on public (validation) images only;
 * only the teachers and votes stages touch the private training split;
-* the student stages are handed the public query images (or features), the released labels and the
-  evaluation images and labels -- sliced here, so the student functions never receive the dataset.
+* the student stage is handed the public query images (or features), the released labels and the
+  evaluation images and labels -- sliced by the student components (pipeline/students.py), so the student
+  functions never receive the dataset.
+
+The teachers' and the student's stages are wired by their components (pipeline/teachers.py,
+pipeline/students.py); the method (pipeline/methods/) decides which stages a run has.
 """
 
 from __future__ import annotations
@@ -65,7 +69,7 @@ def plain(node) -> Any:
 
 @dataclass(frozen=True)
 class Dataset:
-    """The graph's source: the decoded arrays and their identity in stage keys (``pate.data.loading.data_identity``)."""
+    """The graph's source: the decoded arrays and their identity in stage keys (``pate.data.readers.data_identity``)."""
 
     arrays: CelebAArrays
     identity: dict[str, Any]

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import hydra
 import torch
 from omegaconf import DictConfig, open_dict
 
@@ -20,7 +19,7 @@ from pate.data.readers import data_identity
 from pate.data.partition import check_partition_config, read_queries
 from pate.evaluation import label_metrics, majority_class_accuracy
 from pate.run_record import check_record, ordered
-from pipeline.checks import UserError, building, check_config
+from pipeline.checks import UserError, building, check_config, instantiate
 from pipeline.graph import Dataset, features_stage, plain, queries_stage, reference_stage, views_stage
 from pipeline.methods.base import Release, SharedStages
 from student.semi import SemiSupervision
@@ -28,20 +27,14 @@ from training.trainer import device_of
 
 log = logging.getLogger("train")
 
-def instantiate(node: DictConfig, group: str):
-    """``hydra.utils.instantiate``; an error is a one-line :class:`UserError` under the key ``group``."""
-    with building(group, node):
-        return hydra.utils.instantiate(node)
-
-
 @dataclass(frozen=True)
 class Graph:
     """The stages of one run (nothing is built until ``ArtifactStore.get`` asks): the shared ones and the method's."""
 
     shared: SharedStages
     release: Release
+    student: Any  # the student component (student.component), which wires the student stage
     views: Stage | None = None  # strong views of the pool for the head student's consistency method
-    student: Any = None  # the student component (student.component), which wires the student stage
 
     def keys(self) -> dict[str, str]:
         stages = {"queries": self.shared.queries, "features": self.shared.features, **self.release.stages,
@@ -89,7 +82,7 @@ def prepare(cfg: DictConfig) -> tuple[Graph, Dataset, Any]:
     features = features_stage(cfg, data, extractor) if extractor is not None else None
     shared = SharedStages(queries, features)
     views = views_stage(cfg, data, extractor, features, queries) if student.needs_views(cfg) else None
-    return Graph(shared, method.release(cfg, data, shared), views, student), data, method
+    return Graph(shared, method.release(cfg, data, shared), student, views), data, method
 
 
 def student_result(cfg: DictConfig, store: ArtifactStore, graph: Graph, data: Dataset, labels: Stage
@@ -191,4 +184,4 @@ def summary(m: dict[str, Any]) -> str:
     return "results\n  " + "\n  ".join(lines)
 
 
-__all__ = ["Graph", "evaluate", "instantiate", "prepare", "run", "summary"]
+__all__ = ["Graph", "evaluate", "prepare", "run", "set_num_labels", "summary"]

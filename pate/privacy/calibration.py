@@ -16,8 +16,8 @@ import math
 from collections.abc import Callable
 
 from pate.privacy import checks
-from pate.privacy.events import DpEvent, RdpCurveEvent
-from pate.privacy.ledger import Ledger
+from pate.privacy.events import DpEvent
+from pate.privacy.ledger import Ledger, event_of
 from pate.privacy.orders import DEFAULT_ORDERS
 
 __all__ = ["calibrate", "calibrate_noise"]
@@ -93,16 +93,6 @@ def calibrate_noise(mechanism, target_epsilon: float, delta: float, count: int, 
     every noise scale multiplied by m (a pure-epsilon parameter divided by m), priced under its ``neighbors`` by
     its ``dp_event`` (or, for an object with only ``rdp`` and ``delta_per_query``, by the curve it reports, as
     ``Ledger.compose`` records it). Returns (the calibrated mechanism, m)."""
-    orders = checks.orders_array(orders)
-
-    def event_of(multiplier: float) -> DpEvent:
-        scaled = mechanism.scale_noise(multiplier)
-        event = getattr(scaled, "dp_event", None)
-        if event is None:
-            name = str(getattr(scaled, "name", type(scaled).__name__))
-            event = RdpCurveEvent(tuple(orders), tuple(scaled.rdp(orders)), scaled.delta_per_query, source=name)
-        return event
-
-    multiplier = calibrate(event_of, target_epsilon, delta, count, orders, rtol,
-                           neighbors=getattr(mechanism, "neighbors", None))
+    multiplier = calibrate(lambda m: event_of(mechanism.scale_noise(m), orders), target_epsilon, delta, count,
+                           orders, rtol, neighbors=getattr(mechanism, "neighbors", None))
     return mechanism.scale_noise(multiplier), multiplier

@@ -42,7 +42,7 @@ from pate.privacy.events import CostEvent, DpEvent, PoissonSampledGaussianEvent,
 from pate.privacy.orders import DEFAULT_ORDERS
 from pate.privacy.sensitivity import NeighboringRelation, check_relation
 
-__all__ = ["Ledger"]
+__all__ = ["Ledger", "event_of"]
 
 _STATE_FORMAT = 3  # 3: the history is a list of cost events that describe the mathematics (DpEvent records)
 _OLD_FORMATS = {
@@ -128,15 +128,8 @@ class Ledger:
         ledger's relation; its ``.name`` (or class name) names it in the history. See :meth:`compose_event`.
         Returns the ledger, so calls chain.
         """
-        name = str(getattr(mechanism, "name", type(mechanism).__name__))
-        relation = getattr(mechanism, "neighbors", None)
-        event = mechanism if isinstance(mechanism, DpEvent) else getattr(mechanism, "dp_event", None)
-        if event is None:
-            curve = checks.rdp_array(mechanism.rdp(self._orders), self._orders, name=f"{name}.rdp(orders)")
-            delta_per_query = checks.non_negative(f"{name}.delta_per_query", mechanism.delta_per_query)
-            event = RdpCurveEvent(orders=tuple(self._orders), epsilons=tuple(curve), delta=delta_per_query,
-                                  source=name)
-        return self.compose_event(event, count=count, name=name, neighbors=relation)
+        return self.compose_event(event_of(mechanism, self._orders), count=count, name=_name_of(mechanism),
+                                  neighbors=getattr(mechanism, "neighbors", None))
 
     def compose_event(self, event: DpEvent, count: int = 1, name: str | None = None,
                       neighbors: NeighboringRelation | str | None = None) -> "Ledger":
@@ -272,6 +265,25 @@ class Ledger:
         ledger = cls()
         ledger.load_state_dict(state)
         return ledger
+
+
+def _name_of(mechanism) -> str:
+    return str(getattr(mechanism, "name", type(mechanism).__name__))
+
+
+def event_of(mechanism, orders) -> DpEvent:
+    """The cost event of one run of ``mechanism``: itself if it is a ``DpEvent``, its ``dp_event`` if it has one,
+    else its curve ``mechanism.rdp(orders)`` and ``delta_per_query`` as an ``RdpCurveEvent`` on ``orders`` (checked
+    first, naming the mechanism)."""
+    if isinstance(mechanism, DpEvent):
+        return mechanism
+    event = getattr(mechanism, "dp_event", None)
+    if event is not None:
+        return event
+    orders, name = checks.orders_array(orders), _name_of(mechanism)
+    curve = checks.rdp_array(mechanism.rdp(orders), orders, name=f"{name}.rdp(orders)")
+    delta_per_query = checks.non_negative(f"{name}.delta_per_query", mechanism.delta_per_query)
+    return RdpCurveEvent(orders=tuple(orders), epsilons=tuple(curve), delta=delta_per_query, source=name)
 
 
 def _check_relation_supported(event: DpEvent, relation: NeighboringRelation | None, name: str) -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
@@ -21,7 +20,7 @@ from pate.aggregate import queries_within_budget
 from pate.artifacts import ArtifactStore, Stage
 from pate.privacy import calibrate_noise
 from pate.votes import read_votes
-from pipeline.checks import building
+from pipeline.checks import building, instantiate
 from pipeline.graph import aggregate_stage, partition_stage, reference_stage
 from pipeline.methods.base import Release, SharedStages
 
@@ -48,8 +47,7 @@ def method_name(cfg: DictConfig) -> str:
 def prepare_aggregator(cfg: DictConfig):
     """Instantiate the aggregator; calibrate its noise when ``privacy.target_epsilon`` is set; count the
     queries the budget allows. Returns (aggregator, noise multiplier or None, queries asked)."""
-    with building("aggregator", cfg.aggregator):
-        aggregator = hydra.utils.instantiate(cfg.aggregator)
+    aggregator = instantiate(cfg.aggregator, "aggregator")
     num_queries, delta = int(cfg.data.num_queries), float(cfg.privacy.delta)
     multiplier = None
     if cfg.privacy.target_epsilon is not None:
@@ -74,8 +72,7 @@ class PATE:
     def check(self, cfg: DictConfig) -> None:
         with building("privacy"):
             self.aggregator, self.multiplier, self.asked = prepare_aggregator(cfg)
-        with building("teacher.component", cfg.teacher.component):
-            self.teachers = hydra.utils.instantiate(cfg.teacher.component)
+        self.teachers = instantiate(cfg.teacher.component, "teacher.component")
         self.teachers.check(cfg)
 
     def uses_features(self, cfg: DictConfig) -> bool:

@@ -17,7 +17,7 @@ import teachers.ensemble
 from pate.data.celeba import ATTRIBUTE_FILE
 from pate.privacy import Ledger
 from pipeline import run
-from pipeline.runner import instantiate
+from pipeline.checks import instantiate
 from tests.conftest import compose_config
 
 REPO = Path(__file__).resolve().parents[2]
