@@ -1,11 +1,14 @@
 """The documentation cannot go stale silently: the site builds with ``mkdocs build --strict`` (a broken link, a
-page missing from the nav or a broken API reference fails), and every link of README.md points to a file."""
+page missing from the nav or a broken API reference fails), every link of README.md points to a file, and the
+commands the pages show run as written."""
 
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -35,3 +38,35 @@ def test_every_readme_link_points_to_a_file():
     links = re.findall(r"\]\(([^)#]+)\)", (ROOT / "README.md").read_text())
     assert links, "README.md links to the docs"
     assert [link for link in links if not (ROOT / link).is_file()] == []
+
+
+def _documented_commands() -> list[str]:
+    """The `python train.py ...` lines the "add a ..." pages show, as written."""
+    return [line.strip() for page in sorted((ROOT / "docs").glob("add-*.md"))
+            for line in page.read_text().splitlines() if line.startswith("    python train.py ")]
+
+
+def test_the_pages_show_their_commands():
+    assert len(_documented_commands()) == 3  # add a method, an aggregator, a dataset
+
+
+@pytest.mark.parametrize("command", _documented_commands(), ids=lambda c: c.split()[-1])
+def test_every_documented_command_runs_as_written(command, shared_root, tmp_path):
+    """Run from the repository root, as a reader would, with data and cache under the session's root."""
+    args = command.split()[1:]
+    result = subprocess.run([sys.executable, *args, f"paths.root_dir={shared_root}",
+                             f"hydra.run.dir={tmp_path / 'run'}"], cwd=ROOT, capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "results" in result.stdout + result.stderr and (tmp_path / "run" / "metrics.json").is_file()
+
+
+def test_the_report_command_names_its_kind(tmp_path):
+    """`python -m pate.report <dir> --kind NAME` (docs/add-a-report.md, docs/reports.md) writes that kind."""
+    from pate.report.__main__ import main
+    from tests.report.conftest import build_sweep
+
+    sweep = build_sweep(tmp_path / "sweep")
+    assert main([str(sweep), "--kind", "accuracy_vs_epsilon", "--out", str(tmp_path / "out")]) == 0
+    assert (tmp_path / "out" / "report.md").read_text().startswith("# ")
+    assert main([str(sweep), "--kind", "vibes"]) == 2
