@@ -21,6 +21,7 @@ from pate.privacy.curves import (
     gaussian_rdp,
     laplace_rdp,
     poisson_sampled_gaussian_rdp,
+    poisson_sampled_gaussian_replace_rdp,
     pure_dp_rdp,
     report_noisy_max_rdp,
 )
@@ -74,6 +75,7 @@ __all__ = [
     "ZcdpEvent",
     "event_from_dict",
     "poisson_sampled_gaussian_rdp",
+    "poisson_sampled_gaussian_replace_rdp",
     "price",
     "DEFAULT_ORDERS",
     "Ledger",

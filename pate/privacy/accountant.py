@@ -22,6 +22,7 @@ from pate.privacy.curves import (
     gaussian_rdp,
     laplace_rdp,
     poisson_sampled_gaussian_rdp,
+    poisson_sampled_gaussian_replace_rdp,
     pure_dp_rdp,
     report_noisy_max_rdp,
 )
@@ -89,8 +90,11 @@ def _(event: ZcdpEvent, orders) -> Price:
 
 @price.register
 def _(event: PoissonSampledGaussianEvent, orders) -> Price:
-    """steps x the sampled Gaussian mechanism's curve (Mironov, Talwar & Zhang 2019; ``poisson_sampled_gaussian_rdp``)."""
-    return Price(event.steps * poisson_sampled_gaussian_rdp(orders, event.sampling_rate, event.noise_multiplier), 0.0)
+    """steps x the sampled Gaussian mechanism's curve under the event's relation: add / remove (Mironov, Talwar &
+    Zhang 2019; ``poisson_sampled_gaussian_rdp``) or replace (Mironov 2017, Proposition 11;
+    ``poisson_sampled_gaussian_replace_rdp``)."""
+    curve = (poisson_sampled_gaussian_replace_rdp if event.neighbors == "replace" else poisson_sampled_gaussian_rdp)
+    return Price(event.steps * curve(orders, event.sampling_rate, event.noise_multiplier), 0.0)
 
 
 @price.register

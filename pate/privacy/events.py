@@ -95,9 +95,12 @@ def event_from_dict(record: Any) -> DpEvent:
     if cls is None:
         raise ValueError(f"unknown cost event type {record['type']!r}; known: {sorted(_TYPES)}")
     names = {field.name for field in dataclasses.fields(cls)}
-    if set(record) - {"type"} != names:
-        raise ValueError(f"a {record['type']!r} event needs the fields {sorted(names)}, got {sorted(set(record) - {'type'})}")
-    return cls(**{name: _from_plain(record[name]) for name in names})
+    # a field added later with a default (the Poisson event's relation) may be absent from older ledgers
+    required = {field.name for field in dataclasses.fields(cls) if field.default is dataclasses.MISSING}
+    given = set(record) - {"type"}
+    if not required <= given <= names:
+        raise ValueError(f"a {record['type']!r} event needs the fields {sorted(names)}, got {sorted(given)}")
+    return cls(**{name: _from_plain(record[name]) for name in given})
 
 
 def _from_plain(value: Any) -> Any:
@@ -170,13 +173,20 @@ class PoissonSampledGaussianEvent(DpEvent):
     """``steps`` runs of the sampled Gaussian mechanism: each record enters a step's sum independently with
     probability ``sampling_rate``, the sum of contributions clipped to L2 norm C gets N(0, (noise_multiplier C)^2)
     noise (DP-SGD; Abadi et al. 2016, Mironov, Talwar & Zhang 2019). Its curve is stated for neighbours that
-    add or remove one record; the ledger refuses it under any other relation."""
+    add or remove one record (``neighbors="add_remove"``) or replace one (``"replace"``, a bound through the
+    weak triangle inequality: ``poisson_sampled_gaussian_replace_rdp``); the ledger refuses an event whose
+    relation is not its own. The relation is part of the mathematics here: sampling does not turn a replaced
+    record into one added and one removed."""
 
     sampling_rate: float
     noise_multiplier: float
     steps: int
+    neighbors: str = "add_remove"
 
     def __post_init__(self):
+        if self.neighbors not in ("add_remove", "replace"):
+            raise ValueError(f"neighbors={self.neighbors!r}; expected 'add_remove' or 'replace'")
+        object.__setattr__(self, "neighbors", str(self.neighbors))
         rate = checks.positive("sampling_rate", self.sampling_rate)
         if rate > 1:
             raise ValueError(f"sampling_rate must lie in (0, 1], got {self.sampling_rate!r}")

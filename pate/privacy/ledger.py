@@ -136,7 +136,7 @@ class Ledger:
         """Add ``count`` runs of ``event``, priced by the accountant on the ledger's orders.
 
         Everything is checked before the ledger changes: count (integer >= 0), the relation (a ledger never
-        mixes relations; a Poisson-subsampled Gaussian is priced for add_remove neighbours only), the curve
+        mixes relations; a Poisson-subsampled Gaussian composes only under the relation it is priced for), the curve
         (shape of ``orders``, no NaN, >= 0; +inf allowed) and the delta (finite, >= 0).
         """
         count = checks.non_negative_int("count", count)
@@ -287,12 +287,12 @@ def event_of(mechanism, orders) -> DpEvent:
 
 
 def _check_relation_supported(event: DpEvent, relation: NeighboringRelation | None, name: str) -> None:
-    """The Poisson-subsampled Gaussian's curve (Mironov, Talwar & Zhang 2019) holds for neighbours that add or
-    remove one record; under replace, or with no relation stated, no bound of this package covers it."""
+    """A Poisson-subsampled Gaussian is priced under the relation it states (its curve differs between add /
+    remove and replace); it composes only into a ledger of that relation, which must be stated."""
     pending = [event]
     while pending:
         part = pending.pop()
-        if isinstance(part, PoissonSampledGaussianEvent) and relation != NeighboringRelation.ADD_REMOVE:
-            raise ValueError(f"{name}: the Poisson-subsampled Gaussian is priced for neighbors='add_remove' only "
-                             f"(Mironov, Talwar & Zhang 2019), got neighbors={relation!r}")
+        if isinstance(part, PoissonSampledGaussianEvent) and relation != part.neighbors:
+            raise ValueError(f"{name}: a Poisson-subsampled Gaussian priced for neighbors={part.neighbors!r} cannot "
+                             f"compose into a ledger with neighbors={relation!r}")
         pending.extend(part.children)

@@ -131,13 +131,22 @@ def test_the_poisson_sampled_gaussian_charges_a_fractional_order_its_next_intege
     np.testing.assert_array_equal(price(event, [1.3, 2.5, 7.01]).curve, price(event, [2.0, 3.0, 8.0]).curve)
 
 
-def test_the_poisson_sampled_gaussian_is_refused_under_replace():
+def test_the_poisson_sampled_gaussian_composes_only_under_the_relation_it_is_priced_for():
     event = PoissonSampledGaussianEvent(0.01, 1.0, 100)
     Ledger(neighbors="add_remove").compose_event(event, neighbors="add_remove")
-    with pytest.raises(ValueError, match="add_remove' only.*got neighbors='replace'"):
+    Ledger(neighbors="replace").compose_event(PoissonSampledGaussianEvent(0.01, 1.0, 100, "replace"))
+    with pytest.raises(ValueError, match="neighbors='add_remove' cannot compose into a ledger with neighbors='replace'"):
         Ledger(neighbors="replace").compose_event(event, name="DP-SGD")
-    with pytest.raises(ValueError, match="add_remove' only.*got neighbors=None"):
+    with pytest.raises(ValueError, match="neighbors='add_remove' cannot compose into a ledger with neighbors=None"):
         Ledger().compose_event(event)
+    with pytest.raises(ValueError, match="neighbors='swap'"):
+        PoissonSampledGaussianEvent(0.01, 1.0, 100, "swap")
+
+
+def test_a_poisson_event_recorded_before_it_named_its_relation_reads_as_add_remove():
+    record = PoissonSampledGaussianEvent(0.01, 1.0, 100).to_dict()
+    del record["neighbors"]
+    assert event_from_dict(record) == PoissonSampledGaussianEvent(0.01, 1.0, 100, "add_remove")
 
 
 def test_a_tabulated_curve_is_read_at_its_own_orders_only():
