@@ -85,11 +85,12 @@ def prepare(cfg: DictConfig) -> tuple[Graph, Dataset, Any]:
     return Graph(shared, method.release(cfg, data, shared), student, views), data, method
 
 
-def student_result(cfg: DictConfig, store: ArtifactStore, graph: Graph, data: Dataset, labels: Stage
-                   ) -> dict[str, Any]:
+def student_result(cfg: DictConfig, store: ArtifactStore, graph: Graph, data: Dataset, labels: Stage,
+                   model: Stage | None = None) -> dict[str, Any]:
     """The released (or reference) labels of ``labels`` with their quality on the public queries, and the student
-    trained on them."""
-    student = graph.student.stage(cfg, data, labels, graph.shared.queries, graph.shared.features, graph.views)
+    trained on them -- or, for a method that released a model, that model's scores (``model``)."""
+    student = model or graph.student.stage(cfg, data, labels, graph.shared.queries, graph.shared.features,
+                                           graph.views)
     released = read_aggregate(store.get(labels))
     query_indices = read_queries(store.get(graph.shared.queries)).queries
     scores = json.loads(store.get(student).file("student.json").read_text())
@@ -101,7 +102,7 @@ def evaluate(cfg: DictConfig, store: ArtifactStore, graph: Graph, data: Dataset,
     """The run's metrics: the privacy of the release (replayed from its cost events), the released labels'
     quality, the student's, the method's own keys and, with ``references=true``, the reference students."""
     delta = float(cfg.privacy.delta)
-    main = student_result(cfg, store, graph, data, graph.release.labels)
+    main = student_result(cfg, store, graph, data, graph.release.labels, graph.release.model)
     privacy = replay_privacy(store.get(graph.release.labels), delta)
     eval_indices = read_queries(store.get(graph.shared.queries)).evaluation
     answered = main["released"]["answered"]
@@ -168,7 +169,8 @@ def summary(m: dict[str, Any]) -> str:
         return "n/a" if x is None else f"{100 * x:.1f}%"
 
     lines = [
-        f"aggregator        {m['aggregator']}" if m.get("aggregator") else f"method            {m['method']}",
+        f"aggregator        {m['aggregator']}" if m.get("aggregator") else
+        f"method            {m.get('mechanism') or m['method']}",
         f"privacy           {m['privacy']}",
         f"answered          {m['answered']}/{m['queries']} queries ({pct(m['answered_fraction'])}), "
         f"mean k = {m['mean_k'] if m['mean_k'] is None else round(m['mean_k'], 2)}",
@@ -176,9 +178,10 @@ def summary(m: dict[str, Any]) -> str:
         *([f"teachers          mean accuracy {pct(m['teacher_accuracy'])} ({m['num_teachers']} teachers; a "
            f"diagnostic, not covered by epsilon)"] if "teacher_accuracy" in m else []),
         f"student           accuracy {pct(m['student_accuracy'])}, macro F1 {pct(m['student_f1'])} "
-        f"(trained on {m['student_train_size']} released label sets"
-        + (f" and {m['student_unlabeled_size']} unlabeled pool images, {m['student_semi']})"
-           if m["student_unlabeled_size"] else ")"),
+        + (f"({m['released_model']})" if m.get("released_model") else
+           f"(trained on {m['student_train_size']} released label sets"
+           + (f" and {m['student_unlabeled_size']} unlabeled pool images, {m['student_semi']})"
+              if m["student_unlabeled_size"] else ")")),
         f"baseline          majority class accuracy {pct(m['majority_class_accuracy'])}",
     ]
     return "results\n  " + "\n  ".join(lines)

@@ -3,7 +3,8 @@
 * ``gaps``: sorted counts padded with the public constants T and 0, their gaps, the top-k set;
 * ``GapSelection``: report-noisy-max over the gaps (Gumbel / Gaussian / Laplace noise) -> k;
 * ``GapTest``: propose-test-release on the chosen gap (Gaussian / Laplace) -> answer or not;
-* ``noisy_threshold``: the Gaussian noisy threshold of multi-label PATE.
+* ``noisy_threshold``: the Gaussian noisy threshold of multi-label PATE;
+* ``PrivateKNN``: Private-kNN's subsampled nearest-neighbour votes and their noisy threshold.
 
 Every mechanism object is immutable and carries its per-query cost (``rdp``, ``delta_per_query``,
 ``neighbors``, ``name``), so ``pate.privacy.Ledger`` composes it directly.
@@ -13,6 +14,7 @@ from pate.mechanisms.gap_selection import SELECTIONS, GapSelection
 from pate.mechanisms.gaps import count_gaps, sorted_padded_counts, top_k_labels
 from pate.mechanisms.noise import sample_noise
 from pate.mechanisms.noisy_threshold import noisy_threshold
+from pate.mechanisms.private_knn import PrivateKNN, subsampled_knn_votes
 from pate.mechanisms.ptr import TESTS, GapTest
 
 __all__ = [
@@ -20,9 +22,11 @@ __all__ = [
     "TESTS",
     "GapSelection",
     "GapTest",
+    "PrivateKNN",
     "count_gaps",
     "noisy_threshold",
     "sample_noise",
     "sorted_padded_counts",
+    "subsampled_knn_votes",
     "top_k_labels",
 ]

@@ -49,11 +49,13 @@ from pate.privacy.sensitivity import (
     RELATIONS,
     NeighboringRelation,
     check_relation,
+    clipped_gradient_sum_sensitivity,
     clipped_vote_l1_sensitivity,
     clipped_vote_l2_sensitivity,
     count_l2_sensitivity,
     count_selection_range,
     gap_sensitivity,
+    knn_vote_l2_sensitivity,
 )
 
 __all__ = [
@@ -87,6 +89,7 @@ __all__ = [
     "calibrate",
     "calibrate_noise",
     "check_relation",
+    "clipped_gradient_sum_sensitivity",
     "clipped_vote_l1_sensitivity",
     "clipped_vote_l2_sensitivity",
     "count_l2_sensitivity",
@@ -96,6 +99,7 @@ __all__ = [
     "epsilon_from_rdp_classic",
     "exponential_mechanism_rdp",
     "gap_sensitivity",
+    "knn_vote_l2_sensitivity",
     "gaussian_rdp",
     "laplace_rdp",
     "pure_dp_rdp",

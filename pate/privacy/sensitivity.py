@@ -36,6 +36,8 @@ __all__ = [
     "stability_distance_sensitivity",
     "clipped_vote_l2_sensitivity",
     "clipped_vote_l1_sensitivity",
+    "knn_vote_l2_sensitivity",
+    "clipped_gradient_sum_sensitivity",
 ]
 
 class NeighboringRelation(str, Enum):
@@ -189,3 +191,32 @@ def clipped_vote_l1_sensitivity(num_labels: int, tau: float, norm: str, neighbor
     if relation == "add_remove":
         return math.sqrt(num_labels * tau)
     return min(math.sqrt(2.0 * num_labels * tau), float(num_labels))
+
+
+def knn_vote_l2_sensitivity(num_labels: int, neighbors: str) -> float:
+    """L2 sensitivity of Private-kNN's vote vector for one query, given the rest of the Poisson sample: sqrt(L)
+    under both relations, for the neighbours of one training RECORD (Private-kNN has no teachers).
+
+    The vote vector is h = sum of the label vectors y in {0, 1}^L of the k records nearest to the query among the
+    sampled ones (Zhu, Yin, Feng & Wang, "Private-kNN", CVPR 2020, Algorithm 1). Proof sketch. add_remove: a
+    sampled record x that enters the k nearest pushes out at most one record z, so h' - h = y_x - y_z (or y_x
+    when fewer than k were sampled): every entry in {-1, 0, 1}, ||h' - h||_2 <= sqrt(L). replace: x is swapped for
+    x'; conditioned on the other sampled records each of x, x' is in the sample together with the same coin, and
+    the k-nearest set differs from the one without them by at most one record in, one out, so h(with x) - h(without)
+    and h(with x') - h(without) each have L2 norm <= sqrt(L) -- the two contributions of a replaced record in the
+    subsampled-Gaussian analysis (``poisson_sampled_gaussian_replace_rdp``).
+    """
+    num_labels = _check_num_labels(num_labels)
+    check_relation(neighbors)
+    return math.sqrt(num_labels)
+
+
+def clipped_gradient_sum_sensitivity(clip_norm: float, neighbors: str) -> float:
+    """The norm bound C of one record's contribution to DP-SGD's sum of per-example gradients clipped to L2 norm C,
+    under both relations: the Poisson-sampled Gaussian's curves are stated per contribution (Mironov, Talwar &
+    Zhang 2019 for add_remove: the sum moves by one contribution of norm <= C; replace: by the difference of two
+    contributions, each of norm <= C, whose worst case ``poisson_sampled_gaussian_replace_rdp`` prices). So the
+    noise multiplier of the event is the noise standard deviation over C, under either relation.
+    """
+    check_relation(neighbors)
+    return checks.positive("clip_norm", clip_norm)

@@ -10,7 +10,8 @@ public features, the student, the evaluation and ``metrics.json`` -- and asks th
    student does).
 3. ``release(cfg, data, shared) -> Release``: its stages (``pate.artifacts.Stage``), ending in one stage that
    writes the aggregate artifact (``pate/aggregate.py``: ``aggregate.npz`` with the released labels and
-   ``ledger.json`` with the cost events). Building nothing yet: the store builds what is read.
+   ``ledger.json`` with the cost events). Building nothing yet: the store builds what is read. A method that
+   releases a model (DP-SGD) also names the stage that scores it (``Release.model``).
 4. ``metrics(cfg, store, release)``: its own keys of ``metrics.json`` (what it released with, its diagnostics).
 5. ``references(cfg, data, release, shared)``: extra labels that are never released, for the report's reference
    lines (PATE: the teachers' non-private majority vote); the runner adds the true labels for every method.
@@ -31,7 +32,7 @@ from omegaconf import DictConfig
 
 from pate.artifacts import ArtifactStore, Stage
 
-__all__ = ["Method", "Release", "SharedStages"]
+__all__ = ["Method", "Release", "SharedStages", "with_semi"]
 
 
 @dataclass(frozen=True)
@@ -46,10 +47,20 @@ class SharedStages:
 @dataclass(frozen=True)
 class Release:
     """A method's stage graph: ``labels`` writes the aggregate artifact; ``stages`` names every stage it built on
-    (their keys go into ``metrics.json``)."""
+    (their keys go into ``metrics.json``). A method that releases a model rather than labels for a student to learn
+    from (DP-SGD) names in ``model`` the stage that writes ``student.json``, the released model's scores on the
+    evaluation images: the runner reports those instead of training the configured student."""
 
     labels: Stage
     stages: Mapping[str, Stage] = field(default_factory=dict)
+    model: Stage | None = None
+
+
+def with_semi(name: str, cfg: DictConfig) -> str:
+    """A method's name in reports, with ``+<student.semi.method>`` when the student learns from the unlabeled pool
+    too: a report over both students shows them as separate methods."""
+    semi = cfg.student.get("semi")
+    return name if semi is None or semi.method == "supervised" else f"{name}+{semi.method}"
 
 
 @runtime_checkable

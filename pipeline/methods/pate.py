@@ -22,7 +22,7 @@ from pate.privacy import calibrate_noise
 from pate.votes import read_votes
 from pipeline.checks import building, instantiate
 from pipeline.graph import aggregate_stage, partition_stage, reference_stage
-from pipeline.methods.base import Release, SharedStages
+from pipeline.methods.base import Release, SharedStages, with_semi
 
 log = logging.getLogger("train")
 
@@ -40,8 +40,7 @@ def method_name(cfg: DictConfig) -> str:
     name = cfg.aggregator._target_.rsplit(".", 1)[-1]
     if HydraConfig.initialized():
         name = HydraConfig.get().runtime.choices.get("aggregator") or name
-    semi = cfg.student.get("semi")
-    return name if semi is None or semi.method == "supervised" else f"{name}+{semi.method}"
+    return with_semi(name, cfg)
 
 
 def prepare_aggregator(cfg: DictConfig):

@@ -1,0 +1,97 @@
+"""Private-kNN (Zhu, Yin, Feng & Wang, "Private-kNN: Practical Differential Privacy for Computer Vision", CVPR
+2020, Algorithm 1, in its multi-label form): every public query is labelled by the k records nearest to it, by
+cosine similarity of the public features, among a fresh Poisson subsample of the private records; the per-label
+vote counts get Gaussian noise and a label is released where the noisy count exceeds k / 2. No teacher is trained.
+
+Cost of one query: the Poisson-sampled Gaussian with sampling rate gamma and noise multiplier
+sigma / ``knn_vote_l2_sensitivity`` (sqrt(L)), under the run's relation (``PoissonSampledGaussianEvent``): the
+vote vector is not a sum of per-record terms, but conditioned on the rest of the sample one record moves it by a
+vector of L2 norm <= sqrt(L) (pate/privacy/sensitivity.py), and the mixture over the rest keeps the bound
+because (P, Q) -> integral P^alpha Q^(1 - alpha) is jointly convex for alpha > 1 (the subsampled-Gaussian
+argument of Mironov, Talwar & Zhang 2019, Section 3). Q queries compose: Q steps, each with its own subsample.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+import torch
+
+from pate.mechanisms.noisy_threshold import noisy_threshold
+from pate.privacy import PoissonSampledGaussianEvent, PricedByEvent, check_relation, knn_vote_l2_sensitivity
+from pate.privacy.checks import positive, positive_int
+
+__all__ = ["PrivateKNN", "subsampled_knn_votes"]
+
+
+def subsampled_knn_votes(private: torch.Tensor, labels: torch.Tensor, queries: torch.Tensor, k: int,
+                         sampling_rate: float, generator: torch.Generator, chunk: int = 64) -> np.ndarray:
+    """int64 [Q, L]: per query, the label counts of its k nearest records (cosine similarity) among a Poisson
+    subsample of the rows of ``private`` (each row kept independently with probability ``sampling_rate``, a new
+    subsample per query). Fewer than k sampled records vote with as many as were sampled.
+
+    ``private`` [N, D] and ``queries`` [Q, D] are features (any scale: rows are normalised here), ``labels``
+    [N, L] in {0, 1}. Vectorised over ``chunk`` queries at a time: one [chunk, N] similarity block.
+    """
+    private = torch.nn.functional.normalize(private.float(), dim=1)
+    queries = torch.nn.functional.normalize(queries.float(), dim=1)
+    labels = labels.to(torch.float32)
+    k = min(k, private.shape[0])
+    votes = []
+    for start in range(0, queries.shape[0], chunk):
+        similarity = queries[start:start + chunk] @ private.T
+        sampled = torch.rand(similarity.shape, generator=generator) < sampling_rate
+        similarity = similarity.masked_fill(~sampled, -torch.inf)
+        top, index = similarity.topk(k, dim=1)
+        weight = torch.isfinite(top).to(torch.float32)  # a record not sampled never votes
+        votes.append(torch.einsum("qk,qkl->ql", weight, labels[index]))
+    return torch.cat(votes).round().to(torch.int64).numpy()
+
+
+@dataclass(frozen=True)
+class PrivateKNN(PricedByEvent):
+    """One Private-kNN query (module docstring): ``k`` neighbours among a Poisson subsample of rate
+    ``sampling_rate``, Gaussian noise ``sigma`` on the L vote counts, threshold k / 2. Its ``dp_event`` is one
+    query's cost; ``Ledger.compose(mechanism, count=Q)`` composes Q of them, each with its own subsample."""
+
+    num_labels: int
+    k: int
+    sampling_rate: float
+    sigma: float
+    neighbors: str = "replace"
+
+    def __post_init__(self):
+        object.__setattr__(self, "num_labels", positive_int("num_labels", self.num_labels))
+        object.__setattr__(self, "k", positive_int("k", self.k))
+        rate = positive("sampling_rate", self.sampling_rate)
+        if rate > 1:
+            raise ValueError(f"sampling_rate must lie in (0, 1], got {self.sampling_rate!r}")
+        object.__setattr__(self, "sampling_rate", rate)
+        object.__setattr__(self, "sigma", positive("sigma", self.sigma))
+        object.__setattr__(self, "neighbors", str(check_relation(self.neighbors)))
+
+    @property
+    def name(self) -> str:
+        return (f"PrivateKNN(k={self.k}, sampling_rate={self.sampling_rate:g}, sigma={self.sigma:g}, "
+                f"neighbors={self.neighbors})")
+
+    @property
+    def dp_event(self) -> PoissonSampledGaussianEvent:
+        """One query: a Poisson-sampled Gaussian step with multiplier sigma / sqrt(L) under the relation."""
+        multiplier = self.sigma / knn_vote_l2_sensitivity(self.num_labels, self.neighbors)
+        return PoissonSampledGaussianEvent(self.sampling_rate, multiplier, 1, self.neighbors)
+
+    def noise_parameters(self) -> dict[str, float]:
+        return {"sigma": self.sigma}
+
+    def scale_noise(self, multiplier: float) -> "PrivateKNN":
+        """The same mechanism with sigma x ``multiplier`` (``calibrate_noise``)."""
+        return replace(self, sigma=self.sigma * positive("multiplier", multiplier))
+
+    def release(self, counts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """bool [Q, L]: counts + N(0, sigma^2) > k / 2, independently per entry."""
+        counts = np.asarray(counts)
+        if counts.ndim != 2 or counts.shape[1] != self.num_labels:
+            raise ValueError(f"counts must have shape [Q, {self.num_labels}], got {counts.shape}")
+        return noisy_threshold(counts.astype(np.float64), self.sigma, self.k / 2.0, rng)

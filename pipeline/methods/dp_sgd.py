@@ -1,0 +1,136 @@
+"""DP-SGD as a method (Abadi et al. 2016, with Opacus): a linear probe on the public features trained directly on
+the private training split, and released. No teachers, no public queries to label: the released model is
+scored on the evaluation images like every student, and its predictions on the public queries are reported as
+its released labels (post-processing).
+
+    features -> dp_sgd (the model, its predictions on the queries, ledger.json, its scores) -> evaluate
+
+Cost: ``steps`` runs of the Poisson-sampled Gaussian at rate q = expected_batch_size / N and noise multiplier
+sigma (noise standard deviation over the clipping norm, ``clipped_gradient_sum_sensitivity``), under the run's
+relation (``PoissonSampledGaussianEvent``); sigma is calibrated to ``privacy.target_epsilon`` when it is set.
+N is the number of private records, known once the data is read, so the calibration runs in ``release``,
+before anything is trained. Every hyperparameter is fixed a priori (docs/methods.md says how), never tuned on the
+private labels.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from omegaconf import DictConfig
+
+from pate.aggregate import write_release
+from pate.artifacts import Artifact, ArtifactStore, Stage, atomic_write_json
+from pate.data.partition import read_queries
+from pate.features import read_features
+from pate.privacy import Ledger, PoissonSampledGaussianEvent, calibrate, clipped_gradient_sum_sensitivity
+from pate.privacy.checks import positive, positive_int
+from pipeline.checks import UserError, building
+from pipeline.graph import Dataset
+from pipeline.methods.base import Release, SharedStages
+from training.dp_sgd import linear_probe, score_model, train_dp_sgd
+
+log = logging.getLogger("train")
+
+__all__ = ["DPSGD"]
+
+
+def probe_inputs(features: torch.Tensor) -> torch.Tensor:
+    """Each feature vector scaled to unit L2 norm: a per-record map that needs no data, so the probe's inputs
+    are public by construction, and a record's gradient norm is bounded by its labels' error alone."""
+    return torch.nn.functional.normalize(features, dim=1)
+
+
+class DPSGD:
+    """``method=dp_sgd`` (module docstring); the keyword names are the config's keys."""
+
+    def __init__(self, expected_batch_size: int = 4096, epochs: float = 20, clip_norm: float = 1.0,
+                 lr: float = 2.0, momentum: float = 0.9, noise_multiplier: float = 1.0):
+        self.expected_batch_size, self.epochs, self.clip_norm = expected_batch_size, epochs, clip_norm
+        self.lr, self.momentum, self.noise_multiplier = lr, momentum, noise_multiplier
+        self.event = None
+
+    def check(self, cfg: DictConfig) -> None:
+        with building("method"):
+            self.expected_batch_size = positive_int("expected_batch_size", self.expected_batch_size)
+            self.epochs = positive("epochs", self.epochs)
+            self.lr, self.noise_multiplier = positive("lr", self.lr), positive("noise_multiplier", self.noise_multiplier)
+            self.clip_norm = clipped_gradient_sum_sensitivity(self.clip_norm, str(cfg.privacy.neighbors))
+            if not 0 <= self.momentum < 1:
+                raise ValueError(f"momentum={self.momentum!r}; expected a number in [0, 1)")
+        if cfg.privacy.budget_epsilon is not None:
+            raise UserError(f"privacy.budget_epsilon={cfg.privacy.budget_epsilon!r}: method=dp_sgd answers no queries "
+                            f"one by one, its cost is fixed by its steps; set privacy.target_epsilon instead")
+
+    def uses_features(self, cfg: DictConfig) -> bool:
+        return True
+
+    def schedule(self, num_records: int) -> tuple[float, int]:
+        """(sampling rate q = expected_batch_size / N, steps = ceil(epochs / q))."""
+        if self.expected_batch_size > num_records:
+            raise UserError(f"method.expected_batch_size={self.expected_batch_size} exceeds the {num_records} private "
+                            f"training records")
+        rate = self.expected_batch_size / num_records
+        return rate, math.ceil(self.epochs / rate)
+
+    def calibrated_event(self, cfg: DictConfig, num_records: int) -> PoissonSampledGaussianEvent:
+        rate, steps = self.schedule(num_records)
+        relation, delta = str(cfg.privacy.neighbors), float(cfg.privacy.delta)
+        multiplier = self.noise_multiplier
+        if cfg.privacy.target_epsilon is not None:
+            with building("privacy"):
+                multiplier = calibrate(lambda m: PoissonSampledGaussianEvent(rate, m, steps, relation),
+                                       float(cfg.privacy.target_epsilon), delta, neighbors=relation)
+            log.info("calibrated DP-SGD (q=%.4g, %d steps) to epsilon=%g at delta=%g (neighbours: %s): noise "
+                     "multiplier %.4f", rate, steps, cfg.privacy.target_epsilon, delta, relation, multiplier)
+        return PoissonSampledGaussianEvent(rate, multiplier, steps, relation)
+
+    def release(self, cfg: DictConfig, data: Dataset, shared: SharedStages) -> Release:
+        arrays, seed, relation = data.arrays, int(cfg.seed), str(cfg.privacy.neighbors)
+        private_rows = arrays.indices("train")
+        event = self.event = self.calibrated_event(cfg, len(private_rows))
+        settings = {"lr": self.lr, "momentum": self.momentum, "clip_norm": self.clip_norm}
+
+        def build(work: Path, up: dict[str, Artifact]) -> None:
+            table, public = read_features(up["features"]), read_queries(up["queries"])
+            model = linear_probe(table.dim, arrays.labels.shape[1])
+            train_dp_sgd(model, probe_inputs(table.take(private_rows)), torch.from_numpy(arrays.labels[private_rows]),
+                         sampling_rate=event.sampling_rate, noise_multiplier=event.noise_multiplier,
+                         steps=event.steps, seed=seed, progress=bool(cfg.progress), **settings)
+            torch.save(model.state_dict(), work / "model.pt")
+            with torch.no_grad():
+                labels = (model(probe_inputs(table.take(public.queries))) > 0).numpy()
+            ledger = Ledger().compose_event(event, name=self.name(event), neighbors=relation)
+            write_release(work, labels, np.ones(len(labels), bool), labels.sum(axis=1), ledger)
+            scores = score_model(model, probe_inputs(table.take(public.evaluation)), arrays.labels[public.evaluation])
+            atomic_write_json(work / "student.json", {**scores, "student_train_size": int(len(private_rows)),
+                                                      "student_semi": "supervised", "student_unlabeled_size": 0})
+
+        stage = Stage("aggregate", {"method": "dp_sgd", "event": event.to_dict(), "settings": settings,
+                                    "seed": seed, "data": data.identity},
+                      build, {"features": shared.features, "queries": shared.queries}, code=("pipeline.methods.dp_sgd",))
+        return Release(stage, {"dp_sgd": stage}, model=stage)
+
+    def name(self, event: PoissonSampledGaussianEvent) -> str:
+        return (f"DP-SGD(linear probe, q={event.sampling_rate:.4g}, noise_multiplier={event.noise_multiplier:.4g}, "
+                f"steps={event.steps}, clip_norm={self.clip_norm:g}, neighbors={event.neighbors})")
+
+    def metrics(self, cfg: DictConfig, store: ArtifactStore, release: Release) -> dict[str, Any]:
+        event = self.event
+        return {"method": "dp_sgd", "mechanism": self.name(event), "target_epsilon": cfg.privacy.target_epsilon,
+                "noise": {"noise_multiplier": event.noise_multiplier, "clip_norm": self.clip_norm},
+                "noise_multiplier": event.noise_multiplier, "sampling_rate": event.sampling_rate,
+                "steps": event.steps,
+                "released_model": f"the DP-SGD linear probe itself, trained on the {event.steps} Poisson batches of "
+                                  f"the private split; no student"}
+
+    def references(self, cfg: DictConfig, data: Dataset, release: Release, shared: SharedStages) -> dict[str, Stage]:
+        return {}
+
+    def train_shard(self, cfg: DictConfig, store: ArtifactStore, release: Release, data: Dataset) -> dict[str, Any]:
+        raise UserError("teacher_shard: method=dp_sgd trains no teachers to shard")

@@ -1,0 +1,109 @@
+"""Private-kNN: the subsampled nearest-neighbour votes against a direct computation, one query's output
+frequencies against a direct simulation (Monte Carlo), its accounting against dp-accounting's sampled-Gaussian
+events, calibration, and bad input refused by name."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from dp_accounting import dp_event as dpa
+from dp_accounting.pld import PLDAccountant
+from dp_accounting.privacy_accountant import NeighboringRelation as NeighborRel
+from dp_accounting.rdp import RdpAccountant
+
+from pate.mechanisms import PrivateKNN, subsampled_knn_votes
+from pate.privacy import Ledger, calibrate_noise
+
+
+def _data(n=40, d=6, num_labels=3, seed=0):
+    rng = np.random.default_rng(seed)
+    return (rng.normal(size=(n, d)).astype(np.float32), (rng.random((n, num_labels)) < 0.5).astype(np.uint8),
+            rng.normal(size=(7, d)).astype(np.float32))
+
+
+def _direct_votes(private, labels, query, k, keep):
+    """One query, by hand: cosine similarity to the kept records, the k largest, their label counts."""
+    kept = np.flatnonzero(keep)
+    cos = (private[kept] @ query) / (np.linalg.norm(private[kept], axis=1) * np.linalg.norm(query))
+    nearest = kept[np.argsort(-cos, kind="stable")[:k]]
+    return labels[nearest].sum(axis=0)
+
+
+def test_with_every_record_sampled_the_votes_are_the_k_nearest_records_labels():
+    private, labels, queries = _data()
+    votes = subsampled_knn_votes(torch.from_numpy(private), torch.from_numpy(labels), torch.from_numpy(queries), 5,
+                                 1.0, torch.Generator().manual_seed(0))
+    expected = [_direct_votes(private, labels, q, 5, np.ones(len(private), bool)) for q in queries]
+    np.testing.assert_array_equal(votes, np.array(expected))
+
+
+def test_a_subsample_smaller_than_k_votes_with_the_records_it_has():
+    private, labels, queries = _data(n=6)
+    votes = subsampled_knn_votes(torch.from_numpy(private), torch.from_numpy(labels), torch.from_numpy(queries), 50,
+                                 0.3, torch.Generator().manual_seed(3))
+    assert votes.max() <= 6 and votes.min() >= 0
+
+
+def test_one_querys_release_frequencies_match_a_direct_simulation():
+    """20,000 independent releases of one query (one batched call) against 20,000 by hand: each label's release
+    frequency agrees within 5 standard errors of the difference of two binomial proportions."""
+    private, labels, queries = _data(n=30)
+    trials, k, rate, sigma = 20_000, 5, 0.4, 1.5
+    mechanism = PrivateKNN(3, k, rate, sigma, "replace")
+    repeated = torch.from_numpy(np.repeat(queries[:1], trials, axis=0))
+    counts = subsampled_knn_votes(torch.from_numpy(private), torch.from_numpy(labels), repeated, k, rate,
+                                  torch.Generator().manual_seed(1), chunk=4096)
+    ours = mechanism.release(counts, np.random.default_rng(2)).mean(axis=0)
+    rng = np.random.default_rng(3)
+    direct = np.zeros(3)
+    for _ in range(trials):
+        votes = _direct_votes(private, labels, queries[0], k, rng.random(len(private)) < rate)
+        direct += votes + rng.normal(0.0, sigma, 3) > k / 2
+    direct /= trials
+    standard_error = np.sqrt(ours * (1 - ours) / trials + direct * (1 - direct) / trials)
+    assert np.all(np.abs(ours - direct) <= 5 * standard_error + 1e-12)
+    assert np.all((ours > 0.02) & (ours < 0.98))  # the test is informative: no label is always on or off
+
+
+@pytest.mark.parametrize("rate,sigma", [(0.1, 20.0), (0.02, 8.0)])
+def test_the_add_remove_epsilon_is_dp_accountings_sampled_gaussian(rate, sigma):
+    orders = [float(a) for a in range(2, 257)]
+    num_labels, queries = 40, 600
+    mechanism = PrivateKNN(num_labels, 200, rate, sigma, "add_remove")
+    ours = Ledger(orders=orders).compose(mechanism, count=queries).epsilon(1e-6)[0]
+    reference = RdpAccountant(orders=orders)
+    reference.compose(dpa.PoissonSampledDpEvent(rate, dpa.GaussianDpEvent(sigma / math.sqrt(num_labels))), queries)
+    assert ours == pytest.approx(reference.get_epsilon(1e-6), rel=1e-9)
+
+
+def test_the_replace_epsilon_is_within_ten_percent_above_dp_accountings_tight_pld():
+    mechanism = PrivateKNN(40, 200, 0.1, 20.0, "replace")
+    ours = Ledger().compose(mechanism, count=600).epsilon(1e-6)[0]
+    pld = PLDAccountant(neighboring_relation=NeighborRel.REPLACE_ONE, value_discretization_interval=1e-3)
+    pld.compose(dpa.PoissonSampledDpEvent(0.1, dpa.GaussianDpEvent(20.0 / math.sqrt(40))), 600)
+    assert pld.get_epsilon(1e-6) <= ours <= 1.1 * pld.get_epsilon(1e-6)
+
+
+@pytest.mark.parametrize("relation", ["replace", "add_remove"])
+def test_calibration_meets_the_target_with_the_least_noise(relation):
+    calibrated, multiplier = calibrate_noise(PrivateKNN(40, 200, 0.1, 1.0, relation), 2.0, 1e-6, 600)
+    assert calibrated.sigma == pytest.approx(multiplier)
+    eps = Ledger().compose(calibrated, count=600).epsilon(1e-6)[0]
+    assert 2.0 * (1 - 1e-3) <= eps <= 2.0
+    less = Ledger().compose(calibrated.scale_noise(0.99), count=600).epsilon(1e-6)[0]
+    assert less > 2.0
+
+
+@pytest.mark.parametrize("argument,kwargs", [
+    ("k", {"k": 0}), ("sampling_rate", {"sampling_rate": 1.5}), ("sampling_rate", {"sampling_rate": 0.0}),
+    ("sigma", {"sigma": -1.0}), ("num_labels", {"num_labels": 0}), ("neighbors", {"neighbors": "swap"}),
+])
+def test_bad_settings_are_refused_by_name(argument, kwargs):
+    settings = {"num_labels": 3, "k": 5, "sampling_rate": 0.5, "sigma": 1.0, "neighbors": "replace", **kwargs}
+    with pytest.raises(ValueError, match=argument):
+        PrivateKNN(**settings)
+    with pytest.raises(ValueError, match=r"counts must have shape \[Q, 3\]"):
+        PrivateKNN(3, 5, 0.5, 1.0).release(np.zeros((2, 4)), np.random.default_rng(0))

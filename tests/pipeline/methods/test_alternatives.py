@@ -1,0 +1,67 @@
+"""DP-SGD and Private-kNN as methods, through the real config shrunk to the tiny data: each runs end to end under
+both relations, its epsilon is replayed from its cost events and meets the target, and what a method cannot do
+is refused by name before compute."""
+
+import json
+
+import pytest
+
+from pate.privacy import Ledger, PoissonSampledGaussianEvent
+from pipeline.checks import UserError
+from pipeline.methods import DPSGD, Method, PrivateKNNMethod
+from pipeline.runner import run
+
+DP_SGD = ["method=dp_sgd", "method.expected_batch_size=64", "method.epochs=2"]
+KNN = ["method=private_knn", "method.k=10", "method.sampling_rate=0.5"]
+
+
+def test_the_alternatives_follow_the_method_protocol():
+    assert isinstance(DPSGD(), Method) and isinstance(PrivateKNNMethod(), Method)
+
+
+@pytest.mark.parametrize("relation", ["replace", "add_remove"])
+def test_dp_sgd_runs_end_to_end_and_releases_its_model(tiny_cfg, tmp_path, relation):
+    cfg = tiny_cfg(*DP_SGD, f"privacy.neighbors={relation}", "privacy.target_epsilon=4", "references=true")
+    metrics = run(cfg, output_dir=tmp_path)
+    assert json.loads((tmp_path / "metrics.json").read_text()) == json.loads(json.dumps(metrics))
+    assert metrics["method"] == "dp_sgd" and metrics["neighbors"] == relation
+    assert 4 * (1 - 1e-3) <= metrics["epsilon"] <= 4
+    event = PoissonSampledGaussianEvent(metrics["sampling_rate"], metrics["noise_multiplier"], metrics["steps"],
+                                        relation)
+    assert metrics["epsilon"] == Ledger(neighbors=relation).compose_event(event).epsilon(1e-6)[0]
+    num_private = metrics["student_train_size"]
+    assert metrics["sampling_rate"] == pytest.approx(64 / num_private)
+    assert metrics["steps"] == -(-2 * num_private // 64)  # ceil(epochs / q)
+    assert metrics["answered"] == metrics["queries"] == 40 and 0 <= metrics["student_accuracy"] <= 1
+    assert "DP-SGD(linear probe" in metrics["privacy"] and "teacher_accuracy" not in metrics
+    assert set(metrics["reference"]) == {"majority_class", "true_labels"}
+
+
+@pytest.mark.parametrize("relation", ["replace", "add_remove"])
+def test_private_knn_runs_end_to_end_calibrated_to_the_target(tiny_cfg, tmp_path, relation):
+    metrics = run(tiny_cfg(*KNN, f"privacy.neighbors={relation}", "privacy.target_epsilon=8"), output_dir=tmp_path)
+    assert metrics["method"] == "private_knn" and metrics["neighbors"] == relation
+    assert 8 * (1 - 1e-3) <= metrics["epsilon"] <= 8
+    assert metrics["answered"] == metrics["queries_asked"] == 40 and metrics["student_train_size"] == 40
+    assert "PrivateKNN(k=10, sampling_rate=0.5" in metrics["privacy"]
+
+
+def test_private_knn_stops_answering_at_the_budget(tiny_cfg, tmp_path):
+    metrics = run(tiny_cfg(*KNN, "privacy.target_epsilon=null", "method.sigma=40", "privacy.budget_epsilon=3"),
+                  output_dir=tmp_path)
+    assert 0 < metrics["queries_asked"] == metrics["answered"] < 40 and metrics["epsilon"] <= 3
+
+
+@pytest.mark.parametrize("overrides,match", [
+    ([*DP_SGD, "privacy.budget_epsilon=3"], "privacy.budget_epsilon=3: method=dp_sgd"),
+    ([*DP_SGD, "method.expected_batch_size=100000"], "method.expected_batch_size=100000 exceeds"),
+    ([*DP_SGD, "method.lr=-1"], "lr"),
+    ([*DP_SGD, "method.momentum=1.5"], "momentum=1.5"),
+    ([*KNN, "method.k=0"], "k"),
+    ([*KNN, "method.sampling_rate=2"], "sampling_rate"),
+    ([*DP_SGD, "teacher_shard=0/2"], "method=dp_sgd trains no teachers"),
+    ([*KNN, "teacher_shard=0/2"], "method=private_knn trains no teachers"),
+])
+def test_bad_settings_are_refused_before_compute(tiny_cfg, tmp_path, overrides, match):
+    with pytest.raises(UserError, match=match):
+        run(tiny_cfg(*overrides), output_dir=tmp_path)
