@@ -2,8 +2,8 @@
 (``pipeline.runner``), the report that reads and checks it (``pate.report.collect``), results.csv's leading
 columns (``pate.report.tables``) and the docs (``docs/run-record.md``, checked against this table by a test).
 
-A field is ``required`` of every run, or a method's own (``required=False``: PATE's aggregator and teachers, absent
-for a method that has none). ``checked`` fields are validated by the report, and lead results.csv in this order;
+A field is ``required`` of every run, or a method's own (``required=False``: PATE's aggregator and teachers, DP-SGD's
+schedule, absent for a method that has none). ``checked`` fields are validated by the report, and lead results.csv in this order;
 the others follow there sorted by name.
 """
 
@@ -33,6 +33,8 @@ _METHOD = dict(required=False)  # a method's own key
 FIELDS: tuple[Field, ...] = (
     Field("method", "string", "the method's name in reports (PATE: the aggregator's config name, +semi method)"),
     Field("aggregator", "string", "PATE: the calibrated aggregator, with its noise and relation", **_METHOD),
+    Field("mechanism", "string", "DP-SGD and Private-kNN: the calibrated mechanism, with its noise and relation",
+          checked=False, **_METHOD),
     Field("private", "bool", "whether the released labels are differentially private"),
     Field("neighbors", "string", "the neighbouring relation of every epsilon: replace or add_remove"),
     Field("delta", "number", "the delta of every epsilon"),
@@ -46,6 +48,9 @@ FIELDS: tuple[Field, ...] = (
     Field("noise", "object", "the noise parameters by constructor name", nullable=True, **_METHOD),
     Field("noise_multiplier", "number", "the calibrated multiplier of the configured noise", nullable=True,
           **_METHOD),
+    Field("sampling_rate", "number", "DP-SGD: the Poisson sampling rate q = expected batch / private records",
+          checked=False, **_METHOD),
+    Field("steps", "integer", "DP-SGD: the noisy gradient steps", checked=False, **_METHOD),
     Field("seed", "integer", "the run's seed (noise, student)"),
     Field("queries", "integer", "public queries asked for"),
     Field("queries_asked", "integer", "queries shown to the aggregator within the budget", checked=False,
@@ -59,6 +64,8 @@ FIELDS: tuple[Field, ...] = (
           nullable=True),
     Field("student_f1", "number", "the student's macro F1 on the evaluation images", nullable=True),
     Field("student_train_size", "integer", "released label sets the student trained on", checked=False),
+    Field("released_model", "string", "DP-SGD: the student fields score the released model itself (no student)",
+          checked=False, **_METHOD),
     Field("student_semi", "string", "supervised, pseudo_label or consistency", checked=False),
     Field("student_unlabeled_size", "integer", "unlabeled pool images the student used", checked=False),
     Field("teacher_accuracy", "number", "PATE: mean teacher accuracy (a diagnostic, not covered by epsilon)",

@@ -192,7 +192,8 @@ class Ledger:
         totals = Counter()
         for entry in self._history:
             totals[entry.name] += entry.count
-        composed = ", ".join(f"{count} queries of {name}" for name, count in totals.items()) or "nothing composed"
+        composed = ", ".join(f"{count} {'release' if count == 1 else 'queries'} of {name}"
+                             for name, count in totals.items()) or "nothing composed"
         delta_t = f"; delta_t = {self._delta_t:.3g} of it from approximate RDP" if self._delta_t > 0 else ""
         caveat = ("; DATA-DEPENDENT: a bound for this data only, not by itself a DP guarantee"
                   if self.data_dependent else "")

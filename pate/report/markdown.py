@@ -15,9 +15,11 @@ from pate.report.summary import (CALIBRATION_TOLERANCE, HEADLINE_FRACTION, NON_P
 from pate.report.tables import format_epsilon, format_stat, format_value, jobs_table, reference_table, results_table
 
 RELATION_TEXT = {
-    "replace": "one teacher's vote vector replaced: every label count may move by at most 1, in either direction",
+    "replace": "one teacher's vote vector replaced: every label count may move by at most 1, in either direction; "
+               "for DP-SGD and Private-kNN, one training record replaced",
     "add_remove": "one teacher's vote added or removed: every label count moves by at most 1, all in the same "
-                  "direction (the accounting of the literature)",
+                  "direction (the accounting of the literature); for DP-SGD and Private-kNN, one training record "
+                  "added or removed",
 }
 
 
@@ -38,6 +40,20 @@ def _values(runs: Iterable[Run], key: str) -> str:
     return text if len(distinct(runs, get)) == 1 else f"{text} (differs between jobs)"
 
 
+def released_by(run: Run) -> str:
+    """What released the labels or the model: PATE's aggregator, another method's mechanism, or its name."""
+    return run.metrics.get("aggregator") or run.metrics.get("mechanism") or run.metrics["method"]
+
+
+def _teachers(runs: Iterable[Run]) -> str:
+    """The teachers of the PATE runs (the other methods train none)."""
+    with_teachers = [run for run in runs if "num_teachers" in run.metrics]
+    if not with_teachers:
+        return "none"
+    text = _values(with_teachers, "num_teachers")
+    return text if len(with_teachers) == len(list(runs)) else f"{text} (PATE runs; the other methods train none)"
+
+
 def _grid_point(cell: Cell) -> str:
     word = "target ε" if cell.axis == TARGET else "achieved ε"
     return f"{word} {format_epsilon(cell.epsilon)}"
@@ -54,7 +70,7 @@ def _method_line(method: str, aggregators: list[str]) -> str:
 
 def _what_was_run(summary: Summary) -> list[str]:
     sweep, runs = summary.sweep, summary.sweep.runs
-    methods = distinct(runs, lambda run: (run.metrics["method"], run.metrics["aggregator"]))
+    methods = distinct(runs, lambda run: (run.metrics["method"], released_by(run)))
     grid = sorted({c.epsilon for c in summary.cells if c.axis != NON_PRIVATE})
     versions = sorted({key for run in runs for key in run.metrics["versions"]})
     lines = [
@@ -62,7 +78,7 @@ def _what_was_run(summary: Summary) -> list[str]:
         f"- Relation: `neighbors={sweep.relation}` ({RELATION_TEXT[sweep.relation]}).",
         f"- δ = {sweep.delta:g}.",
         f"- Public queries per run: {_values(runs, 'queries')}.",
-        f"- Data: {_values(runs, 'data')}; teachers: {_values(runs, 'num_teachers')}; "
+        f"- Data: {_values(runs, 'data')}; teachers: {_teachers(runs)}; "
         f"labels: {_values(runs, 'num_labels')}.",
         "- Methods (conf/aggregator):",
         *(_method_line(method, [a for m, a in sorted(methods) if m == method])
