@@ -1,10 +1,12 @@
 """DP-SGD with Opacus (Abadi et al. 2016): Poisson-sampled batches, per-example gradients clipped to L2 norm C,
-Gaussian noise N(0, (noise_multiplier C)^2) on their sum, an SGD step. Plain torch and Opacus, no Lightning.
+Gaussian noise N(0, (noise_multiplier C)^2) on their sum, an SGD step. Plain torch and Opacus, no Lightning; any
+model Opacus can wrap (a linear probe on features, a CNN with GroupNorm on images).
 
 Opacus computes the per-example gradient norms by ghost clipping (``GradSampleModuleFastGradientClipping``: for a
 linear layer ||g_i|| = ||dL_i/dz_i|| ||x_i||, never the [B, L, D] tensor of per-example gradients) and adds the
 noise (``DPOptimizerFastGradientClipping``); tests/training/test_dp_sgd.py checks both against a direct
-computation. The batches are drawn here, one Bernoulli(q) coin per record and step from a seeded generator
+computation. Layers without a ghost norm (convolutions, GroupNorm) get their per-example gradients materialised
+by Opacus, as in its plain mode. The batches are drawn here, one Bernoulli(q) coin per record and step from a seeded generator
 (Poisson sampling: the privacy analysis of ``PoissonSampledGaussianEvent`` needs exactly this), so an empty batch
 is possible and is a noise-only step.
 """
@@ -19,7 +21,7 @@ from torch import nn
 
 from pate.progress import progress_bar
 
-__all__ = ["MultiLabelLoss", "linear_probe", "score_model", "train_dp_sgd"]
+__all__ = ["MultiLabelLoss", "linear_probe", "predict", "score_model", "train_dp_sgd"]
 
 log = logging.getLogger(__name__)
 
@@ -50,13 +52,16 @@ def linear_probe(dim: int, num_labels: int) -> nn.Module:
 
 def train_dp_sgd(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, *, sampling_rate: float,
                  noise_multiplier: float, clip_norm: float, steps: int, lr: float, momentum: float, seed: int,
-                 progress: bool = False) -> nn.Module:
+                 progress: bool = False, device: torch.device | str = "cpu",
+                 transform=None) -> nn.Module:
     """Train ``model`` in place by DP-SGD on (``inputs`` [N, ...], ``targets`` [N, L] in {0, 1}) and return it.
 
     Each of ``steps`` steps keeps every record with probability ``sampling_rate``, clips each kept record's
     gradient of its own loss to ``clip_norm``, sums, adds N(0, (noise_multiplier clip_norm)^2) per coordinate and
     divides by the expected batch size q N (Opacus' "mean" reduction), then takes an SGD step (``lr``,
-    ``momentum``). The batches and the noise come from generators seeded by ``seed``.
+    ``momentum``). The batches and the noise come from generators seeded by ``seed``. The model trains on
+    ``device``; ``inputs`` stay where they are and each batch is moved there (through ``transform`` when given:
+    uint8 images become floats batch by batch, not all at once).
     """
     from opacus.grad_sample import GradSampleModuleFastGradientClipping
     from opacus.optimizers import DPOptimizerFastGradientClipping
@@ -64,8 +69,11 @@ def train_dp_sgd(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, 
 
     num_records = inputs.shape[0]
     expected_batch = max(1, round(sampling_rate * num_records))
+    device = torch.device(device)
+    model.to(device)
     batches = torch.Generator().manual_seed(seed)
-    noise = torch.Generator().manual_seed(seed + 1)
+    noise = torch.Generator(device=device).manual_seed(seed + 1)
+    transform = transform or (lambda batch: batch)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*[Ss]ecure.*")  # Opacus' note on secure_mode, once per run
         module = GradSampleModuleFastGradientClipping(model, batch_first=True, loss_reduction="mean",
@@ -74,6 +82,8 @@ def train_dp_sgd(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, 
             torch.optim.SGD(module.parameters(), lr=lr, momentum=momentum), noise_multiplier=noise_multiplier,
             max_grad_norm=clip_norm, expected_batch_size=expected_batch, loss_reduction="mean", generator=noise)
     criterion = DPLossFastGradientClipping(module, optimizer, MultiLabelLoss("mean"), loss_reduction="mean")
+    # Opacus logs one INFO line per layer it wraps ("under Ghost Clipping"): not news for a console run
+    logging.getLogger("opacus").setLevel(max(logging.WARNING, logging.getLogger("opacus").level))
     targets = targets.to(torch.float32)
     bar = progress_bar(total=steps, desc="DP-SGD", unit="step", disable=not progress)
     with warnings.catch_warnings():
@@ -82,22 +92,30 @@ def train_dp_sgd(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, 
         for _ in range(steps):
             batch = torch.nonzero(torch.rand(num_records, generator=batches) < sampling_rate).squeeze(1)
             optimizer.zero_grad()
-            loss = criterion(module(inputs[batch]), targets[batch])
+            loss = criterion(module(transform(inputs[batch]).to(device)), targets[batch].to(device))
             loss.backward()
             optimizer.step()
             bar.update(1)
     bar.close()
     module.disable_hooks()
-    return model
+    return model.cpu()
 
 
-def score_model(model: nn.Module, inputs: torch.Tensor, truth, batch_size: int = 4096) -> dict:
+def predict(model: nn.Module, inputs: torch.Tensor, batch_size: int = 1024, transform=None) -> torch.Tensor:
+    """sigmoid(logits) of ``model`` on ``inputs`` [R, ...] (through ``transform``, batch by batch), on the CPU."""
+    transform = transform or (lambda batch: batch)
+    model.eval()
+    with torch.no_grad():
+        return torch.cat([model(transform(inputs[i:i + batch_size])).sigmoid()
+                          for i in range(0, len(inputs), batch_size)])
+
+
+def score_model(model: nn.Module, inputs: torch.Tensor, truth, transform=None) -> dict:
     """The released model's metrics on the evaluation rows, with the students' keys (``student.json``): mean
     per-label accuracy, macro F1 and per-label accuracy of the predictions sigmoid(logit) > 1/2."""
     from torchmetrics.functional.classification import multilabel_accuracy, multilabel_f1_score
 
-    with torch.no_grad():
-        probs = torch.cat([model(inputs[i:i + batch_size]).sigmoid() for i in range(0, len(inputs), batch_size)])
+    probs = predict(model, inputs, transform=transform)
     truth = torch.as_tensor(truth).to(torch.int64)
     per_label = multilabel_accuracy(probs, truth, num_labels=truth.shape[1], average="none")
     return {"student_accuracy": float(per_label.mean()),

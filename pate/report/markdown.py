@@ -80,7 +80,7 @@ def _what_was_run(summary: Summary) -> list[str]:
         f"- Public queries per run: {_values(runs, 'queries')}.",
         f"- Data: {_values(runs, 'data')}; teachers: {_teachers(runs)}; "
         f"labels: {_values(runs, 'num_labels')}.",
-        "- Methods (conf/aggregator):",
+        "- Methods (conf/compare: a PATE aggregator, dp_sgd or private_knn):",
         *(_method_line(method, [a for m, a in sorted(methods) if m == method])
           for method in sorted({m for m, _ in methods})),
         f"- Seeds: {_listing(runs, lambda run: run.metrics['seed'])}.",
@@ -182,7 +182,7 @@ def _configs(summary: Summary) -> list[str]:
 def render_report(summary: Summary, headline: tuple[Headline, ...]) -> str:
     """The text of report.md."""
     privacy = _privacy(summary)
-    lines = [f"# PATE sweep report: {privacy}", "",
+    lines = [f"# Sweep report: {privacy}", "",
              f"Every ε in this report is an (ε, δ)-DP guarantee under `neighbors={summary.sweep.relation}` "
              f"with δ = {summary.sweep.delta:g}, computed by the accountant from what each run released.", ""]
     lines += _what_was_run(summary) + [""]

@@ -1,7 +1,9 @@
-"""DP-SGD as a method (Abadi et al. 2016, with Opacus): a linear probe on the public features trained directly on
-the private training split, and released. No teachers, no public queries to label: the released model is
-scored on the evaluation images like every student, and its predictions on the public queries are reported as
-its released labels (post-processing).
+"""DP-SGD as a method (Abadi et al. 2016, with Opacus): a model trained directly on the private training split,
+and released -- by default a linear probe on the public features (``model: linear``), or a SmallCNN with GroupNorm
+on the images, trained from scratch (``model: small_cnn``; BatchNorm mixes the records of a batch, so DP-SGD
+cannot use it). No teachers, no public queries to label: the released model is scored on the evaluation images
+like every student, and its predictions on the public queries are reported as its released labels
+(post-processing).
 
     features -> dp_sgd (the model, its predictions on the queries, ledger.json, its scores) -> evaluate
 
@@ -33,11 +35,16 @@ from pate.privacy.checks import positive, positive_int
 from pipeline.checks import UserError, building
 from pipeline.graph import Dataset
 from pipeline.methods.base import Release, SharedStages
-from training.dp_sgd import linear_probe, score_model, train_dp_sgd
+from training.data import to_float
+from training.dp_sgd import linear_probe, predict, score_model, train_dp_sgd
+from training.models import SmallCNN
+from training.trainer import device_of
 
 log = logging.getLogger("train")
 
-__all__ = ["DPSGD"]
+__all__ = ["DPSGD", "MODELS"]
+
+MODELS = ("linear", "small_cnn")
 
 
 def probe_inputs(features: torch.Tensor) -> torch.Tensor:
@@ -49,14 +56,18 @@ def probe_inputs(features: torch.Tensor) -> torch.Tensor:
 class DPSGD:
     """``method=dp_sgd`` (module docstring); the keyword names are the config's keys."""
 
-    def __init__(self, expected_batch_size: int = 4096, epochs: float = 20, clip_norm: float = 1.0,
-                 lr: float = 2.0, momentum: float = 0.9, noise_multiplier: float = 1.0):
+    def __init__(self, model: str = "linear", width: int = 32, expected_batch_size: int = 4096, epochs: float = 20,
+                 clip_norm: float = 1.0, lr: float = 2.0, momentum: float = 0.9, noise_multiplier: float = 1.0):
+        self.model, self.width = model, width
         self.expected_batch_size, self.epochs, self.clip_norm = expected_batch_size, epochs, clip_norm
         self.lr, self.momentum, self.noise_multiplier = lr, momentum, noise_multiplier
         self.event = None
 
     def check(self, cfg: DictConfig) -> None:
+        if self.model not in MODELS:
+            raise UserError(f"method.model={self.model!r}; expected one of {MODELS}")
         with building("method"):
+            self.width = positive_int("width", self.width)
             self.expected_batch_size = positive_int("expected_batch_size", self.expected_batch_size)
             self.epochs = positive("epochs", self.epochs)
             self.lr, self.noise_multiplier = positive("lr", self.lr), positive("noise_multiplier", self.noise_multiplier)
@@ -68,7 +79,17 @@ class DPSGD:
                             f"one by one, its cost is fixed by its steps; set privacy.target_epsilon instead")
 
     def uses_features(self, cfg: DictConfig) -> bool:
-        return True
+        return self.model == "linear"
+
+    def network(self, dim: int, num_labels: int) -> torch.nn.Module:
+        """The model to train: the zero-initialised linear probe, or a SmallCNN (GroupNorm) seeded by the run."""
+        if self.model == "linear":
+            return linear_probe(dim, num_labels)
+        network = SmallCNN(num_labels, self.width, norm="group")
+        for module in network.modules():  # Opacus' backward hooks cannot follow an in-place activation
+            if isinstance(module, torch.nn.ReLU):
+                module.inplace = False
+        return network
 
     def schedule(self, num_records: int) -> tuple[float, int]:
         """(sampling rate q = expected_batch_size / N, steps = ceil(epochs / q))."""
@@ -97,27 +118,39 @@ class DPSGD:
         settings = {"lr": self.lr, "momentum": self.momentum, "clip_norm": self.clip_norm}
 
         def build(work: Path, up: dict[str, Artifact]) -> None:
-            table, public = read_features(up["features"]), read_queries(up["queries"])
-            model = linear_probe(table.dim, arrays.labels.shape[1])
-            train_dp_sgd(model, probe_inputs(table.take(private_rows)), torch.from_numpy(arrays.labels[private_rows]),
+            public = read_queries(up["queries"])
+            if self.model == "linear":
+                table = read_features(up["features"])
+                dim, transform = table.dim, None
+                def inputs(rows):
+                    return probe_inputs(table.take(rows))
+            else:
+                dim, transform = None, to_float  # uint8 images, made float batch by batch
+                def inputs(rows):
+                    return torch.from_numpy(np.asarray(arrays.images[rows]))
+            torch.manual_seed(seed)  # the CNN's initial weights (the probe starts at zero)
+            model = self.network(dim, arrays.labels.shape[1])
+            train_dp_sgd(model, inputs(private_rows), torch.from_numpy(arrays.labels[private_rows]),
                          sampling_rate=event.sampling_rate, noise_multiplier=event.noise_multiplier,
-                         steps=event.steps, seed=seed, progress=bool(cfg.progress), **settings)
+                         steps=event.steps, seed=seed, progress=bool(cfg.progress), device=device_of(cfg.trainer),
+                         transform=transform, **settings)
             torch.save(model.state_dict(), work / "model.pt")
-            with torch.no_grad():
-                labels = (model(probe_inputs(table.take(public.queries))) > 0).numpy()
+            labels = (predict(model, inputs(public.queries), transform=transform) > 0.5).numpy()
             ledger = Ledger().compose_event(event, name=self.name(event), neighbors=relation)
             write_release(work, labels, np.ones(len(labels), bool), labels.sum(axis=1), ledger)
-            scores = score_model(model, probe_inputs(table.take(public.evaluation)), arrays.labels[public.evaluation])
+            scores = score_model(model, inputs(public.evaluation), arrays.labels[public.evaluation], transform)
             atomic_write_json(work / "student.json", {**scores, "student_train_size": int(len(private_rows)),
                                                       "student_semi": "supervised", "student_unlabeled_size": 0})
 
-        stage = Stage("aggregate", {"method": "dp_sgd", "event": event.to_dict(), "settings": settings,
-                                    "seed": seed, "data": data.identity},
-                      build, {"features": shared.features, "queries": shared.queries}, code=("pipeline.methods.dp_sgd",))
+        upstream = {"queries": shared.queries, **({"features": shared.features} if self.model == "linear" else {})}
+        config = {"method": "dp_sgd", "event": event.to_dict(), "settings": settings, "seed": seed,
+                  "data": data.identity, **({} if self.model == "linear" else {"model": self.model, "width": self.width})}
+        stage = Stage("aggregate", config, build, upstream, code=("pipeline.methods.dp_sgd",))
         return Release(stage, {"dp_sgd": stage}, model=stage)
 
     def name(self, event: PoissonSampledGaussianEvent) -> str:
-        return (f"DP-SGD(linear probe, q={event.sampling_rate:.4g}, noise_multiplier={event.noise_multiplier:.4g}, "
+        model = "linear probe" if self.model == "linear" else f"{self.model}, width {self.width}"
+        return (f"DP-SGD({model}, q={event.sampling_rate:.4g}, noise_multiplier={event.noise_multiplier:.4g}, "
                 f"steps={event.steps}, clip_norm={self.clip_norm:g}, neighbors={event.neighbors})")
 
     def metrics(self, cfg: DictConfig, store: ArtifactStore, release: Release) -> dict[str, Any]:
@@ -126,7 +159,7 @@ class DPSGD:
                 "noise": {"noise_multiplier": event.noise_multiplier, "clip_norm": self.clip_norm},
                 "noise_multiplier": event.noise_multiplier, "sampling_rate": event.sampling_rate,
                 "steps": event.steps,
-                "released_model": f"the DP-SGD linear probe itself, trained on the {event.steps} Poisson batches of "
+                "released_model": f"the DP-SGD {'linear probe' if self.model == 'linear' else self.model} itself, trained on the {event.steps} Poisson batches of "
                                   f"the private split; no student"}
 
     def references(self, cfg: DictConfig, data: Dataset, release: Release, shared: SharedStages) -> dict[str, Stage]:

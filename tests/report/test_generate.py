@@ -36,7 +36,7 @@ def test_report_content(sweep_factory, tmp_path):
     sweep = sweep_factory(tmp_path / "s", epsilon_of=lambda m, e, s: e * off.get((m, e, s), 1.0))
     report = write_report(sweep)
     text = (sweep / "report.md").read_text()
-    assert text.startswith("# PATE sweep report: neighbors=replace, δ=1e-06\n")
+    assert text.startswith("# Sweep report: neighbors=replace, δ=1e-06\n")
     assert "- **stable_topk_paper**: target ε 4.000 (student accuracy 0.8710 ± 0.0014)." in text
     assert "- **gaussian_pate**: not reached on this grid (best: 0.8510 ± 0.0014 at target ε 4.000)." in text
     assert "(0.97 × 0.8850 = 0.8584)" in text  # 0.97 x 0.885 = 0.858449999... in binary
@@ -66,7 +66,7 @@ def test_add_remove_sweep_names_its_relation(tmp_path, sweep_factory):
     sweep = sweep_factory(tmp_path / "s", relation="add_remove")
     write_report(sweep)
     text = (sweep / "report.md").read_text()
-    assert text.startswith("# PATE sweep report: neighbors=add_remove, δ=1e-06\n")
+    assert text.startswith("# Sweep report: neighbors=add_remove, δ=1e-06\n")
     assert "`neighbors=add_remove` (one teacher's vote added or removed" in text
     assert "neighbors=replace" not in text
 

@@ -106,3 +106,13 @@ def test_the_replace_epsilon_never_undercuts_dp_accountings_tight_pld_and_stays_
     pld = PLDAccountant(neighboring_relation=NeighborRel.REPLACE_ONE, value_discretization_interval=1e-3)
     pld.compose(dpa.PoissonSampledDpEvent(0.051, dpa.GaussianDpEvent(1.0)), 392)
     assert pld.get_epsilon(1e-6) <= ours <= 1.1 * pld.get_epsilon(1e-6)
+
+
+@pytest.mark.gpu
+def test_dp_sgd_trains_on_a_cuda_device_and_returns_the_model_on_the_cpu():
+    x, _ = _task(n=4000)
+    y = (x[:, :4] > 0).float()
+    model = train_dp_sgd(linear_probe(9, 4), x, y, sampling_rate=0.25, noise_multiplier=0.5, clip_norm=1.0, steps=60,
+                         lr=2.0, momentum=0.9, seed=0, device="cuda")
+    assert model.weight.device.type == "cpu"
+    assert score_model(model, x, y.numpy())["student_accuracy"] > 0.95

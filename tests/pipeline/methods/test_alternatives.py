@@ -37,6 +37,12 @@ def test_dp_sgd_runs_end_to_end_and_releases_its_model(tiny_cfg, tmp_path, relat
     assert set(metrics["reference"]) == {"majority_class", "true_labels"}
 
 
+def test_dp_sgd_trains_a_cnn_from_scratch_on_the_images(tiny_cfg, tmp_path):
+    metrics = run(tiny_cfg(*DP_SGD, "method.model=small_cnn", "method.width=4", "method.lr=0.5"), output_dir=tmp_path)
+    assert "DP-SGD(small_cnn, width 4" in metrics["privacy"]
+    assert 0 <= metrics["student_accuracy"] <= 1 and metrics["answered"] == 40
+
+
 @pytest.mark.parametrize("relation", ["replace", "add_remove"])
 def test_private_knn_runs_end_to_end_calibrated_to_the_target(tiny_cfg, tmp_path, relation):
     metrics = run(tiny_cfg(*KNN, f"privacy.neighbors={relation}", "privacy.target_epsilon=8"), output_dir=tmp_path)
@@ -57,6 +63,7 @@ def test_private_knn_stops_answering_at_the_budget(tiny_cfg, tmp_path):
     ([*DP_SGD, "method.expected_batch_size=100000"], "method.expected_batch_size=100000 exceeds"),
     ([*DP_SGD, "method.lr=-1"], "lr"),
     ([*DP_SGD, "method.momentum=1.5"], "momentum=1.5"),
+    ([*DP_SGD, "method.model=resnet"], "method.model='resnet'; expected one of"),
     ([*KNN, "method.k=0"], "k"),
     ([*KNN, "method.sampling_rate=2"], "sampling_rate"),
     ([*DP_SGD, "teacher_shard=0/2"], "method=dp_sgd trains no teachers"),
