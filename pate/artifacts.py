@@ -225,6 +225,13 @@ class ArtifactStore:
         shutil.rmtree(self.path(stage), ignore_errors=True)
 
 
+def read_artifact(root: str | os.PathLike, stage: str, key: str) -> Artifact | None:
+    """The finished artifact ``root/stage/key`` if its manifest and every file check out, else None; read-only
+    (a report verifying a sweep must not move a damaged artifact aside as a build would)."""
+    path = Path(root) / stage / key
+    return Artifact(stage, key, path) if path.is_dir() and _damaged_files(path) == {} else None
+
+
 def _damaged_files(path: Path) -> dict[str, str] | None:
     """{file: what is wrong} for every file of the manifest that is missing or fails its size or SHA-256 ({} when
     all are intact); None when the manifest itself cannot be read."""

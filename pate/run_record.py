@@ -81,6 +81,9 @@ FIELDS: tuple[Field, ...] = (
     Field("artifacts", "object", "stage -> cache key of every artifact the run read"),
 )
 _BY_NAME = {field.name: field for field in FIELDS}
+# fields that are fractions: a value outside [0, 1] is a damaged or edited record
+FRACTIONS = ("answered_fraction", "label_f1", "label_accuracy", "student_accuracy", "student_f1",
+             "majority_class_accuracy")
 
 
 def ordered(record: dict[str, Any]) -> dict[str, Any]:
@@ -134,6 +137,11 @@ def check_record(record: Any, path: Path | str) -> None:
                          f"expected both null")
     if target is not None and target <= 0:
         raise bad("target_epsilon", "a positive number or null")
+    for key in FRACTIONS:
+        if record.get(key) is not None and not 0.0 <= record[key] <= 1.0:
+            raise bad(key, "a fraction in [0, 1]")
+    if not 0 <= record["answered"] <= record["queries"]:
+        raise bad("answered", f"between 0 and queries={record['queries']!r}")
     for name, ref in (record["reference"] or {}).items():
         if not isinstance(ref, dict) or not all(_is_number(v) for v in ref.values()):
             raise ValueError(f"{path}: reference.{name}={ref!r}, expected an object of finite numbers")

@@ -48,6 +48,9 @@ def test_a_method_without_teachers_passes_and_the_order_is_the_records():
     ({"teacher_accuracy": "high"}, r"teacher_accuracy='high', expected a finite number"),
     ({"private": False}, r"private=false but epsilon=2.0"),
     ({"target_epsilon": -1.0}, r"target_epsilon=-1.0, expected a positive number or null"),
+    ({"student_accuracy": 1.7}, r"student_accuracy=1.7, expected a fraction in \[0, 1\]"),
+    ({"label_f1": -0.1}, r"label_f1=-0.1, expected a fraction in \[0, 1\]"),
+    ({"answered": 4}, r"answered=4, expected between 0 and queries=3"),
 ])
 def test_a_record_that_breaks_the_definition_is_named(changes, message):
     with pytest.raises(ValueError, match=message):

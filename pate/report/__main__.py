@@ -1,5 +1,6 @@
-"""python -m pate.report <sweep dir> [--out DIR] [--kind NAME]: write the report of a finished Hydra multirun, of
-the kind its config names (``report``) unless --kind names another."""
+"""python -m pate.report <sweep dir> [--out DIR] [--kind NAME] [--cache-dir DIR]: write the report of a finished
+Hydra multirun, of the kind its config names (``report``) unless --kind names another, with every job's epsilon
+replayed from its ledger in the cache (the one each job's config names, unless --cache-dir names another)."""
 
 from __future__ import annotations
 
@@ -15,9 +16,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=None, help="write the report here instead of into the sweep directory")
     parser.add_argument("--kind", default=None, help=f"the report kind, one of {sorted(REPORTS)} (default: the "
                                                      "one the sweep's config names)")
+    parser.add_argument("--cache-dir", default=None, help="the artifact cache the sweep ran with (default: each "
+                                                          "job's paths.cache_dir, from the working directory)")
     args = parser.parse_args(argv)
     try:
-        report = write_report(args.sweep_dir, args.out, args.kind)
+        report = write_report(args.sweep_dir, args.out, args.kind, args.cache_dir)
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

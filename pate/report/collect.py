@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from pate.report.verify import cache_dir_of, verify_epsilon
 from pate.run_record import check_record
 
 RELATIONS = ("replace", "add_remove")
@@ -50,6 +51,7 @@ class Sweep:
     failed: tuple[FailedJob, ...]
     relation: str
     delta: float
+    unverified: tuple[str, ...] = ()  # why a finished job's epsilon could not be replayed (pate.report.verify)
 
 
 def job_sort_key(name: str) -> tuple[int, int, str]:
@@ -73,13 +75,15 @@ def _single(values: dict[Any, list[str]], what: str, directory: Path) -> Any:
     return next(iter(values))
 
 
-def collect_sweep(sweep_dir: str | Path, mixed_queries: bool = False) -> Sweep:
+def collect_sweep(sweep_dir: str | Path, mixed_queries: bool = False, cache_dir: str | Path | None = None) -> Sweep:
     """Read every job of the Hydra multirun at ``sweep_dir``.
 
     Job directories are the sub-directories holding ``.hydra/`` (so launcher folders such as
     ``.submitit/`` are not jobs). Raises ValueError when ``sweep_dir`` is not a multirun directory, when a
-    metrics.json breaks the schema, when no job finished, or when finished runs mix relations, deltas or
-    (unless ``mixed_queries``: the query-budget report) query counts.
+    metrics.json breaks the schema, when no job finished, when finished runs mix relations, deltas or
+    (unless ``mixed_queries``: the query-budget report) query counts, or when a job's recorded epsilon disagrees
+    with the replay of its ledger (``pate.report.verify``) in ``cache_dir`` (default: each job's own
+    ``paths.cache_dir``, resolved from the working directory as the run resolved it).
     """
     directory = Path(sweep_dir)
     if not (directory / "multirun.yaml").is_file():
@@ -103,6 +107,15 @@ def collect_sweep(sweep_dir: str | Path, mixed_queries: bool = False) -> Sweep:
             raise ValueError(f"{metrics_path}: not valid JSON ({err})") from err
         check_record(metrics, metrics_path)
         runs.append(Run(job, overrides, _load_yaml(hydra_dir / "config.yaml") or {}, metrics))
+    unverified = []
+    for run in runs:
+        cache = Path(cache_dir) if cache_dir is not None else cache_dir_of(run.config, Path.cwd())
+        try:
+            reason = verify_epsilon(run.job, run.metrics, cache)
+        except ValueError as err:
+            raise ValueError(f"{directory}: {err}") from err
+        if reason is not None:
+            unverified.append(reason)
 
     if not runs:
         raise ValueError(f"sweep_dir={str(sweep_dir)!r}: no finished job (no metrics.json); "
@@ -118,4 +131,5 @@ def collect_sweep(sweep_dir: str | Path, mixed_queries: bool = False) -> Sweep:
     if not mixed_queries:
         _single(query_counts, "queries", directory)
     return Sweep(directory, sweep_overrides, tuple(runs), tuple(failed),
-                 relation=_single(relations, "neighbors", directory), delta=_single(deltas, "delta", directory))
+                 relation=_single(relations, "neighbors", directory), delta=_single(deltas, "delta", directory),
+                 unverified=tuple(unverified))

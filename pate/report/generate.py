@@ -38,6 +38,7 @@ class Report:
         """One line per thing a reader must not miss: failed jobs, calibration misses, warnings."""
         sweep = self.summary.sweep
         lines = [f"failed job (no metrics.json): {sweep.directory / job.job}" for job in sweep.failed]
+        lines += [f"epsilon not verified: {reason}" for reason in sweep.unverified]
         misses = [run.job for run in sweep.runs if calibration_miss(run.metrics)]
         if misses:
             lines.append(f"jobs {misses} miss their target epsilon by more than {CALIBRATION_TOLERANCE:.0%} "
@@ -45,21 +46,21 @@ class Report:
         return lines + list(self.summary.warnings)
 
 
-def _epsilon_report(sweep_dir) -> tuple[Summary, dict, dict]:
-    summary = summarize(collect_sweep(sweep_dir))
+def _epsilon_report(sweep_dir, cache_dir=None) -> tuple[Summary, dict, dict]:
+    summary = summarize(collect_sweep(sweep_dir, cache_dir=cache_dir))
     contents = {REPORT_NAME: render_report(summary, headline(summary)).encode(), CSV_NAME: results_csv(summary).encode()}
     return summary, contents, make_plots(summary)
 
 
-def _query_report(sweep_dir) -> tuple[QuerySummary, dict, dict]:
-    summary = summarize_queries(collect_sweep(sweep_dir, mixed_queries=True))
+def _query_report(sweep_dir, cache_dir=None) -> tuple[QuerySummary, dict, dict]:
+    summary = summarize_queries(collect_sweep(sweep_dir, mixed_queries=True, cache_dir=cache_dir))
     contents = {REPORT_NAME: render_query_report(summary).encode(), CSV_NAME: query_csv(summary).encode()}
     return summary, contents, {QUERY_PLOT: query_plot(summary)}
 
 
-# The report kinds a sweep can name (its config's `report` key): name -> (sweep directory -> summary, the text
-# files, the figures). A new kind of report is one function here and one experiment config that names it.
-REPORTS: dict[str, Callable[[Path], tuple]] = {
+# The report kinds a sweep can name (its config's `report` key): name -> ((sweep directory, cache directory or
+# None: each job's own) -> summary, the text files, the figures). A new kind of report is one function here and one experiment config that names it.
+REPORTS: dict[str, Callable[..., tuple]] = {
     "accuracy_vs_epsilon": _epsilon_report,
     "accuracy_vs_queries": _query_report,
 }
@@ -79,9 +80,11 @@ def report_kind(sweep_dir: str | Path) -> str:
     return str(kind)
 
 
-def write_report(sweep_dir: str | Path, out_dir: str | Path | None = None, kind: str | None = None) -> Report:
+def write_report(sweep_dir: str | Path, out_dir: str | Path | None = None, kind: str | None = None,
+                 cache_dir: str | Path | None = None) -> Report:
     """Read the sweep at `sweep_dir` and write the report of ``kind`` (default: the one the sweep's config
-    names) into `out_dir` (default: the sweep directory).
+    names) into `out_dir` (default: the sweep directory). Every job's epsilon is replayed from its ledger in
+    ``cache_dir`` (default: the cache each job's config names, ``pate.report.verify``).
 
     Everything is computed before the first file is written, so bad input (see ``collect_sweep``) raises
     ValueError without leaving a partial report.
@@ -89,7 +92,7 @@ def write_report(sweep_dir: str | Path, out_dir: str | Path | None = None, kind:
     kind = report_kind(sweep_dir) if kind is None else kind
     if kind not in REPORTS:
         raise ValueError(f"report kind {kind!r} is unknown; expected one of {sorted(REPORTS)}")
-    summary, contents, figures = REPORTS[kind](Path(sweep_dir))
+    summary, contents, figures = REPORTS[kind](Path(sweep_dir), cache_dir)
     for name, fig in figures.items():
         buffer = io.BytesIO()
         # No metadata: the PNG depends on the data only (matplotlib otherwise stamps its version).

@@ -45,6 +45,16 @@ def released_by(run: Run) -> str:
     return run.metrics.get("aggregator") or run.metrics.get("mechanism") or run.metrics["method"]
 
 
+def _verified(sweep) -> str:
+    """How many finished jobs' epsilons were replayed from their ledgers (pate.report.verify)."""
+    done = len(sweep.runs) - len(sweep.unverified)
+    text = (f"the ε of {done} of {len(sweep.runs)} finished jobs replayed from the ledger of the release each "
+            f"names, and equal to its metrics.json.")
+    if sweep.unverified:
+        text += " Not verified (their releases are not in the cache the report read): " + "; ".join(sweep.unverified)
+    return text
+
+
 def _teachers(runs: Iterable[Run]) -> str:
     """The teachers of the PATE runs (the other methods train none)."""
     with_teachers = [run for run in runs if "num_teachers" in run.metrics]
@@ -86,6 +96,7 @@ def _what_was_run(summary: Summary) -> list[str]:
         f"- Seeds: {_listing(runs, lambda run: run.metrics['seed'])}.",
         f"- ε grid: {', '.join(f'{x:g}' for x in grid) or 'none (non-private runs only)'}.",
         f"- Jobs: {len(runs) + len(sweep.failed)} ({len(runs)} finished, {len(sweep.failed)} failed).",
+        f"- Privacy verified: {_verified(sweep)}",
         f"- Sweep overrides: {' '.join(f'`{o}`' for o in sweep.overrides) or 'none'}.",
         "- Versions: " + "; ".join(f"{key} {_listing(runs, lambda run: run.metrics['versions'].get(key))}"
                                    for key in versions) + ".",

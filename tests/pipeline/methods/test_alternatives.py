@@ -72,3 +72,23 @@ def test_private_knn_stops_answering_at_the_budget(tiny_cfg, tmp_path):
 def test_bad_settings_are_refused_before_compute(tiny_cfg, tmp_path, overrides, match):
     with pytest.raises(UserError, match=match):
         run(tiny_cfg(*overrides), output_dir=tmp_path)
+
+
+def _documented_commands() -> list[list[str]]:
+    """The `python train.py ...` lines of docs/methods.md, as override lists (without -m)."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[3] / "docs" / "methods.md").read_text()
+    lines = [line.split("#")[0].split() for line in text.splitlines() if line.startswith("python train.py")]
+    return [[word for word in line[2:] if word != "-m"] for line in lines]
+
+
+def test_every_command_in_the_methods_page_composes():
+    """Each command of docs/methods.md composes against the real config (real CelebA and GPUs are not here)."""
+    from tests.conftest import compose_config
+
+    commands = _documented_commands()
+    assert len(commands) >= 5
+    for overrides in commands:
+        cfg = compose_config(overrides)
+        assert cfg.method._target_.rsplit(".", 1)[-1] in ("DPSGD", "PrivateKNNMethod", "PATE")
