@@ -80,7 +80,8 @@ def test_mixed_relations_are_refused(sweep_dir, job_factory):
 def test_mixed_query_counts_are_refused(sweep_dir, job_factory):
     """Runs of one (method, epsilon) are averaged as seeds: another query count must not slip in among them."""
     make_metrics, write_job = job_factory
-    write_job(sweep_dir, "9", ["data.num_queries=200"], {**make_metrics("gaussian_pate", 1.0, 5), "queries": 200})
+    write_job(sweep_dir, "9", ["data.num_queries=200"], {**make_metrics("gaussian_pate", 1.0, 5), "queries": 200,
+                                                                      "answered": 200, "answered_fraction": 1.0})
     with pytest.raises(ValueError, match=r"mixes queries .*200 in jobs \['9'\]"):
         collect_sweep(sweep_dir)
 

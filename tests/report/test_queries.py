@@ -23,7 +23,7 @@ def _query_sweep(root, job_factory, accuracy):
         for q in (100, 400):
             for seed in (0, 1):
                 m = make_metrics(method, 4.0, seed, accuracy=accuracy(method, q, seed))
-                m["queries"] = q
+                m["queries"], m["answered"] = q, round(q * m["answered_fraction"])
                 m["reference"]["true_labels"]["student_accuracy"] = 0.85 + 0.01 * q / 100
                 m["reference"]["majority_class"] = {"student_accuracy": 0.80}
                 write_job(sweep, str(job), [f"data.num_queries={q}", f"seed={seed}"], m)
