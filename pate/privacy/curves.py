@@ -180,14 +180,16 @@ def poisson_sampled_gaussian_replace_rdp(orders, sampling_rate: float, noise_mul
        in the unit disc diverges more. The integrand is evaluated in log space on a grid of step s / 16 from
        20 s beyond its modes on either side (x near 0, and between 1 - 2 alpha and -alpha); the trapezoid rule's
        error there is far below 1e-9 relative. The pair is symmetric, so D(P || R) = D(R || P).
-    2. Renyi's weak triangle inequality through the record removed (every order):
+    2. Joint convexity, in closed form (every order):
 
-           eps(alpha) <= (alpha - 1/2) / (alpha - 1) * eps_ar(2 alpha) + eps_ar(2 alpha - 1)
+           eps(alpha) <= log( 1 - q + q exp(2 alpha (alpha - 1) / s^2) ) / (alpha - 1)
 
-       with eps_ar = ``poisson_sampled_gaussian_rdp`` (add / remove): D and D' that differ in one replaced record
-       are both add / remove neighbours of D without it (Mironov 2017, "Renyi Differential Privacy",
-       Proposition 11 with p = q = 2), used above order 256 (a grid there would be long) and wherever the
-    quadrature's grid cannot be trusted. Fractional orders are charged the bound at ceil(alpha).
+       since (P, R) -> integral P^alpha R^(1 - alpha) is jointly convex for alpha > 1 (the perspective of
+       t -> t^alpha; van Erven & Harremoes 2014, "Renyi Divergence and Kullback-Leibler Divergence", Section VI),
+       the two mixtures share the weight (1 - q) on N(0, s^2), and N(a, s^2) against N(b, s^2) with |a - b| <= 2
+       is the Gaussian at sensitivity 2 (Mironov 2017, Proposition 7). Used above order 256 (a grid there would be
+       long; the bound approaches the exact divergence as alpha grows) and wherever the quadrature's grid cannot
+       be trusted.
 
     q = 1 gives 2 alpha / s^2, the Gaussian curve at sensitivity 2 (checked by a test). Results are cached per
     (q, s, order): a calibration asks for the same curve many times.
@@ -211,9 +213,15 @@ def _replace_bound(alpha: float, rate: float, sigma: float) -> float:
         exact = _replace_pair_divergence(alpha, rate, sigma)
         if exact is not None:
             return exact
-    integer = max(math.ceil(alpha), 2)
-    return ((integer - 0.5) / (integer - 1) * _sampled_gaussian_integer_order(2 * integer, rate, sigma)
-            + _sampled_gaussian_integer_order(2 * integer - 1, rate, sigma))
+    return replace_convexity_bound(alpha, rate, sigma)
+
+
+def replace_convexity_bound(alpha: float, rate: float, sigma: float) -> float:
+    """Bound 2 of ``poisson_sampled_gaussian_replace_rdp``: log(1 - q + q exp(2 alpha (alpha - 1) / s^2)) / (alpha - 1),
+    in log space."""
+    shifted = 2.0 * alpha * (alpha - 1.0) / sigma**2
+    log_one_minus = math.log1p(-rate) if rate < 1 else -math.inf
+    return float(np.logaddexp(log_one_minus, math.log(rate) + shifted) / (alpha - 1.0))
 
 
 def _replace_pair_divergence(alpha: float, rate: float, sigma: float) -> float | None:

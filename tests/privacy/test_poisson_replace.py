@@ -1,6 +1,7 @@
 """The Poisson-sampled Gaussian under replace (``poisson_sampled_gaussian_replace_rdp``): the dominating pair's
 divergence by quadrature, checked against closed forms, a 2-D search over the replaced contributions, dp-accounting's
-tight PLD epsilon for REPLACE_ONE, and the weak-triangle bound computed from dp-accounting's add / remove curve."""
+tight PLD epsilon for REPLACE_ONE, and two looser valid bounds (joint convexity; the weak triangle inequality over
+dp-accounting's add / remove curve)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from dp_accounting.privacy_accountant import NeighboringRelation as NeighborRel
 from dp_accounting.rdp import RdpAccountant
 
 from pate.privacy import Ledger, PoissonSampledGaussianEvent, poisson_sampled_gaussian_replace_rdp
+from pate.privacy.curves import replace_convexity_bound
 
 
 @pytest.mark.parametrize("sigma", [0.7, 3.0])
@@ -24,24 +26,27 @@ def test_with_every_record_sampled_the_replace_curve_is_the_gaussian_at_sensitiv
 
 
 @pytest.mark.parametrize("rate,sigma", [(0.01, 1.1), (0.05, 0.9), (0.3, 4.0)])
-def test_above_order_256_the_curve_is_the_weak_triangle_over_dp_accountings_add_remove_curve(rate, sigma):
+def test_above_order_256_the_curve_is_the_joint_convexity_bound(rate, sigma):
     orders = np.array([300.0, 1000.0, 4096.0])
+    # log(1 - q + q exp(2 alpha (alpha - 1) / s^2)) / (alpha - 1); the exponent is in the hundreds to millions
+    expected = np.logaddexp(np.log1p(-rate), np.log(rate) + 2 * orders * (orders - 1) / sigma**2) / (orders - 1)
+    np.testing.assert_allclose(poisson_sampled_gaussian_replace_rdp(orders, rate, sigma), expected, rtol=1e-9)
+    assert np.all(expected >= 2 * orders / sigma**2 + np.log(rate) / (orders - 1))  # near the sensitivity-2 curve
+
+
+@pytest.mark.parametrize("rate,sigma", [(0.05, 1.0), (0.3, 2.0), (0.6, 0.8), (0.01, 3.0)])
+def test_the_quadrature_never_exceeds_two_other_valid_bounds(rate, sigma):
+    """The exact divergence of the dominating pair lies below the joint-convexity bound and below Renyi's weak
+    triangle inequality through the record removed (Mironov 2017, Proposition 11 with p = q = 2), whose add /
+    remove curves dp-accounting computes."""
+    orders = np.array([2.0, 4.0, 16.0, 100.0, 256.0])
     reference = RdpAccountant(orders=list(np.concatenate([2 * orders, 2 * orders - 1])))
     reference.compose(dpa.PoissonSampledDpEvent(rate, dpa.GaussianDpEvent(sigma)), 1)
     double, double_less_one = np.split(np.asarray(reference._rdp), 2)
-    expected = (orders - 0.5) / (orders - 1) * double + double_less_one
-    np.testing.assert_allclose(poisson_sampled_gaussian_replace_rdp(orders, rate, sigma), expected, rtol=1e-9)
-
-
-@pytest.mark.parametrize("rate,sigma", [(0.05, 1.0), (0.3, 2.0), (0.6, 0.8)])
-def test_the_quadrature_never_exceeds_the_weak_triangle_bound(rate, sigma):
-    """Both are valid bounds; the exact divergence of the dominating pair must lie below the triangle's."""
-    orders = np.array([2.0, 4.0, 16.0, 100.0, 256.0])
-    integer = orders
-    from pate.privacy import poisson_sampled_gaussian_rdp
-    triangle = ((integer - 0.5) / (integer - 1) * poisson_sampled_gaussian_rdp(2 * integer, rate, sigma)
-                + poisson_sampled_gaussian_rdp(2 * integer - 1, rate, sigma))
-    assert np.all(poisson_sampled_gaussian_replace_rdp(orders, rate, sigma) <= triangle)
+    triangle = (orders - 0.5) / (orders - 1) * double + double_less_one
+    convexity = [replace_convexity_bound(order, rate, sigma) for order in orders]
+    exact = poisson_sampled_gaussian_replace_rdp(orders, rate, sigma)
+    assert np.all(exact <= triangle) and np.all(exact <= convexity)
 
 
 def _divergence_2d(order: float, rate: float, sigma: float, a: np.ndarray, b: np.ndarray) -> float:
