@@ -52,6 +52,34 @@ class Sweep:
     relation: str
     delta: float
     unverified: tuple[str, ...] = ()  # why a finished job's epsilon could not be replayed (pate.report.verify)
+    never_started: int = 0  # jobs the sweep's overrides promise that have no directory (a sweep cut short)
+
+
+BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
+
+
+def promised_jobs(multirun: dict[str, Any]) -> int | None:
+    """How many jobs the sweep's overrides promise: the product of the sizes of its sweep axes (the sweeper's
+    ``params``, overridden by the command line's), as Hydra's basic sweeper expands them; None for another sweeper
+    or overrides that do not parse (the count is then unknown, not guessed)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    hydra = multirun.get("hydra") or {}
+    sweeper = hydra.get("sweeper") or {}
+    if sweeper.get("_target_", BASIC_SWEEPER) != BASIC_SWEEPER:
+        return None
+    overrides = [f"{key}={value}" for key, value in (sweeper.get("params") or {}).items()]
+    overrides += list((hydra.get("overrides") or {}).get("task") or ())
+    try:
+        parsed = {override.key_or_group: override for override in OverridesParser.create().parse_overrides(overrides)}
+        count = 1
+        for override in parsed.values():
+            if override.is_sweep_override():
+                count *= len(list(override.sweep_iterator()))
+    except (HydraException, ValueError, TypeError):
+        return None
+    return count
 
 
 def job_sort_key(name: str) -> tuple[int, int, str]:
@@ -130,6 +158,8 @@ def collect_sweep(sweep_dir: str | Path, mixed_queries: bool = False, cache_dir:
     # the tables average runs of one (method, epsilon) over seeds: runs with other query counts must not join them
     if not mixed_queries:
         _single(query_counts, "queries", directory)
+    promised = promised_jobs(multirun)
+    never_started = max(0, promised - len(jobs)) if promised is not None else 0
     return Sweep(directory, sweep_overrides, tuple(runs), tuple(failed),
                  relation=_single(relations, "neighbors", directory), delta=_single(deltas, "delta", directory),
-                 unverified=tuple(unverified))
+                 unverified=tuple(unverified), never_started=never_started)

@@ -39,6 +39,8 @@ class Report:
         sweep = self.summary.sweep
         lines = [f"failed job (no metrics.json): {sweep.directory / job.job}" for job in sweep.failed]
         lines += [f"epsilon not verified: {reason}" for reason in sweep.unverified]
+        if sweep.never_started:
+            lines.append(f"{sweep.never_started} job(s) promised by the sweep's overrides never started")
         misses = [run.job for run in sweep.runs if calibration_miss(run.metrics)]
         if misses:
             lines.append(f"jobs {misses} miss their target epsilon by more than {CALIBRATION_TOLERANCE:.0%} "

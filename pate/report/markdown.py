@@ -95,7 +95,9 @@ def _what_was_run(summary: Summary) -> list[str]:
           for method in sorted({m for m, _ in methods})),
         f"- Seeds: {_listing(runs, lambda run: run.metrics['seed'])}.",
         f"- ε grid: {', '.join(f'{x:g}' for x in grid) or 'none (non-private runs only)'}.",
-        f"- Jobs: {len(runs) + len(sweep.failed)} ({len(runs)} finished, {len(sweep.failed)} failed).",
+        f"- Jobs: {len(runs) + len(sweep.failed)} ({len(runs)} finished, {len(sweep.failed)} failed)"
+        + (f"; {sweep.never_started} more promised by the sweep's overrides never started (the sweep was cut "
+           f"short: rerun it, finished jobs come from the cache)." if sweep.never_started else "."),
         f"- Privacy verified: {_verified(sweep)}",
         f"- Sweep overrides: {' '.join(f'`{o}`' for o in sweep.overrides) or 'none'}.",
         "- Versions: " + "; ".join(f"{key} {_listing(runs, lambda run: run.metrics['versions'].get(key))}"

@@ -91,3 +91,31 @@ def test_mixed_deltas_are_refused(sweep_dir, job_factory):
     write_job(sweep_dir, "9", ["delta=1e-5"], make_metrics("gaussian_pate", 1.0, 5, delta=1e-5))
     with pytest.raises(ValueError, match=r"mixes delta .*1e-05 in jobs \['9'\]"):
         collect_sweep(sweep_dir)
+
+
+def test_jobs_the_overrides_promise_but_never_started_are_counted(tmp_path, sweep_factory):
+    """-m privacy.target_epsilon=100,nan,200 stopped at its refused job 1: job 2 never started, and the report says so."""
+    import yaml
+
+    from pate.report.collect import promised_jobs
+    from pate.report.generate import write_report
+
+    sweep = sweep_factory(tmp_path / "sweep", seeds=(0,), failed=False)  # 2 methods x 2 epsilons: 4 jobs
+    multirun = yaml.safe_load((sweep / "multirun.yaml").read_text())
+    multirun["hydra"]["overrides"]["task"].append("seed=0,1,2")  # now promises 12
+    multirun["hydra"]["sweeper"] = {"params": {"data.num_queries": "600"}}
+    (sweep / "multirun.yaml").write_text(yaml.safe_dump(multirun))
+    assert promised_jobs(multirun) == 12
+    assert collect_sweep(sweep).never_started == 8
+    report = write_report(sweep)
+    assert "8 more promised by the sweep's overrides never started" in (sweep / "report.md").read_text()
+    assert "8 job(s) promised by the sweep's overrides never started" in report.notices()
+
+
+def test_promised_jobs_follow_hydras_sweep_grammar():
+    from pate.report.collect import promised_jobs
+
+    multirun = {"hydra": {"sweeper": {"params": {"seed": "range(0,3)", "compare": "a,b"}},
+                          "overrides": {"task": ["compare=a,b,c", "x=[1,2]", "y=choice(1,2)"]}}}
+    assert promised_jobs(multirun) == 3 * 3 * 2  # the command line's compare replaces the config's
+    assert promised_jobs({"hydra": {"sweeper": {"_target_": "hydra_plugins.optuna.Sweeper"}}}) is None
