@@ -8,8 +8,8 @@ TauPATE, Private-kNN, DP-SGD's linear probe) on the default data, calibrated to 
 The data, the features and PATE's teachers and votes come from the cache when present (a cold default run builds
 them first: `make train`); each method's own stage is rebuilt, because its key holds the seed, which defaults to
 one no report uses. Reported per method: the whole run's wall time, and the seconds between the log lines that
-start building the method's release and the student (or the results) (the method's own work: PATE's aggregation, Private-kNN's
-neighbour search and noise, DP-SGD's calibration and training).
+start building the method's release and the student (or the results): the method's own work (PATE's
+aggregation, Private-kNN's neighbour search and noise, DP-SGD's calibration and training).
 """
 
 from __future__ import annotations

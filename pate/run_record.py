@@ -2,9 +2,9 @@
 (``pipeline.runner``), the report that reads and checks it (``pate.report.collect``), results.csv's leading
 columns (``pate.report.tables``) and the docs (``docs/run-record.md``, checked against this table by a test).
 
-A field is ``required`` of every run, or a method's own (``required=False``: PATE's aggregator and teachers, DP-SGD's
-schedule, absent for a method that has none). ``checked`` fields are validated by the report, and lead results.csv in this order;
-the others follow there sorted by name.
+A field is ``required`` of every run, or a method's own (``required=False``: PATE's aggregator and teachers,
+DP-SGD's schedule, absent for a method that has none). ``checked`` fields are validated by the report, and lead
+results.csv in this order; the others follow there sorted by name.
 """
 
 from __future__ import annotations

@@ -12,10 +12,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 from omegaconf import DictConfig
-from torchmetrics.functional.classification import multilabel_accuracy, multilabel_f1_score
 
 from pate.features import fit_ridge_heads, head_scores, head_weights
 from student.semi import SemiSupervision, confident_pseudo_labels
+from training.scoring import student_scores
 
 
 def _fit(student_cfg: DictConfig, features: torch.Tensor, targets: torch.Tensor):
@@ -64,13 +64,8 @@ def train_head_student(student_cfg: DictConfig, train_features: torch.Tensor, tr
                                  torch.cat([labels, targets.float()]))
             pseudo_fraction = float(confident.double().mean())
     probs = (head_scores(eval_features, weights, bias)[0] - 0.5).sigmoid()  # > 1/2 exactly where the score > 1/2
-    truth = torch.from_numpy(np.asarray(eval_labels, dtype=np.int64))
-    num_labels = truth.shape[1]
-    per_attribute = multilabel_accuracy(probs, truth, num_labels=num_labels, average="none")
     return {
-        "student_accuracy": float(per_attribute.mean()),
-        "student_f1": float(multilabel_f1_score(probs, truth, num_labels=num_labels, average="macro")),
-        "student_per_attribute_accuracy": per_attribute.tolist(),
+        **student_scores(probs, eval_labels),
         "student_train_size": int(len(train_features)),
         "student_semi": semi.method,
         "student_unlabeled_size": int(len(unlabeled_features)) if semi.uses_unlabeled else 0,

@@ -6,9 +6,9 @@ Opacus computes the per-example gradient norms by ghost clipping (``GradSampleMo
 linear layer ||g_i|| = ||dL_i/dz_i|| ||x_i||, never the [B, L, D] tensor of per-example gradients) and adds the
 noise (``DPOptimizerFastGradientClipping``); tests/training/test_dp_sgd.py checks both against a direct
 computation. Layers without a ghost norm (convolutions, GroupNorm) get their per-example gradients materialised
-by Opacus, as in its plain mode. The batches are drawn here, one Bernoulli(q) coin per record and step from a seeded generator
-(Poisson sampling: the privacy analysis of ``PoissonSampledGaussianEvent`` needs exactly this), so an empty batch
-is possible and is a noise-only step.
+by Opacus, as in its plain mode. The batches are drawn here, one Bernoulli(q) coin per record and step from a
+seeded generator (Poisson sampling: the privacy analysis of ``PoissonSampledGaussianEvent`` needs exactly this),
+so an empty batch is possible and is a noise-only step.
 """
 
 from __future__ import annotations
@@ -20,10 +20,9 @@ import torch
 from torch import nn
 
 from pate.progress import progress_bar
+from training.scoring import student_scores
 
 __all__ = ["MultiLabelLoss", "linear_probe", "predict", "score_model", "train_dp_sgd"]
-
-log = logging.getLogger(__name__)
 
 
 class MultiLabelLoss(nn.Module):
@@ -111,13 +110,5 @@ def predict(model: nn.Module, inputs: torch.Tensor, batch_size: int = 1024, tran
 
 
 def score_model(model: nn.Module, inputs: torch.Tensor, truth, transform=None) -> dict:
-    """The released model's metrics on the evaluation rows, with the students' keys (``student.json``): mean
-    per-label accuracy, macro F1 and per-label accuracy of the predictions sigmoid(logit) > 1/2."""
-    from torchmetrics.functional.classification import multilabel_accuracy, multilabel_f1_score
-
-    probs = predict(model, inputs, transform=transform)
-    truth = torch.as_tensor(truth).to(torch.int64)
-    per_label = multilabel_accuracy(probs, truth, num_labels=truth.shape[1], average="none")
-    return {"student_accuracy": float(per_label.mean()),
-            "student_f1": float(multilabel_f1_score(probs, truth, num_labels=truth.shape[1], average="macro")),
-            "student_per_attribute_accuracy": per_label.tolist()}
+    """The released model's metrics on the evaluation rows, scored as every student is (``student_scores``)."""
+    return student_scores(predict(model, inputs, transform=transform), truth)

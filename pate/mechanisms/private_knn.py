@@ -20,6 +20,7 @@ import torch
 
 from pate.mechanisms.noisy_threshold import noisy_threshold
 from pate.privacy import PoissonSampledGaussianEvent, PricedByEvent, check_relation, knn_vote_l2_sensitivity
+from pate.privacy import checks
 from pate.privacy.checks import positive, positive_int
 
 __all__ = ["PrivateKNN", "subsampled_knn_votes"]
@@ -64,10 +65,7 @@ class PrivateKNN(PricedByEvent):
     def __post_init__(self):
         object.__setattr__(self, "num_labels", positive_int("num_labels", self.num_labels))
         object.__setattr__(self, "k", positive_int("k", self.k))
-        rate = positive("sampling_rate", self.sampling_rate)
-        if rate > 1:
-            raise ValueError(f"sampling_rate must lie in (0, 1], got {self.sampling_rate!r}")
-        object.__setattr__(self, "sampling_rate", rate)
+        object.__setattr__(self, "sampling_rate", checks.sampling_rate("sampling_rate", self.sampling_rate))
         object.__setattr__(self, "sigma", positive("sigma", self.sigma))
         object.__setattr__(self, "neighbors", str(check_relation(self.neighbors)))
 

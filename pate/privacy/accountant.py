@@ -91,8 +91,8 @@ def _(event: ZcdpEvent, orders) -> Price:
 @price.register
 def _(event: PoissonSampledGaussianEvent, orders) -> Price:
     """steps x the sampled Gaussian mechanism's curve under the event's relation: add / remove (Mironov, Talwar &
-    Zhang 2019; ``poisson_sampled_gaussian_rdp``) or replace (Mironov 2017, Proposition 11;
-    ``poisson_sampled_gaussian_replace_rdp``)."""
+    Zhang 2019; ``poisson_sampled_gaussian_rdp``) or replace (the dominating pair of dp-accounting's PLD for
+    REPLACE_ONE, and joint convexity; ``poisson_sampled_gaussian_replace_rdp``)."""
     curve = (poisson_sampled_gaussian_replace_rdp if event.neighbors == "replace" else poisson_sampled_gaussian_rdp)
     return Price(event.steps * curve(orders, event.sampling_rate, event.noise_multiplier), 0.0)
 

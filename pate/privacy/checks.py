@@ -42,6 +42,14 @@ def open_unit(name: str, value) -> float:
     return float(value)
 
 
+def sampling_rate(name: str, value) -> float:
+    """A probability in the half-open interval (0, 1]: a Poisson sampling rate (1 keeps every record)."""
+    rate = positive(name, value)
+    if rate > 1:
+        raise ValueError(f"{name} must lie in (0, 1], got {value!r}")
+    return rate
+
+
 def non_negative_int(name: str, value) -> int:
     """An integer >= 0 (a float such as 3.0 is refused: counts are integers)."""
     if not isinstance(value, numbers.Integral) or isinstance(value, (bool, np.bool_)) or value < 0:

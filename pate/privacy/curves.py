@@ -142,9 +142,7 @@ def poisson_sampled_gaussian_rdp(orders, sampling_rate: float, noise_multiplier:
     alpha.
     """
     orders = checks.orders_array(orders)
-    rate = checks.positive("sampling_rate", sampling_rate)
-    if rate > 1:
-        raise ValueError(f"sampling_rate must lie in (0, 1], got {sampling_rate!r}")
+    rate = checks.sampling_rate("sampling_rate", sampling_rate)
     sigma = checks.positive("noise_multiplier", noise_multiplier)
     integer = np.maximum(np.ceil(orders), 2.0)
     values = {alpha: _sampled_gaussian_integer_order(int(alpha), rate, sigma) for alpha in np.unique(integer)}
@@ -195,9 +193,7 @@ def poisson_sampled_gaussian_replace_rdp(orders, sampling_rate: float, noise_mul
     (q, s, order): a calibration asks for the same curve many times.
     """
     orders = checks.orders_array(orders)
-    rate = checks.positive("sampling_rate", sampling_rate)
-    if rate > 1:
-        raise ValueError(f"sampling_rate must lie in (0, 1], got {sampling_rate!r}")
+    rate = checks.sampling_rate("sampling_rate", sampling_rate)
     sigma = checks.positive("noise_multiplier", noise_multiplier)
     values = {float(alpha): _replace_bound(float(alpha), rate, sigma) for alpha in np.unique(orders)}
     return np.vectorize(values.__getitem__, otypes=[np.float64])(orders)
@@ -229,12 +225,14 @@ def _replace_pair_divergence(alpha: float, rate: float, sigma: float) -> float |
     None where the grid's ends still carry mass (then the caller uses bound 2). The log-integrand peaks between
     x = 1 - 2 alpha (where q N(-1) and q N(+1) dominate) and x = -alpha (q N(-1) over (1 - q) N(0))."""
     x = np.arange(-2.0 * alpha - 2.0 - 20.0 * sigma, 2.0 + 20.0 * sigma, sigma / STEPS_PER_SIGMA)
-    log_zero = -x * x / (2 * sigma**2)
-    log_p = np.logaddexp(math.log1p(-rate) + log_zero if rate < 1 else -np.inf,
-                         math.log(rate) - (x + 1.0) ** 2 / (2 * sigma**2))
-    log_r = np.logaddexp(math.log1p(-rate) + log_zero if rate < 1 else -np.inf,
-                         math.log(rate) - (x - 1.0) ** 2 / (2 * sigma**2))
-    log_integrand = alpha * log_p + (1.0 - alpha) * log_r - math.log(sigma * math.sqrt(2 * math.pi))
+    unsampled = math.log1p(-rate) - x * x / (2 * sigma**2) if rate < 1 else -np.inf
+
+    def log_mixture(contribution: float) -> np.ndarray:
+        """log of (1 - q) N(0, s^2) + q N(contribution, s^2) at x, without the common normalising constant."""
+        return np.logaddexp(unsampled, math.log(rate) - (x - contribution) ** 2 / (2 * sigma**2))
+
+    log_integrand = (alpha * log_mixture(-1.0) + (1.0 - alpha) * log_mixture(1.0)
+                     - math.log(sigma * math.sqrt(2 * math.pi)))
     top = log_integrand.max()
     if max(log_integrand[0], log_integrand[-1]) > top - 60.0:
         return None

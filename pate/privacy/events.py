@@ -173,8 +173,8 @@ class PoissonSampledGaussianEvent(DpEvent):
     """``steps`` runs of the sampled Gaussian mechanism: each record enters a step's sum independently with
     probability ``sampling_rate``, the sum of contributions clipped to L2 norm C gets N(0, (noise_multiplier C)^2)
     noise (DP-SGD; Abadi et al. 2016, Mironov, Talwar & Zhang 2019). Its curve is stated for neighbours that
-    add or remove one record (``neighbors="add_remove"``) or replace one (``"replace"``, a bound through the
-    weak triangle inequality: ``poisson_sampled_gaussian_replace_rdp``); the ledger refuses an event whose
+    add or remove one record (``neighbors="add_remove"``) or replace one (``"replace"``: the dominating pair's
+    divergence and a joint-convexity bound, ``poisson_sampled_gaussian_replace_rdp``); the ledger refuses an event whose
     relation is not its own. The relation is part of the mathematics here: sampling does not turn a replaced
     record into one added and one removed."""
 
@@ -187,10 +187,7 @@ class PoissonSampledGaussianEvent(DpEvent):
         if self.neighbors not in ("add_remove", "replace"):
             raise ValueError(f"neighbors={self.neighbors!r}; expected 'add_remove' or 'replace'")
         object.__setattr__(self, "neighbors", str(self.neighbors))
-        rate = checks.positive("sampling_rate", self.sampling_rate)
-        if rate > 1:
-            raise ValueError(f"sampling_rate must lie in (0, 1], got {self.sampling_rate!r}")
-        object.__setattr__(self, "sampling_rate", rate)
+        object.__setattr__(self, "sampling_rate", checks.sampling_rate("sampling_rate", self.sampling_rate))
         object.__setattr__(self, "noise_multiplier", checks.positive("noise_multiplier", self.noise_multiplier))
         object.__setattr__(self, "steps", checks.non_negative_int("steps", self.steps))
 

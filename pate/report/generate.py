@@ -61,7 +61,8 @@ def _query_report(sweep_dir, cache_dir=None) -> tuple[QuerySummary, dict, dict]:
 
 
 # The report kinds a sweep can name (its config's `report` key): name -> ((sweep directory, cache directory or
-# None: each job's own) -> summary, the text files, the figures). A new kind of report is one function here and one experiment config that names it.
+# None: each job's own) -> summary, the text files, the figures). A new kind of report is one function here and
+# one experiment config that names it.
 REPORTS: dict[str, Callable[..., tuple]] = {
     "accuracy_vs_epsilon": _epsilon_report,
     "accuracy_vs_queries": _query_report,

@@ -7,15 +7,13 @@ longer in the cache is listed as unverified in the report and on the console.
 from __future__ import annotations
 
 import math
-import os
 from pathlib import Path
 from typing import Any
 
 from omegaconf import OmegaConf
 
-from pate.aggregate import LEDGER_FILE
+from pate.aggregate import LEDGER_FILE, replay_privacy
 from pate.artifacts import read_artifact
-from pate.privacy import Ledger
 
 __all__ = ["cache_dir_of", "verify_epsilon"]
 
@@ -36,8 +34,8 @@ def verify_epsilon(job: str, metrics: dict[str, Any], cache_dir: Path) -> str | 
     """Replay the job's epsilon from its release's ``ledger.json`` and compare it with metrics.json.
 
     Returns None when they agree, or why the job could not be verified (its release is not in ``cache_dir``).
-    Raises ValueError naming the job when the recorded epsilon, relation or query count disagrees with the
-    replay: a report must not print it.
+    Raises ValueError naming the job when the recorded epsilon or relation disagrees with the replay
+    (``pate.aggregate.replay_privacy``, as the run computed it): a report must not print it.
     """
     artifact = None
     for key in (metrics.get("artifacts") or {}).values():
@@ -47,14 +45,13 @@ def verify_epsilon(job: str, metrics: dict[str, Any], cache_dir: Path) -> str | 
             break
     if artifact is None:
         return f"job {job}: no intact release artifact of {sorted((metrics.get('artifacts') or {}))} in the cache"
-    recorded = Ledger.load(artifact.file(LEDGER_FILE))
-    ledger = Ledger.replay(recorded.history, orders=recorded.orders)
     delta = float(metrics["delta"])
-    epsilon = ledger.epsilon(delta)[0] if any(event.count for event in ledger.history) else 0.0
+    replayed = replay_privacy(artifact, delta)  # the run's own replay, with today's accountant
+    epsilon, relation = replayed["epsilon"], str(replayed["neighbors"])
     where = f"{RELEASE_STAGE}/{artifact.key}/{LEDGER_FILE}"
-    if str(ledger.neighbors) != metrics["neighbors"]:
+    if relation != metrics["neighbors"]:
         raise ValueError(f"job {job}: metrics.json says neighbors={metrics['neighbors']!r}, its ledger ({where}) "
-                         f"was composed under neighbors={str(ledger.neighbors)!r}")
+                         f"was composed under neighbors={relation!r}")
     if not math.isclose(epsilon, float(metrics["epsilon"]), rel_tol=TOLERANCE, abs_tol=1e-12):
         raise ValueError(f"job {job}: metrics.json says epsilon={metrics['epsilon']!r}, its ledger ({where}) replays "
                          f"to epsilon={epsilon!r} at delta={delta:g} (neighbors={metrics['neighbors']}); the report "

@@ -70,7 +70,8 @@ class DPSGD:
             self.width = positive_int("width", self.width)
             self.expected_batch_size = positive_int("expected_batch_size", self.expected_batch_size)
             self.epochs = positive("epochs", self.epochs)
-            self.lr, self.noise_multiplier = positive("lr", self.lr), positive("noise_multiplier", self.noise_multiplier)
+            self.lr = positive("lr", self.lr)
+            self.noise_multiplier = positive("noise_multiplier", self.noise_multiplier)
             self.clip_norm = clipped_gradient_sum_sensitivity(self.clip_norm, str(cfg.privacy.neighbors))
             if not 0 <= self.momentum < 1:
                 raise ValueError(f"momentum={self.momentum!r}; expected a number in [0, 1)")
@@ -143,15 +144,20 @@ class DPSGD:
                                                       "student_semi": "supervised", "student_unlabeled_size": 0})
 
         upstream = {"queries": shared.queries, **({"features": shared.features} if self.model == "linear" else {})}
+        cnn = {} if self.model == "linear" else {"model": self.model, "width": self.width}
         config = {"method": "dp_sgd", "event": event.to_dict(), "settings": settings, "seed": seed,
-                  "data": data.identity, **({} if self.model == "linear" else {"model": self.model, "width": self.width})}
+                  "data": data.identity, **cnn}
         stage = Stage("aggregate", config, build, upstream, code=("pipeline.methods.dp_sgd",))
         return Release(stage, {"dp_sgd": stage}, model=stage)
 
+    @property
+    def model_name(self) -> str:
+        return "linear probe" if self.model == "linear" else f"{self.model}, width {self.width}"
+
     def name(self, event: PoissonSampledGaussianEvent) -> str:
-        model = "linear probe" if self.model == "linear" else f"{self.model}, width {self.width}"
-        return (f"DP-SGD({model}, q={event.sampling_rate:.4g}, noise_multiplier={event.noise_multiplier:.4g}, "
-                f"steps={event.steps}, clip_norm={self.clip_norm:g}, neighbors={event.neighbors})")
+        return (f"DP-SGD({self.model_name}, q={event.sampling_rate:.4g}, "
+                f"noise_multiplier={event.noise_multiplier:.4g}, steps={event.steps}, clip_norm={self.clip_norm:g}, "
+                f"neighbors={event.neighbors})")
 
     def metrics(self, cfg: DictConfig, store: ArtifactStore, release: Release) -> dict[str, Any]:
         event = self.event
@@ -159,8 +165,8 @@ class DPSGD:
                 "noise": {"noise_multiplier": event.noise_multiplier, "clip_norm": self.clip_norm},
                 "noise_multiplier": event.noise_multiplier, "sampling_rate": event.sampling_rate,
                 "steps": event.steps,
-                "released_model": f"the DP-SGD {'linear probe' if self.model == 'linear' else self.model} itself, trained on the {event.steps} Poisson batches of "
-                                  f"the private split; no student"}
+                "released_model": f"the DP-SGD {self.model_name} itself, trained on the {event.steps} Poisson "
+                                  f"batches of the private split; no student"}
 
     def references(self, cfg: DictConfig, data: Dataset, release: Release, shared: SharedStages) -> dict[str, Stage]:
         return {}

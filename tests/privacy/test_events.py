@@ -135,7 +135,8 @@ def test_the_poisson_sampled_gaussian_composes_only_under_the_relation_it_is_pri
     event = PoissonSampledGaussianEvent(0.01, 1.0, 100)
     Ledger(neighbors="add_remove").compose_event(event, neighbors="add_remove")
     Ledger(neighbors="replace").compose_event(PoissonSampledGaussianEvent(0.01, 1.0, 100, "replace"))
-    with pytest.raises(ValueError, match="neighbors='add_remove' cannot compose into a ledger with neighbors='replace'"):
+    with pytest.raises(ValueError,
+                       match="neighbors='add_remove' cannot compose into a ledger with neighbors='replace'"):
         Ledger(neighbors="replace").compose_event(event, name="DP-SGD")
     with pytest.raises(ValueError, match="neighbors='add_remove' cannot compose into a ledger with neighbors=None"):
         Ledger().compose_event(event)

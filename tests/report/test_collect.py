@@ -94,7 +94,8 @@ def test_mixed_deltas_are_refused(sweep_dir, job_factory):
 
 
 def test_jobs_the_overrides_promise_but_never_started_are_counted(tmp_path, sweep_factory):
-    """-m privacy.target_epsilon=100,nan,200 stopped at its refused job 1: job 2 never started, and the report says so."""
+    """-m privacy.target_epsilon=100,nan,200 stopped at its refused job 1: job 2 never started, and the report says
+    so."""
     import yaml
 
     from pate.report.collect import promised_jobs
