@@ -64,3 +64,14 @@ def test_a_release_missing_from_the_cache_is_reported_as_not_verified(real_sweep
     assert "the ε of 0 of 2 finished jobs" in (sweep / "report.md").read_text()
     assert "Not verified" in (sweep / "report.md").read_text()
     assert any(line.startswith("epsilon not verified: job 1") for line in report.notices())
+
+
+def test_the_report_command_takes_the_cache_to_verify_against(real_sweep, tmp_path, capsys):
+    """`python -m pate.report <dir> --cache-dir DIR`, as docs/reports.md shows it."""
+    from pate.report.__main__ import main
+
+    sweep, cache = real_sweep
+    assert main([str(sweep), "--cache-dir", str(cache)]) == 0
+    assert "epsilon not verified" not in capsys.readouterr().err
+    assert main([str(sweep), "--cache-dir", str(tmp_path / "elsewhere")]) == 0
+    assert "epsilon not verified: job 0" in capsys.readouterr().err

@@ -92,3 +92,14 @@ def test_every_command_in_the_methods_page_composes():
     for overrides in commands:
         cfg = compose_config(overrides)
         assert cfg.method._target_.rsplit(".", 1)[-1] in ("DPSGD", "PrivateKNNMethod", "PATE")
+
+
+def test_the_gpu_and_timing_commands_of_the_benchmarks_compose():
+    """benchmarks/README.md's DP-SGD CNN sweep (one value per axis: no GPU here) and benchmarks/methods.py's runs."""
+    from tests.conftest import compose_config
+
+    cnn = compose_config(["trainer=gpu", "method=dp_sgd", "method.model=small_cnn", "privacy.target_epsilon=1",
+                          "privacy.neighbors=replace"])
+    assert cnn.method.model == "small_cnn" and cnn.trainer.accelerator == "gpu"
+    for method in ("pate", "private_knn", "dp_sgd"):
+        assert compose_config([f"method={method}", "seed=1000", "progress=false"]).seed == 1000
