@@ -4,6 +4,7 @@ price them (``ledger.json``); the reference labels (never released) share its la
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping
 from pathlib import Path
@@ -11,16 +12,19 @@ from typing import Any
 
 import numpy as np
 
-from pate.artifacts import Artifact
+from pate.artifacts import Artifact, atomic_write_json
 from pate.privacy import Ledger
 from pate.votes import PackedVotes
 
 log = logging.getLogger(__name__)
 
 LEDGER_FILE = "ledger.json"
+# the same release priced otherwise, beside the ledger: diagnostics, never the run's epsilon
+DIAGNOSTIC_LEDGERS = {"data_dependent": "ledger_data_dependent.json", "data_independent": "ledger_data_independent.json"}
+DETAILS_FILE = "details.json"
 UNANSWERED = -1  # the k of an unanswered query, in aggregate.npz as in AggregationResult
 
-__all__ = ["LEDGER_FILE", "UNANSWERED", "build_aggregate", "build_majority_labels", "build_true_labels",
+__all__ = ["DIAGNOSTIC_LEDGERS", "LEDGER_FILE", "UNANSWERED", "build_aggregate", "release_ledger", "build_majority_labels", "build_true_labels",
            "queries_within_budget", "read_aggregate", "replay_privacy", "write_release"]
 
 
@@ -38,8 +42,13 @@ def queries_within_budget(aggregator, num_queries: int, budget_epsilon: float | 
     if isinstance(budget_epsilon, bool) or not isinstance(budget_epsilon, (int, float)) or not budget_epsilon > 0:
         raise ValueError(f"privacy.budget_epsilon={budget_epsilon!r}; expected a number > 0 (or null: no budget)")
 
+    if not getattr(aggregator, "priced_per_query", True):
+        raise ValueError(f"privacy.budget_epsilon={budget_epsilon!r}: {aggregator.name} is priced as one release of the "
+                         f"whole batch (its epsilon is its proposal's, whatever the number of queries); set "
+                         f"privacy.target_epsilon instead and leave privacy.budget_epsilon null")
+
     def cost(n: int) -> float:
-        return Ledger().compose(aggregator, count=n).epsilon(delta)[0] if n else 0.0
+        return release_ledger(aggregator, n).epsilon(delta)[0] if n else 0.0
 
     if cost(1) > budget_epsilon:
         raise ValueError(f"privacy.budget_epsilon={budget_epsilon:g} cannot pay for one query: one query of "
@@ -54,15 +63,26 @@ def queries_within_budget(aggregator, num_queries: int, budget_epsilon: float | 
     return lo
 
 
+def release_ledger(aggregator, asked: int) -> Ledger:
+    """The cost events of ``aggregator`` answering ``asked`` queries: ``asked`` runs of its per-query event, or one
+    release of the whole batch for an aggregator with ``priced_per_query = False`` (a data-dependent release whose
+    proposal covers every query at once)."""
+    per_query = getattr(aggregator, "priced_per_query", True)
+    return Ledger().compose(aggregator, count=asked if per_query else int(asked > 0))
+
+
 def build_aggregate(work: Path, aggregator, votes: Mapping[str, np.ndarray], num_labels: int, asked: int,
                     seed: int) -> None:
     """Release label sets for the first ``asked`` queries and record what they cost.
 
     Writes ``aggregate.npz`` (``labels`` bool [Q, L], ``answered`` bool [Q], ``k`` int [Q]: the released set's
-    size, -1 where unanswered, as in ``AggregationResult``) and ``ledger.json`` (the cost events: the
-    mathematics of one query, the relation and ``asked``). No epsilon is stored: :func:`replay_privacy` prices the
-    events with the current accountant whenever the artifact is read. Queries past ``asked`` are not shown to
-    the aggregator at all.
+    size, -1 where unanswered, as in ``AggregationResult``; ``released`` bool [Q, L] when the aggregator releases
+    some labels of a query and not others) and ``ledger.json`` (the cost events: the mathematics of one query, the
+    relation and ``asked``; ``release_ledger``). No epsilon is stored: :func:`replay_privacy` prices the events with
+    the current accountant whenever the artifact is read. An aggregator that measures its release otherwise too
+    (``details["data_dependent"]``, ``details["data_independent"]``: cost events) gets those priced beside it as
+    diagnostics (``DIAGNOSTIC_LEDGERS``), and its other details in ``details.json``. Queries past ``asked`` are not
+    shown to the aggregator at all.
     """
     rng = np.random.default_rng(seed)
     counts = votes["counts"]
@@ -70,27 +90,50 @@ def build_aggregate(work: Path, aggregator, votes: Mapping[str, np.ndarray], num
     labels = np.zeros((q, num_labels), dtype=bool)
     answered = np.zeros(q, dtype=bool)
     k = np.full(q, UNANSWERED, dtype=np.int64)
+    released, diagnostics, details = None, {}, {}
     if asked:
         needs_bits = getattr(aggregator, "requires_teacher_votes", False)
         batch = PackedVotes(votes["bits"][:asked], num_labels) if needs_bits else counts[:asked]
         res = aggregator(batch, rng=rng)
         labels[:asked], answered[:asked] = res.labels, res.answered
         k[:asked] = res.k
-    write_release(work, labels, answered, k, Ledger().compose(aggregator, count=asked))
+        if res.released is not None:
+            released = np.zeros((q, num_labels), dtype=bool)
+            released[:asked] = res.released
+        details = dict(res.details)
+        for name in DIAGNOSTIC_LEDGERS:
+            if name in details:
+                diagnostics[name] = Ledger(neighbors=aggregator.neighbors).compose_event(details.pop(name), name=name)
+    write_release(work, labels, answered, k, release_ledger(aggregator, asked), released, diagnostics, details)
 
 
-def write_release(work: Path, labels: np.ndarray, answered: np.ndarray, k: np.ndarray, ledger: Ledger) -> None:
+def write_release(work: Path, labels: np.ndarray, answered: np.ndarray, k: np.ndarray, ledger: Ledger,
+                  released: np.ndarray | None = None, diagnostics: Mapping[str, Ledger] | None = None,
+                  details: Mapping[str, Any] | None = None) -> None:
     """The aggregate artifact's format, for every method: ``aggregate.npz`` (``labels`` bool [Q, L], ``answered``
-    bool [Q], ``k`` int [Q], -1 where unanswered) and ``ledger.json``, the cost events of everything the method
-    released (epsilon is replayed from them, never stored)."""
+    bool [Q], ``k`` int [Q], -1 where unanswered, and optionally ``released`` bool [Q, L]: the labels released, the
+    others missing) and ``ledger.json``, the cost events of everything the method released (epsilon is replayed
+    from them, never stored); optionally ``diagnostics`` (``DIAGNOSTIC_LEDGERS`` name -> ledger) and ``details``
+    (JSON)."""
     labels, answered, k = np.asarray(labels, dtype=bool), np.asarray(answered, dtype=bool), np.asarray(k, np.int64)
     if labels.ndim != 2 or answered.shape != (labels.shape[0],) or k.shape != answered.shape:
         raise ValueError(f"a release needs labels [Q, L], answered [Q] and k [Q], got shapes {labels.shape}, "
                          f"{answered.shape}, {k.shape}")
     if labels[~answered].any() or np.any(k[~answered] != UNANSWERED):
         raise ValueError("an unanswered query must release no label and k = -1")
-    np.savez(work / "aggregate.npz", labels=labels, answered=answered, k=k)
+    arrays = {"labels": labels, "answered": answered, "k": k}
+    if released is not None:
+        released = np.asarray(released, dtype=bool)
+        if released.shape != labels.shape or labels[~released].any() or np.any(released.any(axis=1) != answered):
+            raise ValueError("released [Q, L] must mark every released label, and a query is answered iff it "
+                             "releases a label")
+        arrays["released"] = released
+    np.savez(work / "aggregate.npz", **arrays)
     ledger.save(work / LEDGER_FILE)
+    for name, diagnostic in (diagnostics or {}).items():
+        diagnostic.save(work / DIAGNOSTIC_LEDGERS[name])
+    if details:
+        atomic_write_json(work / DETAILS_FILE, details)
 
 
 def replay_privacy(art: Artifact, delta: float) -> dict[str, Any]:
@@ -114,10 +157,18 @@ def replay_privacy(art: Artifact, delta: float) -> dict[str, Any]:
     else:
         eps, order = 0.0, float("nan")
         description = f"no query asked: epsilon = 0 at delta = {delta:g} (neighbours: {relation})"
-    return {"epsilon": eps, "epsilon_order": order, "delta": delta, "neighbors": relation, "queries_asked": asked,
-            "delta_t_total": ledger.delta_t, "description": description,
-            "accounting": f"replayed from {len(ledger.history)} cost event(s) in {LEDGER_FILE} with the current "
-                          f"accountant"}
+    result = {"epsilon": eps, "epsilon_order": order, "delta": delta, "neighbors": relation, "queries_asked": asked,
+              "delta_t_total": ledger.delta_t, "description": description,
+              "accounting": f"replayed from {len(ledger.history)} cost event(s) in {LEDGER_FILE} with the current "
+                            f"accountant"}
+    for name, file in DIAGNOSTIC_LEDGERS.items():
+        if art.has(file):
+            diagnostic = Ledger.replay(Ledger.load(art.file(file)).history)
+            result[f"epsilon_{name}"] = diagnostic.epsilon(delta)[0]
+            result[f"privacy_{name}"] = diagnostic.describe(delta)
+    if art.has(DETAILS_FILE):
+        result["details"] = json.loads(art.file(DETAILS_FILE).read_text())
+    return result
 
 
 def build_majority_labels(work: Path, votes: Mapping[str, np.ndarray]) -> None:
@@ -139,6 +190,10 @@ def _write_reference(work: Path, labels: np.ndarray) -> None:
 
 
 def read_aggregate(art: Artifact) -> dict[str, np.ndarray]:
-    """``labels``, ``answered`` and ``k`` of an aggregate (private or reference) artifact."""
+    """``labels``, ``answered``, ``k`` and ``released`` (bool [Q, L]: every label of an answered query unless the
+    aggregator released some labels only) of an aggregate (private or reference) artifact."""
     with np.load(art.file("aggregate.npz")) as z:
-        return {name: z[name] for name in z.files}
+        arrays = {name: z[name] for name in z.files}
+    if "released" not in arrays:
+        arrays["released"] = np.repeat(arrays["answered"][:, None], arrays["labels"].shape[1], axis=1)
+    return arrays

@@ -56,6 +56,10 @@ class Artifact:
     key: str
     path: Path
 
+    def has(self, name: str) -> bool:
+        """Whether the stage wrote the output file ``name``."""
+        return (self.path / name).is_file()
+
     def file(self, name: str) -> Path:
         """Path of one output file; raises if the stage did not write it."""
         p = self.path / name

@@ -7,15 +7,18 @@ import numpy as np
 __all__ = ["label_metrics", "majority_class_accuracy"]
 
 
-def label_metrics(released: np.ndarray, answered: np.ndarray, truth: np.ndarray) -> dict[str, float | None]:
+def label_metrics(released: np.ndarray, answered: np.ndarray, truth: np.ndarray,
+                  mask: np.ndarray | None = None) -> dict[str, float | None]:
     """Quality of the released label sets against the truth of the public queries, over answered queries.
 
     ``label_f1`` is the micro-averaged F1 over all (query, label) pairs, ``label_accuracy`` the fraction of
-    correct (query, label) pairs. Both are None when no query was answered.
+    correct (query, label) pairs. With ``mask`` (bool [Q, L]: the labels actually released, where a confident
+    selection leaves some out) only the released pairs count. Both are None when nothing was released.
     """
-    if not answered.any():
+    mask = np.repeat(answered[:, None], released.shape[1], axis=1) if mask is None else mask.astype(bool)
+    if not mask.any():
         return {"label_f1": None, "label_accuracy": None}
-    pred, true = released[answered].astype(bool), truth[answered].astype(bool)
+    pred, true = released[mask].astype(bool), truth[mask].astype(bool)
     tp = np.sum(pred & true)
     denom = pred.sum() + true.sum()
     return {

@@ -42,6 +42,14 @@ FIELDS: tuple[Field, ...] = (
     Field("epsilon_order", "number", "the RDP order of the tightest conversion", nullable=True),
     Field("privacy", "string", "one line: epsilon, delta, relation, conversion, what was composed", checked=False),
     Field("privacy_accounting", "string", "how epsilon was obtained (replayed from the ledger)", checked=False),
+    Field("epsilon_data_dependent", "number", "binary voting: the raw data-dependent epsilon (PATE 2018), NOT itself "
+          "private", checked=False, **_METHOD),
+    Field("privacy_data_dependent", "string", "one line for epsilon_data_dependent", checked=False, **_METHOD),
+    Field("epsilon_data_independent", "number", "binary voting: the same labels priced data-independently",
+          checked=False, **_METHOD),
+    Field("privacy_data_independent", "string", "one line for epsilon_data_independent", checked=False, **_METHOD),
+    Field("data_dependent_test", "object", "a data-dependent release: its proposal and whether its test passed",
+          checked=False, **_METHOD),
     Field("target_epsilon", "number", "the epsilon the noise was calibrated to", nullable=True, **_METHOD),
     Field("budget_epsilon", "number", "the budget that stops answering queries", nullable=True, checked=False,
           **_METHOD),
@@ -58,6 +66,8 @@ FIELDS: tuple[Field, ...] = (
     Field("answered", "integer", "queries answered"),
     Field("answered_fraction", "number", "answered / queries"),
     Field("mean_k", "number", "mean size of the released label sets", nullable=True),
+    Field("released_label_fraction", "number", "(query, label) pairs released: below answered_fraction where a "
+          "confident selection leaves labels out", checked=False),
     Field("label_f1", "number", "micro F1 of the released labels on the answered queries", nullable=True),
     Field("label_accuracy", "number", "accuracy of the released labels on the answered queries", nullable=True),
     Field("student_accuracy", "number", "the student's mean per-label accuracy on the evaluation images",
@@ -82,7 +92,7 @@ FIELDS: tuple[Field, ...] = (
 )
 _BY_NAME = {field.name: field for field in FIELDS}
 # fields that are fractions: a value outside [0, 1] is a damaged or edited record
-FRACTIONS = ("answered_fraction", "label_f1", "label_accuracy", "student_accuracy", "student_f1",
+FRACTIONS = ("answered_fraction", "released_label_fraction", "label_f1", "label_accuracy", "student_accuracy", "student_f1",
              "majority_class_accuracy")
 
 

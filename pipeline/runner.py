@@ -95,7 +95,22 @@ def student_result(cfg: DictConfig, store: ArtifactStore, graph: Graph, data: Da
     query_indices = read_queries(store.get(graph.shared.queries)).queries
     scores = json.loads(store.get(student).file("student.json").read_text())
     return {"released": released, "student": scores, "student_key": student.key,
-            **label_metrics(released["labels"], released["answered"], data.arrays.labels[query_indices])}
+            **label_metrics(released["labels"], released["answered"], data.arrays.labels[query_indices],
+                            released["released"])}
+
+
+def data_dependent_metrics(privacy: dict[str, Any]) -> dict[str, Any]:
+    """The other prices of the same release, where its aggregator measured them (binary voting): the raw
+    data-dependent epsilon (PATE 2018's figure, not itself private) and the data-independent one, each with the
+    same relation and delta as ``epsilon``; and the data-dependent release's test (``privacy["details"]``)."""
+    metrics = {}
+    for name in ("data_dependent", "data_independent"):
+        if f"epsilon_{name}" in privacy:
+            metrics[f"epsilon_{name}"] = privacy[f"epsilon_{name}"]
+            metrics[f"privacy_{name}"] = privacy[f"privacy_{name}"]
+    if "test" in privacy.get("details", {}):
+        metrics["data_dependent_test"] = privacy["details"]["test"]
+    return metrics
 
 
 def evaluate(cfg: DictConfig, store: ArtifactStore, graph: Graph, data: Dataset, method) -> dict[str, Any]:
@@ -114,11 +129,13 @@ def evaluate(cfg: DictConfig, store: ArtifactStore, graph: Graph, data: Dataset,
         "epsilon_order": privacy["epsilon_order"],
         "privacy": privacy["description"],
         "privacy_accounting": privacy["accounting"],
+        **data_dependent_metrics(privacy),
         "seed": int(cfg.seed),
         "queries": int(cfg.data.num_queries),
         "answered": int(answered.sum()),
         "answered_fraction": float(answered.mean()),
         "mean_k": float(main["released"]["k"][answered].mean()) if answered.any() else None,
+        "released_label_fraction": float(main["released"]["released"].mean()),
         "label_f1": main["label_f1"],
         "label_accuracy": main["label_accuracy"],
         "student_accuracy": main["student"]["student_accuracy"],
@@ -172,9 +189,19 @@ def summary(m: dict[str, Any]) -> str:
         f"aggregator        {m['aggregator']}" if m.get("aggregator") else
         f"method            {m.get('mechanism') or m['method']}",
         f"privacy           {m['privacy']}",
+        *([f"data-dependent    epsilon = {m['epsilon_data_dependent']:.4g} at the same delta and relation, NOT ITSELF "
+           f"PRIVATE (the raw bound of PATE 2018: it depends on the private votes)"]
+          if "epsilon_data_dependent" in m else []),
+        *([f"data-independent  epsilon = {m['epsilon_data_independent']:.4g} at the same delta and relation (the same "
+           f"labels priced without looking at the votes)"] if "epsilon_data_independent" in m else []),
+        *([f"proposal test     {'passed' if m['data_dependent_test']['passed'] else 'FAILED: nothing released'} "
+           f"(proposed RDP {m['data_dependent_test']['rdp_budget']:.4g} at order "
+           f"{m['data_dependent_test']['order']:.4g})"] if "data_dependent_test" in m else []),
         f"answered          {m['answered']}/{m['queries']} queries ({pct(m['answered_fraction'])}), "
         f"mean k = {m['mean_k'] if m['mean_k'] is None else round(m['mean_k'], 2)}",
-        f"released labels   F1 {pct(m['label_f1'])}, accuracy {pct(m['label_accuracy'])}",
+        f"released labels   F1 {pct(m['label_f1'])}, accuracy {pct(m['label_accuracy'])}"
+        + (f" ({pct(m['released_label_fraction'])} of the (query, label) pairs released)"
+           if m["released_label_fraction"] < m["answered_fraction"] else ""),
         *([f"teachers          mean accuracy {pct(m['teacher_accuracy'])} ({m['num_teachers']} teachers; a "
            f"diagnostic, not covered by epsilon)"] if "teacher_accuracy" in m else []),
         f"student           accuracy {pct(m['student_accuracy'])}, macro F1 {pct(m['student_f1'])} "

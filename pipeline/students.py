@@ -50,7 +50,7 @@ class HeadStudent:
             strong = read_features(up["views"]).take(unlabeled) if "views" in up else None
             build_head_student(work, cfg.student, table.take(public.queries), released["labels"],
                                released["answered"], table.take(unlabeled), table.take(public.evaluation),
-                               arrays.labels[public.evaluation], strong_features=strong)
+                               arrays.labels[public.evaluation], strong_features=strong, mask=released["released"])
 
         upstream = {"labels": labels, "queries": queries, "features": features, **({"views": views} if views else {})}
         return Stage("student", {"student": plain(cfg.student), "seed": seed}, build, upstream, code=CODE["student"])
@@ -77,7 +77,7 @@ class NetworkStudent:
             build_student(work, cfg.student, cfg.trainer, np.asarray(arrays.images[public.queries]),
                           released["labels"], released["answered"], np.asarray(arrays.images[unlabeled]),
                           np.asarray(arrays.images[public.evaluation]), arrays.labels[public.evaluation], seed,
-                          work / "logs", progress=bool(cfg.progress))
+                          work / "logs", progress=bool(cfg.progress), mask=released["released"])
 
         return Stage("student", {"student": plain(cfg.student), "precision": str(cfg.trainer.precision), "seed": seed},
                      build, {"labels": labels, "queries": queries}, code=CODE["student"])

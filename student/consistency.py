@@ -47,11 +47,13 @@ class ConsistencyModule(MultiLabelModule):
         return self._confident_sum / max(self._steps, 1)
 
     def training_step(self, batch, batch_idx):
-        (images, targets), unlabeled = batch["labeled"], batch["unlabeled"]
+        (images, targets, *mask), unlabeled = batch["labeled"], batch["unlabeled"]
         x = to_float(images)
         if self.hparams.augment:
             x = random_hflip(x)
-        supervised = F.binary_cross_entropy_with_logits(self.net(x), targets)
+        # a label the release left out (a confident selection's missing entry) adds nothing to the loss
+        losses = F.binary_cross_entropy_with_logits(self.net(x), targets, reduction="none")
+        supervised = (losses * mask[0]).sum() / mask[0].sum().clamp_min(1) if mask else losses.mean()
         with torch.no_grad():
             weak = torch.sigmoid(self.net(random_hflip(to_float(unlabeled))))
         hard, confident = confident_pseudo_labels(weak, self.semi.keep_fraction)

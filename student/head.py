@@ -26,9 +26,29 @@ def _fit(student_cfg: DictConfig, features: torch.Tensor, targets: torch.Tensor)
     return head_weights(x, heads.beta, heads.ybar)
 
 
+def _fit_released(student_cfg: DictConfig, features: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor):
+    """``_fit`` where only the entries of ``mask`` [n, L] (bool) were released: each attribute's head is the ridge fit
+    on the rows that released it (one fit per attribute, a loop over L, not over queries), so a missing label
+    adds nothing to its attribute's fit. An attribute released on fewer than 2 rows (leave-one-out needs 2) gets
+    the constant score of its released targets' mean (0 when none), hence predicts absent unless they were
+    mostly present."""
+    if bool(mask.all()):
+        return _fit(student_cfg, features, targets)
+    weights = torch.zeros(1, features.shape[1], targets.shape[1])
+    bias = torch.zeros(1, targets.shape[1])
+    for label in range(targets.shape[1]):
+        rows = mask[:, label]
+        if int(rows.sum()) < 2:
+            bias[0, label] = targets[rows, label].mean() if bool(rows.any()) else 0.0
+            continue
+        w, b = _fit(student_cfg, features[rows], targets[rows, label:label + 1])
+        weights[0, :, label], bias[0, label] = w[0, :, 0], b[0, 0]
+    return weights, bias
+
+
 def train_head_student(student_cfg: DictConfig, train_features: torch.Tensor, train_labels: np.ndarray,
                        unlabeled_features: torch.Tensor, eval_features: torch.Tensor, eval_labels: np.ndarray,
-                       strong_features: torch.Tensor | None = None) -> dict:
+                       strong_features: torch.Tensor | None = None, train_mask: np.ndarray | None = None) -> dict:
     """Fit on (``train_features`` [n, D], ``train_labels`` [n, L]) and, with ``student.semi``, on the unlabeled
     images (student/semi.py); score on the evaluation split. Returns the same metrics as the CNN student (mean
     per-attribute accuracy, macro F1, per-attribute accuracy, n) and what was used of the unlabeled images.
@@ -38,7 +58,9 @@ def train_head_student(student_cfg: DictConfig, train_features: torch.Tensor, tr
     the current head there rather than pulled towards a guess), so all attributes share one kernel and one
     leave-one-out fit. ``pseudo_label`` refits on ``unlabeled_features`` [U, D] themselves; ``consistency``
     (FixMatch) takes the pseudo-labels from them (the weak view) but refits on ``strong_features`` [U, D], the
-    features of a strongly augmented view of the same U images, row for row.
+    features of a strongly augmented view of the same U images, row for row. ``train_mask`` (bool like
+    ``train_labels``): the labels that were released; a missing one adds nothing to the first fit
+    (``_fit_released``) and, in a self-training refit, is a neutral target like an unconfident pseudo-label.
     """
     semi = SemiSupervision.from_config(student_cfg)
     if semi.method == "consistency" and (strong_features is None or strong_features.shape != unlabeled_features.shape):
@@ -51,7 +73,12 @@ def train_head_student(student_cfg: DictConfig, train_features: torch.Tensor, tr
         raise ValueError(f"features and labels must have one row per image: {len(train_features)} vs "
                          f"{len(train_labels)} (train), {len(eval_features)} vs {len(eval_labels)} (eval)")
     labels = torch.from_numpy(np.asarray(train_labels, dtype=np.float32))
-    weights, bias = _fit(student_cfg, train_features, labels)
+    mask = torch.ones(labels.shape, dtype=torch.bool) if train_mask is None else torch.from_numpy(
+        np.asarray(train_mask, dtype=bool))
+    if mask.shape != labels.shape:
+        raise ValueError(f"train_mask must have the shape of train_labels {tuple(labels.shape)}, got "
+                         f"{tuple(mask.shape)}")
+    weights, bias = _fit_released(student_cfg, train_features, labels, mask)
     pseudo_fraction = 0.0
     if semi.uses_unlabeled and len(unlabeled_features):
         refit_on = strong_features if semi.method == "consistency" else unlabeled_features
@@ -60,8 +87,9 @@ def train_head_student(student_cfg: DictConfig, train_features: torch.Tensor, tr
             hard, confident = confident_pseudo_labels(scores, semi.keep_fraction)
             refit_scores = scores if refit_on is unlabeled_features else head_scores(refit_on, weights, bias)[0]
             targets = torch.where(confident, hard, refit_scores)
+            released = torch.where(mask, labels, head_scores(train_features, weights, bias)[0])
             weights, bias = _fit(student_cfg, torch.cat([train_features, refit_on]),
-                                 torch.cat([labels, targets.float()]))
+                                 torch.cat([released, targets.float()]))
             pseudo_fraction = float(confident.double().mean())
     probs = (head_scores(eval_features, weights, bias)[0] - 0.5).sigmoid()  # > 1/2 exactly where the score > 1/2
     return {

@@ -22,30 +22,36 @@ _NOTHING_ANSWERED = {"student_accuracy": None, "student_f1": None, "student_per_
 
 def build_student(work: Path, student_cfg, trainer_cfg, query_images: np.ndarray, released: np.ndarray,
                   answered: np.ndarray, unlabeled_images: np.ndarray, eval_images: np.ndarray,
-                  eval_labels: np.ndarray, seed: int, log_dir: Path, progress: bool = True) -> None:
+                  eval_labels: np.ndarray, seed: int, log_dir: Path, progress: bool = True,
+                  mask: np.ndarray | None = None) -> None:
     """Train on the answered public queries (``query_images[answered]``) with their released labels and, with
     ``student.semi``, on ``unlabeled_images`` (the pool's other images, unanswered queries included); evaluate
     on (``eval_images``, ``eval_labels``). Writes ``student.json`` with the student's metrics; when no query was
     answered there is nothing to train on, and the metrics are null (not a made-up score) with a note saying
-    why."""
+    why. ``mask`` (bool [Q, L]): the labels released where a confident selection left some out; the others are
+    missing in the student's loss."""
     if not answered.any():
         atomic_write_json(work / "student.json", _NOTHING_ANSWERED)
         return
     metrics = train_student(student_cfg, trainer_cfg, query_images[answered], released[answered], unlabeled_images,
-                            eval_images, eval_labels, seed=seed, log_dir=log_dir, progress=progress)
+                            eval_images, eval_labels, seed=seed, log_dir=log_dir, progress=progress,
+                            train_mask=None if mask is None else mask[answered])
     atomic_write_json(work / "student.json", metrics)
 
 
 def build_head_student(work: Path, student_cfg, query_features: torch.Tensor, released: np.ndarray,
                        answered: np.ndarray, unlabeled_features: torch.Tensor, eval_features: torch.Tensor,
-                       eval_labels: np.ndarray, strong_features: torch.Tensor | None = None) -> None:
+                       eval_labels: np.ndarray, strong_features: torch.Tensor | None = None,
+                       mask: np.ndarray | None = None) -> None:
     """``student=head``: a ridge head on the public features of the answered queries with their released labels
     (and, with ``student.semi``, the unlabeled pool's features, and for ``consistency`` the features of their
-    strong views), scored on the evaluation features; writes ``student.json`` like :func:`build_student`."""
+    strong views; ``mask`` as in :func:`build_student`), scored on the evaluation features; writes
+    ``student.json`` like :func:`build_student`."""
     if answered.sum() < 2:
         atomic_write_json(work / "student.json", {**_NOTHING_ANSWERED, "student_train_size": int(answered.sum()),
                                                   "note": "fewer than 2 public queries were answered: no student"})
         return
     metrics = train_head_student(student_cfg, query_features[torch.from_numpy(answered)], released[answered],
-                                 unlabeled_features, eval_features, eval_labels, strong_features)
+                                 unlabeled_features, eval_features, eval_labels, strong_features,
+                                 None if mask is None else mask[answered])
     atomic_write_json(work / "student.json", metrics)

@@ -74,8 +74,8 @@ def _checked_inputs(student_cfg, train_images, eval_images, eval_labels) -> np.n
     return eval_labels
 
 
-def _pseudo_label_round(module, recipe, semi, student_cfg, trainer_cfg, train_images, labels, unlabeled_images,
-                        seed, log_dir: Path, progress, round_):
+def _pseudo_label_round(module, recipe, semi, student_cfg, trainer_cfg, train_images, labels, train_mask,
+                        unlabeled_images, seed, log_dir: Path, progress, round_):
     """One round of pseudo-labelling: the current student labels the unlabeled images, and a fresh student (same
     seed) is fitted on the released labels and the confident pseudo-labels, the unconfident entries masked out.
     Returns the new (module, trainer) and the fraction of pseudo-labelled entries kept."""
@@ -84,7 +84,7 @@ def _pseudo_label_round(module, recipe, semi, student_cfg, trainer_cfg, train_im
     hard, confident = confident_pseudo_labels(probs, semi.keep_fraction)
     images = np.concatenate([train_images, unlabeled_images])
     targets = np.concatenate([labels, hard.numpy().astype(np.uint8)])
-    mask = np.concatenate([np.ones_like(labels), confident.numpy().astype(np.uint8)])
+    mask = np.concatenate([train_mask, confident.numpy().astype(np.uint8)])
     module, trainer = _fit(recipe, student_cfg, trainer_cfg, images, targets, seed, log_dir, progress, mask=mask,
                            desc=f"student (pseudo-label round {round_ + 1})")
     return module, trainer, float(confident.double().mean())
@@ -101,6 +101,7 @@ def train_student(
     seed: int,
     log_dir: Path,
     progress: bool = True,
+    train_mask: np.ndarray | None = None,
 ) -> dict:
     """Train the student on (``train_images``, ``train_labels``) and, with ``student.semi``, on
     ``unlabeled_images`` (student/semi.py); test it on (``eval_images``, ``eval_labels``).
@@ -112,21 +113,25 @@ def train_student(
 
     Returns ``student_accuracy`` (mean over labels of the per-label accuracy), ``student_f1`` (macro F1),
     ``student_per_attribute_accuracy`` (list, one per label), ``student_train_size`` and what was used of the
-    unlabeled images. Initialisation, batch order and augmentation are seeded from ``seed``.
+    unlabeled images. Initialisation, batch order and augmentation are seeded from ``seed``. ``train_mask`` (bool
+    like ``train_labels``): the labels that were released; the others are missing and add nothing to the loss.
     """
     eval_labels = _checked_inputs(student_cfg, train_images, eval_images, eval_labels)
     recipe, semi = Recipe.from_config(student_cfg, "student"), SemiSupervision.from_config(student_cfg)
     labels = np.asarray(train_labels).astype(np.uint8)
+    mask = np.ones_like(labels) if train_mask is None else np.asarray(train_mask).astype(np.uint8)
+    if mask.shape != labels.shape:
+        raise ValueError(f"train_mask must have the shape of train_labels {labels.shape}, got {mask.shape}")
     if semi.uses_unlabeled and len(unlabeled_images):
         check_images(unlabeled_images)
     consistency = (semi, unlabeled_images) if semi.method == "consistency" and len(unlabeled_images) else None
     module, trainer = _fit(recipe, student_cfg, trainer_cfg, train_images, labels, seed, Path(log_dir), progress,
-                           consistency=consistency)
+                           mask=None if mask.all() else mask, consistency=consistency)
     pseudo_fraction = module.confident_fraction if consistency else 0.0
     if semi.method == "pseudo_label" and len(unlabeled_images):
         for round_ in range(semi.rounds):
             module, trainer, pseudo_fraction = _pseudo_label_round(
-                module, recipe, semi, student_cfg, trainer_cfg, train_images, labels, unlabeled_images, seed,
+                module, recipe, semi, student_cfg, trainer_cfg, train_images, labels, mask, unlabeled_images, seed,
                 Path(log_dir) / f"pseudo_{round_}", progress, round_)
     eval_loader = make_loader(
         IndexedImages(eval_images, np.arange(eval_images.shape[0]), eval_labels),

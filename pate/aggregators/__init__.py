@@ -1,4 +1,5 @@
-"""Multi-label labellers built from the mechanisms: StableTopK (Zhu & Wang 2022), GaussianPATE, TauPATE.
+"""Multi-label labellers built from the mechanisms: StableTopK (Zhu & Wang 2022), GaussianPATE, TauPATE, and binary
+voting (PATE 2018's GNMax per label), data-independent or released under a tested data-dependent bound.
 
 All follow the protocol of ``pate.aggregators.base``: immutable, ``agg(votes, rng) -> AggregationResult``,
 ``agg.rdp(orders)``, ``agg.delta_per_query``, ``agg.neighbors``, ``agg.name``, ``agg.scale_noise(m)``,
@@ -6,8 +7,9 @@ All follow the protocol of ``pate.aggregators.base``: immutable, ``agg(votes, rn
 """
 
 from pate.aggregators.base import AggregationResult, Aggregator
+from pate.aggregators.binary_voting import BinaryVoting, DataDependentBinaryVoting
 from pate.aggregators.gaussian_pate import GaussianPATE
 from pate.aggregators.stable_topk import StableTopK, StableTopKResult
 from pate.aggregators.tau_pate import TauPATE
 
-__all__ = ["AggregationResult", "Aggregator", "GaussianPATE", "StableTopK", "StableTopKResult", "TauPATE"]
+__all__ = ["AggregationResult", "Aggregator", "BinaryVoting", "DataDependentBinaryVoting", "GaussianPATE", "StableTopK", "StableTopKResult", "TauPATE"]

@@ -15,7 +15,7 @@ An aggregator is an immutable configured object (constructor arguments = keys of
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -33,11 +33,18 @@ class AggregationResult:
     answered bool ``[Q]``: False where the mechanism declined to answer (StableTopK's test failed).
     k        int ``[Q]``: size of the released set where answered, -1 where unanswered (so an answered
              empty set, k = 0, stays distinguishable from no answer).
+    released bool ``[Q, L]`` or None: which labels of each query were released (a confident selection releases
+             some labels of a query and not others; the student sees the others as missing). None: every label
+             of an answered query.
+    details  what the aggregator measured on the way that a run reports beside the labels (a data-dependent
+             analysis: its raw bound and its test); empty for most.
     """
 
     labels: np.ndarray
     answered: np.ndarray
     k: np.ndarray
+    released: np.ndarray | None = field(default=None, kw_only=True)
+    details: dict = field(default_factory=dict, kw_only=True)
 
     @property
     def answered_fraction(self) -> float:

@@ -35,6 +35,7 @@ from pate.privacy.events import (
     LaplaceEvent,
     PoissonSampledGaussianEvent,
     PureDpEvent,
+    RdpAtOrderEvent,
     RdpCurveEvent,
     ReportNoisyMaxEvent,
     SelfComposedEvent,
@@ -95,6 +96,13 @@ def _(event: PoissonSampledGaussianEvent, orders) -> Price:
     REPLACE_ONE, and joint convexity; ``poisson_sampled_gaussian_replace_rdp``)."""
     curve = (poisson_sampled_gaussian_replace_rdp if event.neighbors == "replace" else poisson_sampled_gaussian_rdp)
     return Price(event.steps * curve(orders, event.sampling_rate, event.noise_multiplier), 0.0)
+
+
+@price.register
+def _(event: RdpAtOrderEvent, orders) -> Price:
+    """epsilon at every order <= the event's (monotonicity of Renyi divergence in the order), +inf above."""
+    orders = checks.orders_array(orders)
+    return Price(np.where(orders <= event.order, event.epsilon, np.inf), 0.0)
 
 
 @price.register

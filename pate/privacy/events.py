@@ -35,6 +35,7 @@ __all__ = [
     "LaplaceEvent",
     "PoissonSampledGaussianEvent",
     "PureDpEvent",
+    "RdpAtOrderEvent",
     "RdpCurveEvent",
     "ReportNoisyMaxEvent",
     "SelfComposedEvent",
@@ -217,6 +218,22 @@ class RdpCurveEvent(DpEvent):
     @property
     def data_dependent(self) -> bool:
         return bool(self.data_dependent_bound)
+
+
+@_register("rdp_at_order")
+class RdpAtOrderEvent(DpEvent):
+    """A release known to be (``order``, ``epsilon``)-RDP at one order (a bound proposed and privately tested,
+    ``pate.mechanisms.dd_release``). Renyi divergence is non-decreasing in its order (van Erven & Harremoes 2014,
+    "Renyi divergence and Kullback-Leibler divergence", Theorem 3), so the same epsilon holds at every order below;
+    above it nothing is known (+inf)."""
+
+    order: float
+    epsilon: float
+
+    def __post_init__(self):
+        order = checks.orders_array([self.order], name="order")
+        object.__setattr__(self, "order", float(order[0]))
+        object.__setattr__(self, "epsilon", checks.non_negative("epsilon", self.epsilon))
 
 
 # ------------------------------------------------------------------------------------------- combinators

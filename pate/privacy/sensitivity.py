@@ -98,6 +98,22 @@ def count_l2_sensitivity(num_labels: int, neighbors: str) -> float:
     return math.sqrt(num_labels)
 
 
+def binary_vote_l2_sensitivity(num_labels: int, neighbors: str) -> float:
+    """L2 sensitivity of the L per-label (yes, no) histograms of binary voting, stacked into one vector of 2L counts:
+    sqrt(2 L) (replace), sqrt(L) (add_remove).
+
+    Proof sketch. replace: a teacher whose vote on label l changes moves one count from yes to no or back, so
+    that label's pair moves by (+-1, -+1), L2 norm sqrt(2), and every label may move at once: sqrt(2 L), attained by
+    the vote 0 replaced by 1. add_remove: the added (removed) teacher adds (removes) one vote per label, to yes or to
+    no, so each pair moves by a unit vector: sqrt(L). Per label (L = 1) these are the GNMax neighbours of Papernot
+    et al. 2018 (one vote moved between classes, Proposition 8: alpha / sigma^2) and one vote added (alpha /
+    (2 sigma^2)).
+    """
+    num_labels = _check_num_labels(num_labels)
+    factor = {"replace": 2.0, "add_remove": 1.0}[check_relation(neighbors)]
+    return math.sqrt(factor * num_labels)
+
+
 def gap_sensitivity(neighbors: str) -> float:
     """Sensitivity of a gap h_(j) - h_(j+1) of the counts sorted in decreasing order: 2 (replace), 1 (add_remove).
 
