@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Regenerate the committed PATE sweep reports
-# (benchmarks/results/{eps_sweep,paper_synthetic,semi_sweep,query_sweep}_{replace,add_remove} and
+# (benchmarks/results/{eps_sweep,dd_sweep,paper_synthetic,semi_sweep,query_sweep}_{replace,add_remove} and
 # semi_cnn_replace) from one clean commit, one sweep at a time (two torch processes on 2 cores slow each other
 # ~10x).
-#   benchmarks/pate_reports.sh            # all nine reports: ~3 hours on the 2-core VM
+#   benchmarks/pate_reports.sh            # all eleven reports: ~4 hours on the 2-core VM
 #   benchmarks/pate_reports.sh eps_sweep  # only the sweeps whose name starts with the argument
 # Each sweep writes into logs/reports/<name>/; when all have finished, their report.md, results.csv and plots are
 # copied into benchmarks/results/<name>/ (not before: a copy dirties the tree, and the next sweep's jobs would
@@ -36,6 +36,8 @@ done_sweeps=()
 
 sweep eps_sweep_replace experiment=eps_sweep privacy.neighbors=replace
 sweep eps_sweep_add_remove experiment=eps_sweep privacy.neighbors=add_remove
+sweep dd_sweep_replace experiment=dd_sweep privacy.neighbors=replace
+sweep dd_sweep_add_remove experiment=dd_sweep privacy.neighbors=add_remove
 sweep paper_synthetic_replace experiment=paper_synthetic references=true seed=0,1,2 privacy.target_epsilon=null,8 \
     privacy.neighbors=replace
 sweep paper_synthetic_add_remove experiment=paper_synthetic references=true seed=0,1,2 privacy.target_epsilon=null,8 \

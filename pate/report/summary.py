@@ -19,6 +19,9 @@ CALIBRATION_TOLERANCE = 0.01
 # The headline asks where the student first reaches this fraction of the true-labels student's accuracy.
 HEADLINE_FRACTION = 0.97
 TABLE_METRICS = ("student_accuracy", "student_f1", "label_f1", "answered_fraction", "mean_k")
+# Shown only in a sweep where some run has them: binary voting's share of (query, label) pairs released and its
+# raw data-dependent epsilon (not itself private; the x-axis is always the DP guarantee, ``epsilon``).
+OPTIONAL_METRICS = ("released_label_fraction", "epsilon_data_dependent")
 REFERENCE_METRICS = ("student_accuracy", "student_f1", "label_f1")
 
 TARGET, ACHIEVED, NON_PRIVATE = "target", "achieved", "non-private"
@@ -127,10 +130,10 @@ def _cell(method: str, axis: str, epsilon: float | None, runs: list[Run]) -> Cel
                 f"seed={run.metrics['seed']}; they differ by {sorted(set(other.overrides) ^ set(run.overrides))}. "
                 f"The report averages over seeds only: sweep that setting in separate sweeps")
     stats: dict[str, Stat | None] = {}
-    for key in ("epsilon",) + TABLE_METRICS:
+    for key in ("epsilon",) + TABLE_METRICS + OPTIONAL_METRICS:
         # A metric is null where a run had nothing to measure (no query answered: no released labels to
         # score, no student to train); the statistic is over the runs that have it, and its n says how many.
-        values = [run.metrics[key] for run in runs if run.metrics[key] is not None]
+        values = [run.metrics[key] for run in runs if run.metrics.get(key) is not None]
         stats[key] = Stat.of(values) if values else None
     return Cell(method, axis, epsilon, tuple(runs), stats)
 

@@ -15,8 +15,8 @@ from pate.run_record import FIELDS
 
 # results.csv leads with the run record's checked fields, in its order
 _LEADING_FIELDS = tuple(field.name for field in FIELDS if field.checked)
-from pate.report.summary import (ACHIEVED, NON_PRIVATE, REFERENCE_METRICS, TABLE_METRICS, TARGET, Cell, Stat,
-                                 Summary, calibration_error, calibration_miss)
+from pate.report.summary import (ACHIEVED, NON_PRIVATE, OPTIONAL_METRICS, REFERENCE_METRICS, TABLE_METRICS, TARGET,
+                                 Cell, Stat, Summary, calibration_error, calibration_miss)
 
 METRIC_LABELS = {
     "student_accuracy": "student accuracy",
@@ -24,6 +24,8 @@ METRIC_LABELS = {
     "label_f1": "released-label F1",
     "answered_fraction": "answered fraction",
     "mean_k": "mean k",
+    "released_label_fraction": "labels released",
+    "epsilon_data_dependent": "raw data-dependent ε (not private)",
 }
 REFERENCE_LABELS = {
     "true_labels": "student on the true labels (non-private)",
@@ -144,12 +146,13 @@ def _calibration_text(cell: Cell) -> str:
 
 def results_table(summary: Summary) -> str:
     """Mean ± std over seeds per (method, epsilon) cell, with the achieved epsilon and the calibration check."""
-    header = ["method", "target ε", "achieved ε", "calibration", "seeds"] + [METRIC_LABELS[m] for m in TABLE_METRICS]
+    metrics = TABLE_METRICS + tuple(m for m in OPTIONAL_METRICS if any(cell.stats[m] for cell in summary.cells))
+    header = ["method", "target ε", "achieved ε", "calibration", "seeds"] + [METRIC_LABELS[m] for m in metrics]
     rows = []
     for cell in summary.cells:
         rows.append([cell.method, _target_text(cell), format_stat(cell.stats["epsilon"], 3),
                      _calibration_text(cell), str(len(cell.runs))]
-                    + [_partial(format_stat(cell.stats[m]), cell.stats[m], len(cell.runs)) for m in TABLE_METRICS])
+                    + [_partial(format_stat(cell.stats[m]), cell.stats[m], len(cell.runs)) for m in metrics])
     return _markdown(header, rows)
 
 
