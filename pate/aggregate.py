@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from pate.artifacts import Artifact, atomic_write_json
-from pate.privacy import Ledger
+from pate.privacy import Ledger, SelfComposedEvent
 from pate.votes import PackedVotes
 
 log = logging.getLogger(__name__)
@@ -103,7 +103,11 @@ def build_aggregate(work: Path, aggregator, votes: Mapping[str, np.ndarray], num
         details = dict(res.details)
         for name in DIAGNOSTIC_LEDGERS:
             if name in details:
-                diagnostics[name] = Ledger(neighbors=aggregator.neighbors).compose_event(details.pop(name), name=name)
+                event, count = details.pop(name), 1
+                if isinstance(event, SelfComposedEvent):  # recorded as its queries, so the line counts them
+                    event, count = event.event, event.count
+                diagnostics[name] = Ledger().compose_event(event, count=count, name=aggregator.name,
+                                                           neighbors=aggregator.neighbors)
     write_release(work, labels, answered, k, release_ledger(aggregator, asked), released, diagnostics, details)
 
 
@@ -163,7 +167,7 @@ def replay_privacy(art: Artifact, delta: float) -> dict[str, Any]:
                             f"accountant"}
     for name, file in DIAGNOSTIC_LEDGERS.items():
         if art.has(file):
-            diagnostic = Ledger.replay(Ledger.load(art.file(file)).history)
+            diagnostic = Ledger.replay(Ledger.load(art.file(file)).history, neighbors=relation)
             result[f"epsilon_{name}"] = diagnostic.epsilon(delta)[0]
             result[f"privacy_{name}"] = diagnostic.describe(delta)
     if art.has(DETAILS_FILE):

@@ -190,6 +190,11 @@ class DataDependentBinaryVoting(PricedByEvent):
         """The whole batch's release: the test's Gaussian and the proposal, test_delta-approximate."""
         return self.test.dp_event
 
+    @property
+    def delta_per_query(self) -> float:
+        """test_delta, the release's approximate-RDP delta (known before the proposal is)."""
+        return self.test_delta
+
     def data_independent_event(self, num_queries: int) -> DpEvent:
         """The same labels priced without the data: per query the screen (a Gaussian on the L larger counts, each of
         which moves by <= 1: ``count_l2_sensitivity``) and GNMax on the 2L counts, over ``num_queries`` queries."""

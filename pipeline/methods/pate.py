@@ -19,7 +19,7 @@ from omegaconf import DictConfig
 
 from pate.aggregate import queries_within_budget
 from pate.artifacts import ArtifactStore, Stage
-from pate.privacy import calibrate_noise
+from pate.privacy import DEFAULT_ORDERS, calibrate_noise
 from pate.votes import read_votes
 from pipeline.checks import building, instantiate
 from pipeline.graph import aggregate_stage, partition_stage, reference_stage
@@ -57,6 +57,7 @@ def prepare_aggregator(cfg: DictConfig):
         aggregator, multiplier = calibrate(float(cfg.privacy.target_epsilon), delta, num_queries)
         log.info("calibrated %s to epsilon=%g at delta=%g over %d queries (neighbours: %s): noise multiplier %.4f",
                  aggregator.name, cfg.privacy.target_epsilon, delta, num_queries, aggregator.neighbors, multiplier)
+    aggregator.rdp(DEFAULT_ORDERS)  # one that cannot price itself yet (no proposal, no target) says why, here
     asked = queries_within_budget(aggregator, num_queries, cfg.privacy.budget_epsilon, delta)
     if asked < num_queries:
         log.warning("privacy budget epsilon=%g at delta=%g (neighbours: %s) allows %d of %d queries; the other %d "

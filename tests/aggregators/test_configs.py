@@ -7,7 +7,8 @@ import pytest
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
-from pate.aggregators import Aggregator, GaussianPATE, StableTopK, TauPATE
+from pate.aggregators import (Aggregator, BinaryVoting, DataDependentBinaryVoting, GaussianPATE, StableTopK,
+                              TauPATE)
 from tests.conftest import compose_config
 
 CONF = Path(__file__).resolve().parents[2] / "conf" / "aggregator"
@@ -16,6 +17,9 @@ CLASSES = {
     "stable_topk_gumbel": StableTopK,
     "gaussian_pate": GaussianPATE,
     "tau_pate": TauPATE,
+    "binary_voting": BinaryVoting,
+    "binary_voting_dd": DataDependentBinaryVoting,
+    "confident_binary_voting": DataDependentBinaryVoting,
 }
 
 

@@ -164,3 +164,37 @@ def test_consistency_batches_pair_each_labeled_batch_with_ratio_times_as_many_po
         assert (batch["labeled"][0] == 3).all()
     again = [batch["unlabeled"][:, 0, 0, 0] for batch, *_ in consistency_loaders(labeled, pool, 2, 1, 0)]
     assert all(torch.equal(a["unlabeled"][:, 0, 0, 0], b) for a, b in zip(batches, again))
+
+
+def test_a_label_left_out_of_the_release_adds_nothing_to_the_head_student():
+    """A confident selection's missing labels: each attribute's head is the ridge on the rows that released it, so
+    flipping a missing entry changes nothing, and the result equals fitting that attribute on its rows alone."""
+    x, y, unlabeled, x_eval, y_eval = _problem(seed=4)
+    mask = np.random.default_rng(9).random(y.shape) < 0.7
+    cfg = OmegaConf.create({"lambdas": [0.1, 1.0]})
+    got = train_head_student(cfg, x, y, unlabeled, x_eval, y_eval, train_mask=mask)
+    flipped = np.where(mask, y, 1 - y)
+    assert train_head_student(cfg, x, flipped, unlabeled, x_eval, y_eval, train_mask=mask) == got
+    for label in range(y.shape[1]):
+        rows = torch.from_numpy(mask[:, label])
+        twice = [label, label]  # two columns: the scores need at least 2 labels
+        alone = train_head_student(cfg, x[rows], y[mask[:, label]][:, twice], unlabeled, x_eval, y_eval[:, twice])
+        assert got["student_per_attribute_accuracy"][label] == pytest.approx(
+            alone["student_per_attribute_accuracy"][0], abs=1e-6)
+    everything = train_head_student(cfg, x, y, unlabeled, x_eval, y_eval)
+    assert train_head_student(cfg, x, y, unlabeled, x_eval, y_eval, train_mask=np.ones_like(mask)) == everything
+    with pytest.raises(ValueError, match="train_mask must have the shape"):
+        train_head_student(cfg, x, y, unlabeled, x_eval, y_eval, train_mask=mask[:, :2])
+
+
+def test_a_label_left_out_of_the_release_adds_nothing_to_the_consistency_loss():
+    module, _ = _consistency_module()
+    images = torch.randint(0, 256, (4, 3, 32, 32), dtype=torch.uint8)
+    targets = torch.randint(0, 2, (4, 3)).float()
+    mask = torch.tensor([[1, 0, 1], [1, 1, 1], [0, 0, 1], [1, 0, 0]]).float()
+    unlabeled = torch.randint(0, 256, (8, 3, 32, 32), dtype=torch.uint8)
+    losses = []
+    for labels in (targets, torch.where(mask.bool(), targets, 1 - targets)):
+        torch.manual_seed(11)
+        losses.append(module.training_step({"labeled": (images, labels, mask), "unlabeled": unlabeled}, 0))
+    torch.testing.assert_close(losses[0], losses[1])
