@@ -90,6 +90,14 @@ def _pseudo_label_round(module, recipe, semi, student_cfg, trainer_cfg, train_im
     return module, trainer, float(confident.double().mean())
 
 
+def _loss_mask(train_mask, labels: np.ndarray) -> np.ndarray:
+    """uint8 [n, L]: 1 where a label was released (every entry without ``train_mask``), checked against the labels."""
+    mask = np.ones_like(labels) if train_mask is None else np.asarray(train_mask).astype(np.uint8)
+    if mask.shape != labels.shape:
+        raise ValueError(f"train_mask must have the shape of train_labels {labels.shape}, got {mask.shape}")
+    return mask
+
+
 def train_student(
     student_cfg: DictConfig,
     trainer_cfg: DictConfig,
@@ -119,9 +127,7 @@ def train_student(
     eval_labels = _checked_inputs(student_cfg, train_images, eval_images, eval_labels)
     recipe, semi = Recipe.from_config(student_cfg, "student"), SemiSupervision.from_config(student_cfg)
     labels = np.asarray(train_labels).astype(np.uint8)
-    mask = np.ones_like(labels) if train_mask is None else np.asarray(train_mask).astype(np.uint8)
-    if mask.shape != labels.shape:
-        raise ValueError(f"train_mask must have the shape of train_labels {labels.shape}, got {mask.shape}")
+    mask = _loss_mask(train_mask, labels)
     if semi.uses_unlabeled and len(unlabeled_images):
         check_images(unlabeled_images)
     consistency = (semi, unlabeled_images) if semi.method == "consistency" and len(unlabeled_images) else None

@@ -23,6 +23,7 @@ under both relations, and the data-independent sum is exactly the Gaussian on th
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass
 from typing import ClassVar
@@ -152,7 +153,7 @@ class DataDependentBinaryVoting(PricedByEvent):
     priced_per_query: ClassVar[bool] = False  # one release for the whole batch (pate.aggregate.release_ledger)
 
     def __post_init__(self):
-        set_ = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731 (frozen dataclass)
+        set_ = functools.partial(object.__setattr__, self)  # frozen dataclass: fields are normalised once, here
         set_("num_labels", checks.positive_int("num_labels", self.num_labels))
         set_("num_teachers", checks.positive_int("num_teachers", self.num_teachers))
         set_("sigma", checks.positive("sigma", self.sigma))

@@ -4,12 +4,16 @@
 * ``GapSelection``: report-noisy-max over the gaps (Gumbel / Gaussian / Laplace noise) -> k;
 * ``GapTest``: propose-test-release on the chosen gap (Gaussian / Laplace) -> answer or not;
 * ``noisy_threshold``: the Gaussian noisy threshold of multi-label PATE;
+* ``binary_gnmax``, ``screen_labels``: binary voting (PATE 2018's GNMax per label) and its confident screen;
+* ``DistanceTest`` and the box bounds of ``dd_release``: releasing under a tested data-dependent bound;
 * ``PrivateKNN``: Private-kNN's subsampled nearest-neighbour votes and their noisy threshold.
 
 Every mechanism object is immutable and carries its per-query cost (``rdp``, ``delta_per_query``,
 ``neighbors``, ``name``), so ``pate.privacy.Ledger`` composes it directly.
 """
 
+from pate.mechanisms.binary_voting import binary_gnmax, screen_labels
+from pate.mechanisms.dd_release import DistanceTest
 from pate.mechanisms.gap_selection import SELECTIONS, GapSelection
 from pate.mechanisms.gaps import count_gaps, sorted_padded_counts, top_k_labels
 from pate.mechanisms.noise import sample_noise
@@ -20,12 +24,15 @@ from pate.mechanisms.ptr import TESTS, GapTest
 __all__ = [
     "SELECTIONS",
     "TESTS",
+    "DistanceTest",
     "GapSelection",
     "GapTest",
     "PrivateKNN",
+    "binary_gnmax",
     "count_gaps",
     "noisy_threshold",
     "sample_noise",
+    "screen_labels",
     "sorted_padded_counts",
     "subsampled_knn_votes",
     "top_k_labels",

@@ -1,8 +1,9 @@
 """Privacy accounting for PATE: RDP curves, sensitivities, conversions, cost events, the accountant that prices
 them, the ledger and noise calibration.
 
-numpy only; imports nothing else of the project. Every sensitivity derives from the neighbouring
-relation in ``pate.privacy.sensitivity``; every curve and conversion documents its formula and source.
+numpy (and scipy.special for the normal tails of the data-dependent bounds); imports nothing else of the project.
+Every sensitivity derives from the neighbouring relation in ``pate.privacy.sensitivity``; every curve and
+conversion documents its formula and source.
 """
 
 from pate.privacy.calibration import calibrate, calibrate_noise

@@ -195,7 +195,8 @@ def test_help_lists_the_groups_train_py_accepts(root):
     done = subprocess.run([sys.executable, str(ROOT / "train.py"), "--help"], cwd=root, capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0
-    assert "aggregator: gaussian_pate, stable_topk_gumbel, stable_topk_paper, tau_pate" in done.stdout
+    assert ("aggregator: binary_voting, binary_voting_dd, confident_binary_voting, gaussian_pate, stable_topk_gumbel, "
+            "stable_topk_paper, tau_pate") in done.stdout
     assert "student: head, resnet18, small_cnn" in done.stdout
     assert "topk_experiment" not in done.stdout  # topk.py's group: train.py rejects it
 

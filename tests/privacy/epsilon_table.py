@@ -107,6 +107,7 @@ def _experiment_jobs() -> list[tuple[str, list[str]]]:
 
 def experiment_rows() -> dict[str, float]:
     """The calibrated noise and the printed epsilon of every committed experiment job, both relations."""
+    from pate.aggregate import release_ledger  # the run's own ledger of a release
     from pipeline.methods.pate import prepare_aggregator  # the run's own calibration path
 
     rows = {}
@@ -122,7 +123,7 @@ def experiment_rows() -> dict[str, float]:
                 prefix = f"{relation} | {label}"
                 for key, value in aggregator.noise_parameters().items():
                     rows[f"{prefix} | {key}"] = float(value)
-                rows[f"{prefix} | epsilon"] = Ledger().compose(aggregator, count=asked).epsilon(delta)[0]
+                rows[f"{prefix} | epsilon"] = release_ledger(aggregator, asked).epsilon(delta)[0]
     return rows
 
 
