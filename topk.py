@@ -8,12 +8,15 @@ own accountant, runs the trials as vectorised batches and writes ``report.md``, 
 from __future__ import annotations
 
 import logging
+import sys
 
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from pate.experiments.topk import run_grid, settings_for
 from pate.report.topk import write_topk_report
+from pipeline.checks import UserError
+from pipeline.paths import settle_project_root
 
 log = logging.getLogger("topk")
 
@@ -39,4 +42,9 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    try:
+        settle_project_root()  # logs under PROJECT_ROOT or this checkout, not the working directory
+    except UserError as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(2)
     main()

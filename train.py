@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import os
 import secrets
+import sys
 
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from pipeline import run
-from pipeline.cli import command_line_errors
+from pipeline.checks import UserError
+from pipeline.cli import EXIT_USER_ERROR, command_line_errors
 from pipeline.help import groups_help
+from pipeline.paths import settle_project_root
 
 # A suffix for this process's run directory (conf/hydra/default.yaml): two runs started in the same second get
 # different directories, and one run resolves the same suffix every time it is asked.
@@ -37,4 +40,9 @@ def main(cfg: DictConfig) -> float | None:
 
 
 if __name__ == "__main__":
+    try:
+        settle_project_root()  # data, cache and logs under PROJECT_ROOT or this checkout, not the working directory
+    except UserError as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(EXIT_USER_ERROR)
     main()

@@ -10,10 +10,12 @@ code with the file named, and arrive here the same way.
 
 from __future__ import annotations
 
+import difflib
 import math
 import numbers
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import hydra
 from hydra.errors import InstantiationException
@@ -21,6 +23,9 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from pate.privacy.sensitivity import RELATIONS
+
+
+CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
 
 
 class UserError(ValueError):
@@ -59,6 +64,38 @@ def check_config(cfg: DictConfig) -> None:
         _require(value is None or (_is_number(value) and value > 0), f"privacy.{key}", value,
                  "a number > 0, or null")
     _require(isinstance(cfg.get("verbose", False), bool), "verbose", cfg.get("verbose"), "true or false")
+    check_appended_keys(cfg, _appended_overrides())
+
+
+def _appended_overrides() -> list[str]:
+    """The command line's ``+key=value`` overrides (none outside a Hydra run)."""
+    from hydra.core.hydra_config import HydraConfig
+    if not HydraConfig.initialized():
+        return []
+    return [item for item in HydraConfig.get().overrides.task if item.startswith("+") and not item.startswith("++")]
+
+
+def check_appended_keys(cfg: DictConfig, appended: list[str]) -> None:
+    """Refuse a key added with ``+`` that nothing would read: Hydra accepts ``+privacy.target_epsilonn=3`` and the
+    run would silently ignore it. A key added inside a node with a ``_target_`` is a constructor argument (its
+    class refuses an unknown one when it is built), and ``+group=option`` picks a config group: both pass."""
+    for item in appended:
+        key = item[1:].split("=", 1)[0]
+        parent, _, name = key.rpartition(".")
+        node = OmegaConf.select(cfg, parent) if parent else cfg
+        if "/" in key or (isinstance(node, DictConfig) and "_target_" in node) or _is_group(key):
+            continue
+        siblings = [k for k in (node.keys() if isinstance(node, DictConfig) else ()) if k != name]
+        close = difflib.get_close_matches(name, [str(k) for k in siblings], n=3)
+        prefix = f"{parent}." if parent else ""
+        hint = f"; did you mean {', '.join(prefix + match for match in close)}?" if close else ""
+        raise UserError(f"{item}: no part of the run reads {key!r}, so the value would be ignored; drop the '+' to "
+                        f"set a key that exists{hint}")
+
+
+def _is_group(key: str) -> bool:
+    """Whether ``key`` names a config group (a directory of conf/)."""
+    return (CONF_DIR / key).is_dir()
 
 
 def as_user_error(err: Exception, group: str | None = None, node: DictConfig | None = None) -> UserError:

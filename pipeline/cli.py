@@ -5,6 +5,7 @@ saved and how to resume, and exit with 128 + the signal's number (130, 143, 129)
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import sys
@@ -16,6 +17,10 @@ from omegaconf import DictConfig
 from pipeline.checks import UserError
 
 EXIT_USER_ERROR, EXIT_INTERRUPTED = 2, 130
+# What a file system says when a run cannot write where it was told to: one line naming the place, not a traceback.
+_WHERE_TO_WRITE = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is exceeded",
+                   errno.EROFS: "the file system is read-only", errno.EACCES: "permission denied",
+                   errno.EPERM: "permission denied"}
 # The signals that end a run as an interruption (the shell's convention: exit status 128 + the signal's number).
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -41,6 +46,14 @@ def command_line_errors(cfg: DictConfig) -> Iterator[None]:
         if cfg.get("verbose") is True:
             raise
         print(f"error: {err}", file=sys.stderr)
+        sys.exit(EXIT_USER_ERROR)
+    except OSError as err:
+        if err.errno not in _WHERE_TO_WRITE or cfg.get("verbose") is True:
+            raise
+        where = err.filename or "a file"
+        print(f"error: cannot write {where}: {_WHERE_TO_WRITE[err.errno]} ({err.strerror}); every finished stage is "
+              f"kept under {os.path.abspath(cfg.paths.cache_dir)}: free space, or point PROJECT_ROOT or "
+              f"paths.cache_dir / paths.log_dir elsewhere, and run the same command again", file=sys.stderr)
         sys.exit(EXIT_USER_ERROR)
     except (KeyboardInterrupt, SystemExit):
         if not interrupted:

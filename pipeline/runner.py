@@ -72,11 +72,12 @@ def prepare(cfg: DictConfig) -> tuple[Graph, Dataset, Any]:
     if extractor is not None:
         with building(None):
             extractor.to(device_of(cfg.trainer))  # features on trainer.accelerator's device
+            extractor.check_image_size(int(cfg.data.image_size))
     with building(None):  # the data code names the file or the key itself
         arrays = reader.load(Path(cfg.paths.cache_dir) / "tensors", progress=bool(cfg.progress),
                              check_splits=lambda split: check_partition_config(
                                  split, int(cfg.partition.num_teachers), int(cfg.data.num_queries),
-                                 float(cfg.data.pool_fraction)))
+                                 float(cfg.data.pool_fraction), *getattr(method, "records_per_teacher", (1, ""))))
     data = Dataset(arrays, data_identity(plain(cfg.data), arrays))
     queries = queries_stage(cfg, data)
     features = features_stage(cfg, data, extractor) if extractor is not None else None
@@ -168,6 +169,8 @@ def evaluate(cfg: DictConfig, store: ArtifactStore, graph: Graph, data: Dataset,
 def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict[str, Any]:
     """Run every stage (reusing cached artifacts) and write ``metrics.json`` into ``output_dir``."""
     output_dir = Path(output_dir if output_dir is not None else cfg.paths.output_dir)
+    log.info("data under %s, cache under %s, this run's directory %s", Path(cfg.paths.data_dir).resolve(),
+             Path(cfg.paths.cache_dir).resolve(), output_dir.resolve())
     output_dir.mkdir(parents=True, exist_ok=True)
     graph, data, method = prepare(cfg)
     store = ArtifactStore(Path(cfg.paths.cache_dir))

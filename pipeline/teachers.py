@@ -48,6 +48,7 @@ class HeadTeachers:
     """Ridge heads on the public features (module docstring)."""
 
     reads_features = True
+    records_per_teacher = (2, "teacher=heads picks each head's L2 strength by leave-one-out")
 
     def check(self, cfg: DictConfig) -> None:
         with building("teacher", cfg.teacher):
@@ -86,6 +87,7 @@ class NetworkTeachers:
     """One network per teacher, the Lightning loop or the batched engine (module docstring)."""
 
     reads_features = False
+    records_per_teacher = (1, "")
 
     def check(self, cfg: DictConfig) -> None:
         check_network(cfg, "teacher")

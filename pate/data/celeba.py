@@ -26,7 +26,7 @@ import numpy as np
 from PIL import Image
 
 from pate.data.pool import process_pool
-from pate.io import atomic_write_json, decode_text, exclusive_lock, read_text
+from pate.io import atomic_write_json, decode_text, exclusive_lock, open_npy_for_writing, read_text
 from pate.progress import progress_bar
 
 log = logging.getLogger(__name__)
@@ -351,7 +351,7 @@ def _build_cache(data_file: Path, sidecar: Path, identity: dict, paths: list[Pat
         stale.unlink(missing_ok=True)
     tmp = data_file.with_name(f".{data_file.name}.tmp-{os.getpid()}")
     try:
-        out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.uint8, shape=shape)
+        out = open_npy_for_writing(tmp, np.uint8, shape)  # a full disk: an error here, not SIGBUS later
         size = shape[-1]
         chunk = 256
         jobs = [([str(p) for p in paths[i:i + chunk]], size) for i in range(0, len(paths), chunk)]

@@ -110,9 +110,11 @@ def pool_size(num_heldout: int, pool_fraction: float) -> int:
 
 
 # ------------------------------------------------------------------ the partition and queries artifacts
-def check_partition_config(split: np.ndarray, num_teachers: int, num_queries: int, pool_fraction: float) -> None:
+def check_partition_config(split: np.ndarray, num_teachers: int, num_queries: int, pool_fraction: float,
+                           records_per_teacher: int = 1, why: str = "") -> None:
     """Fail before any decode or training when the split sizes (``split``: CelebA's split code per image, as
-    read from list_eval_partition.txt) cannot satisfy the config."""
+    read from list_eval_partition.txt) cannot satisfy the config: every teacher's part (the parts differ by at most
+    one record) must hold ``records_per_teacher`` records, what the teachers need to fit (``why``)."""
     sizes = {name: int(np.count_nonzero(np.asarray(split) == code)) for name, code in SPLITS.items()}
     for name in ("train", "test"):
         if sizes[name] == 0:
@@ -120,10 +122,12 @@ def check_partition_config(split: np.ndarray, num_teachers: int, num_queries: in
                              f"{SPLITS[name]} ({name}); the pipeline needs private training records and "
                              f"held-out public records")
     n_train = sizes["train"]
-    if not 1 <= num_teachers <= n_train:
+    most = n_train // records_per_teacher
+    if not 1 <= num_teachers <= most:
+        need = "one record" if records_per_teacher == 1 else f"{records_per_teacher} records: {why}"
         raise ValueError(
             f"partition.num_teachers={num_teachers} but the private training split holds {n_train} records; "
-            f"expected 1 <= num_teachers <= {n_train} (each teacher needs at least one record)"
+            f"expected 1 <= num_teachers <= {most} (each teacher needs at least {need})"
         )
     n_test = sizes["test"]
     pool = pool_size(n_test, pool_fraction)

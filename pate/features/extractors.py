@@ -77,6 +77,10 @@ class Extractor(ABC):
     def _fit_raw(self, images: np.ndarray, rng: np.random.Generator) -> None:
         """Learn from the public images (default: nothing)."""
 
+    def check_image_size(self, image_size: int) -> None:
+        """``ValueError`` naming ``data.image_size`` when images of that size cannot be encoded (default: any size),
+        checked before any data is read."""
+
     @abstractmethod
     def settings(self) -> dict[str, Any]:
         """The constructor's settings, for the artifact key."""
@@ -209,11 +213,15 @@ class RandomPatchFeatures(Extractor):
 
     _CONTRAST = 10.0 / 255.0**2
 
+    def check_image_size(self, image_size: int) -> None:
+        if image_size < self.patch:
+            raise ValueError(f"data.image_size={image_size} is smaller than the extractor's patch="
+                             f"{self.patch} (features.extractor.patch): no patch fits in an image")
+
     def _fit_raw(self, images: np.ndarray, rng: np.random.Generator) -> None:
         n, _, size, _ = images.shape
         p = self.patch
-        if size < p:
-            raise ValueError(f"images of {size} px are smaller than patch={p}")
+        self.check_image_size(size)
         img = rng.integers(0, n, self.num_fit_patches)
         row = rng.integers(0, size - p + 1, self.num_fit_patches)[:, None, None, None]
         col = rng.integers(0, size - p + 1, self.num_fit_patches)[:, None, None, None]

@@ -20,6 +20,7 @@ import torch
 
 from pate.artifacts import Artifact, atomic_write_json
 from pate.features.extractors import Extractor, batches, check_uint8_images
+from pate.io import open_npy_for_writing
 from pate.privacy.checks import positive_int
 from pate.progress import progress_bar
 
@@ -62,7 +63,7 @@ def write_features(work: Path, extractor: Extractor, images: np.ndarray, rows: n
         raise ValueError("rows must be sorted and distinct")
     dim = extractor.dim(images.shape[-1])
     tmp = work / (FEATURES_FILE + ".tmp")
-    out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float16, shape=(len(rows), dim))
+    out = open_npy_for_writing(tmp, np.float16, (len(rows), dim))  # a full disk: an error here, not SIGBUS later
     with progress_bar(total=len(rows), desc=desc, unit="img", disable=not progress) as bar:
         for part in batches(len(rows), 1024):
             chunk = torch.from_numpy(np.asarray(images[rows[part]]))

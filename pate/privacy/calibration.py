@@ -36,12 +36,12 @@ def calibrate(event_of: Callable[[float], DpEvent], target_epsilon: float, delta
     reports, assumed non-increasing in m. Search: double or halve m from 1 to bracket the target between m_lo
     (too little noise) and m_hi (enough), then bisect in log m until the epsilon at m_hi lies within
     [target_epsilon * (1 - rtol), target_epsilon] (or the bracket can no longer shrink, where epsilon jumps). The
-    returned multiplier always meets the target. If even m = 1e-6 meets it, m = 1e-6 is returned (the search
-    range's end).
+    returned multiplier always meets the target.
 
-    Raises ValueError, naming target_epsilon, delta, count and the floor, when the target cannot be met: delta <=
-    the releases' own approximate-RDP delta (no delta left for the conversion), or epsilon at m = 1e6 still
-    exceeds the target.
+    Raises ValueError, naming target_epsilon, delta, count and the bound, when the target cannot be met: delta <=
+    the releases' own approximate-RDP delta (no delta left for the conversion), epsilon at m = 1e6 still exceeds
+    the target, or even m = 1e-6 (a millionth of the configured noise) stays below it, so that the run would
+    silently spend less than the target it names.
     """
     target_epsilon = checks.positive("target_epsilon", target_epsilon)
     delta = checks.open_unit("delta", delta)
@@ -68,7 +68,9 @@ def calibrate(event_of: Callable[[float], DpEvent], target_epsilon: float, delta
         hi_eps = epsilon_at(hi)
     while lo is None:
         if hi <= _MIN_MULTIPLIER:
-            return hi
+            raise ValueError(f"target_epsilon={target_epsilon!r} at delta={delta!r} over count={count} queries is beyond "
+                             f"the calibration's reach: even {_MIN_MULTIPLIER:g} times the noise gives epsilon = "
+                             f"{hi_eps:.6g}; ask for at most that (or configure less noise)")
         candidate = max(hi / 2.0, _MIN_MULTIPLIER)
         eps = epsilon_at(candidate)
         if eps > target_epsilon:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
+import secrets
 from collections import Counter
 from collections.abc import Iterable
 
@@ -246,16 +246,17 @@ class Ledger:
         state = self.state_dict()
         state["rdp"] = [value if np.isfinite(value) else "inf" for value in state["rdp"]]
         path = os.fspath(path)
-        folder = os.path.dirname(os.path.abspath(path))
-        handle = tempfile.NamedTemporaryFile("w", dir=folder, prefix=".ledger-", suffix=".tmp", delete=False)
+        # mode 0666 less the umask, as for any new file (tempfile's 0600 would hide a shared cache from its group)
+        tmp = os.path.join(os.path.dirname(os.path.abspath(path)), f".ledger-{secrets.token_hex(6)}.tmp")
+        handle = os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), "w")
         try:
             with handle:
                 json.dump(state, handle, allow_nan=False, indent=1)
                 handle.flush()
                 os.fsync(handle.fileno())
-            os.replace(handle.name, path)
+            os.replace(tmp, path)
         except BaseException:
-            os.unlink(handle.name)
+            os.unlink(tmp)
             raise
 
     @classmethod

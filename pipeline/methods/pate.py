@@ -82,6 +82,12 @@ class PATE:
     def uses_features(self, cfg: DictConfig) -> bool:
         return self.teachers.reads_features
 
+    @property
+    def records_per_teacher(self) -> tuple[int, str]:
+        """(records each teacher's part must hold for the ensemble to fit, why), checked against the split before
+        any decode."""
+        return self.teachers.records_per_teacher
+
     def release(self, cfg: DictConfig, data, shared: SharedStages) -> Release:
         partition = partition_stage(cfg, data)
         teachers, votes = self.teachers.stages(cfg, data, partition, shared.features, shared.queries)

@@ -38,6 +38,9 @@ CONFIG_CASES = [
     (["aggregator=tau_pate", "aggregator.norm=l3"], "aggregator.norm"),
     (["aggregator=stable_topk_paper", "aggregator.delta_t=2"], "aggregator.delta_t"),
     (["partition.num_teachers=100000"], "partition.num_teachers=100000"),
+    (["partition.num_teachers=200"], "each teacher needs at least 2 records: teacher=heads"),  # 320 records
+    (["data.image_size=4"], "data.image_size=4 is smaller than the extractor's patch=5"),
+    (["privacy.target_epsilon=1e308"], "target_epsilon=1e+308 at delta=1e-06 over count=40 queries is beyond"),
     (["data.num_queries=100000"], "data.num_queries=100000"),
     (["data.num_queries=0"], "data.num_queries=0"),
     (["seed=-1"], "seed=-1"),
@@ -199,6 +202,13 @@ def test_help_lists_the_groups_train_py_accepts(root):
             "stable_topk_paper, tau_pate") in done.stdout
     assert "student: head, resnet18, small_cnn" in done.stdout
     assert "topk_experiment" not in done.stdout  # topk.py's group: train.py rejects it
+
+
+def test_a_key_appended_with_a_typo_is_refused_not_ignored(root):
+    """Hydra accepts ``+privacy.target_epsilonn=3``; the run refuses it and names the key it probably meant. A key
+    appended to a node with a ``_target_`` (a constructor argument) stays allowed: its class checks it."""
+    done = _run(["debug=tiny", "+privacy.target_epsilonn=3"], root)
+    _assert_short_error(done, "did you mean privacy.target_epsilon", root)
 
 
 def test_split_sizes_are_checked_before_any_image_is_decoded(root, tmp_path):
