@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import platform
 from dataclasses import dataclass
 from pathlib import Path
@@ -172,6 +173,7 @@ def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict[str, Any]
     log.info("data under %s, cache under %s, this run's directory %s", Path(cfg.paths.data_dir).resolve(),
              Path(cfg.paths.cache_dir).resolve(), output_dir.resolve())
     output_dir.mkdir(parents=True, exist_ok=True)
+    _move_earlier_result_aside(output_dir)
     graph, data, method = prepare(cfg)
     store = ArtifactStore(Path(cfg.paths.cache_dir))
     if cfg.get("teacher_shard"):
@@ -181,6 +183,18 @@ def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict[str, Any]
     log.info(summary(metrics))
     log.info("metrics written to %s", output_dir / "metrics.json")
     return metrics
+
+
+def _move_earlier_result_aside(output_dir: Path) -> None:
+    """A run directory used again (``hydra.run.dir`` given twice) must not show the earlier run's metrics.json as
+    this run's while it works, or after it fails: it is kept, renamed ``metrics.previous-<n>.json``."""
+    earlier = output_dir / "metrics.json"
+    if earlier.exists():
+        n = 0
+        while (aside := output_dir / f"metrics.previous-{n}.json").exists():
+            n += 1
+        os.replace(earlier, aside)
+        log.warning("%s held an earlier run's metrics.json: kept as %s; this run writes its own", output_dir, aside.name)
 
 
 def summary(m: dict[str, Any]) -> str:

@@ -8,6 +8,8 @@ first job failure instead); a sweep with failed jobs is reported by hand with ``
 from __future__ import annotations
 
 import logging
+import sys
+from pathlib import Path
 from typing import Any
 
 from hydra.experimental.callback import Callback
@@ -19,7 +21,19 @@ log = logging.getLogger(__name__)
 
 
 class ReportCallback(Callback):
-    """Writes report.md, results.csv and the plots into ``hydra.sweep.dir`` at the end of a multirun."""
+    """Refuses a sweep directory that already holds results; writes report.md, results.csv and the plots into
+    ``hydra.sweep.dir`` at the end of a multirun."""
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        """A sweep writes into a fresh directory: jobs of an earlier sweep left there would be counted by the report
+        as finished under this sweep's settings. One line and exit 2, before any job starts."""
+        sweep_dir = Path(str(config.hydra.sweep.dir))
+        earlier = sorted(sweep_dir.glob("*/metrics.json")) if sweep_dir.is_dir() else []
+        if earlier:
+            print(f"error: hydra.sweep.dir={sweep_dir} already holds the results of {len(earlier)} job(s) of an earlier "
+                  f"sweep; a sweep writes into a fresh directory (leave hydra.sweep.dir unset, or move {sweep_dir} "
+                  f"away)", file=sys.stderr)
+            sys.exit(2)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         sweep_dir = config.hydra.sweep.dir

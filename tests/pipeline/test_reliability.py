@@ -5,6 +5,7 @@ PROJECT_ROOT is refused and the paths do not follow the working directory."""
 from __future__ import annotations
 
 import builtins
+import json
 import errno
 import logging
 import os
@@ -175,3 +176,36 @@ def test_an_empty_project_root_is_refused(tmp_path):
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert lines == [lines[0]] and lines[0].startswith("error: PROJECT_ROOT='' is set but empty")
     assert not list(tmp_path.iterdir())
+
+
+def _train(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "train.py"), *args, f"paths.root_dir={cwd}"], cwd=cwd,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_every_job_of_a_sweep_is_checked_before_the_first_starts(tmp_path):
+    """-m privacy.target_epsilon=100,nan,200: one line naming job 1 and its value; job 0 never ran."""
+    done = _train(["-m", "debug=tiny", "privacy.target_epsilon=100,nan,200", f"hydra.sweep.dir={tmp_path / 'sweep'}"],
+                  tmp_path)
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert lines[-1].startswith("error: job 1 (") and "privacy.target_epsilon=nan" in lines[-1], lines[-1]
+    assert not list(tmp_path.rglob("metrics.json")) and not (tmp_path / "cache").exists()
+
+
+def test_a_sweep_directory_holding_earlier_results_is_refused(tmp_path):
+    sweep = tmp_path / "sweep"
+    (sweep / "0").mkdir(parents=True)
+    (sweep / "0" / "metrics.json").write_text("{}")
+    done = _train(["-m", "debug=tiny", "seed=0,1", f"hydra.sweep.dir={sweep}"], tmp_path)
+    assert done.returncode == 2 and "already holds the results of 1 job(s)" in done.stderr.splitlines()[-1]
+    assert not (sweep / "1").exists() and (sweep / "0" / "metrics.json").read_text() == "{}"
+
+
+def test_a_run_directory_used_again_keeps_the_earlier_result_aside(tiny_cfg, tmp_path):
+    from pipeline.runner import run
+    run(tiny_cfg(), output_dir=tmp_path)
+    first = (tmp_path / "metrics.json").read_text()
+    run(tiny_cfg("seed=5"), output_dir=tmp_path)
+    assert (tmp_path / "metrics.previous-0.json").read_text() == first
+    assert json.loads((tmp_path / "metrics.json").read_text())["seed"] == 5

@@ -1,0 +1,184 @@
+"""See and prune the artifact cache: ``python -m pate.cache [list|prune] [--cache-dir DIR] [--logs DIR] [--dry-run]``.
+
+``list`` prints, per stage, how many finished artifacts the cache holds, their size and the age of the oldest and
+newest, then every leftover: ``<key>.partial`` directories (a build that was interrupted; the same command resumes
+it, or ``prune`` removes it) and ``<key>.damaged-N`` directories (files a run found damaged and moved aside).
+``prune`` removes the leftovers, skipping a ``.partial`` whose build holds its lock right now; with ``--logs`` it
+also removes the finished artifacts that no ``metrics.json`` under that directory names and no other artifact
+builds on (``--dry-run`` says what it would remove). The default cache is ``$PROJECT_ROOT/cache``, else the
+``cache`` directory of this checkout, as train.py resolves it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import os
+import shutil
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from pate.artifacts import MANIFEST
+
+__all__ = ["CacheEntry", "default_cache_dir", "main", "prune", "scan"]
+
+
+@dataclass(frozen=True)
+class CacheEntry:
+    """One directory of the cache: ``kind`` is "artifact", "partial" or "damaged"."""
+
+    stage: str
+    key: str
+    kind: str
+    path: Path
+    bytes: int
+    modified: float
+
+
+def default_cache_dir() -> Path:
+    """``$PROJECT_ROOT/cache``, else ``cache`` beside this checkout's train.py (as train.py resolves it)."""
+    root = os.environ.get("PROJECT_ROOT") or str(Path(__file__).resolve().parents[1])
+    return Path(root) / "cache"
+
+
+def _size(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def scan(cache_dir: Path) -> list[CacheEntry]:
+    """Every artifact and leftover directory under ``cache_dir/<stage>/``, sorted by stage and key."""
+    entries = []
+    for stage_dir in sorted(p for p in Path(cache_dir).iterdir() if p.is_dir()):
+        for path in sorted(p for p in stage_dir.iterdir() if p.is_dir()):
+            name = path.name
+            if name.endswith(".partial"):
+                key, kind = name[: -len(".partial")], "partial"
+            elif ".damaged-" in name:
+                key, kind = name.split(".damaged-")[0], "damaged"
+            else:
+                key, kind = name, "artifact"
+            entries.append(CacheEntry(stage_dir.name, key, kind, path, _size(path), path.stat().st_mtime))
+    return entries
+
+
+def _building(entry: CacheEntry) -> bool:
+    """Whether a build of ``entry``'s key holds its lock now (then its ``.partial`` is in use)."""
+    lock = entry.path.with_name(entry.key + ".lock")
+    if not lock.exists():
+        return False
+    try:
+        with open(lock) as fh:
+            fcntl.flock(fh, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            fcntl.flock(fh, fcntl.LOCK_UN)
+        return False
+    except BlockingIOError:
+        return True
+
+
+def _referenced(entries: list[CacheEntry], logs: Path) -> set[str]:
+    """Artifact keys a ``metrics.json`` under ``logs`` names, and every key they build on (their manifests'
+    upstream, followed to the data)."""
+    keys: set[str] = set()
+    for metrics in logs.rglob("metrics.json"):
+        try:
+            keys.update(str(key) for key in (json.loads(metrics.read_text()).get("artifacts") or {}).values())
+        except (OSError, ValueError, AttributeError):
+            continue
+    upstream = {}
+    for entry in entries:
+        if entry.kind == "artifact":
+            try:
+                upstream[entry.key] = list(json.loads((entry.path / MANIFEST).read_text())["upstream"].values())
+            except (OSError, ValueError, KeyError, TypeError):
+                upstream[entry.key] = []
+    pending = list(keys)
+    while pending:
+        for key in upstream.get(pending.pop(), []):
+            if key not in keys:
+                keys.add(key)
+                pending.append(key)
+    return keys
+
+
+def prune(cache_dir: Path, logs: Path | None = None, dry_run: bool = False) -> list[CacheEntry]:
+    """Remove the leftovers (and, with ``logs``, the unreferenced artifacts) of ``cache_dir``; returns what was
+    (or, with ``dry_run``, would be) removed."""
+    entries = scan(cache_dir)
+    referenced = _referenced(entries, logs) if logs is not None else None
+    doomed = [entry for entry in entries
+              if (entry.kind == "damaged") or (entry.kind == "partial" and not _building(entry))
+              or (referenced is not None and entry.kind == "artifact" and entry.key not in referenced)]
+    if not dry_run:
+        for entry in doomed:
+            shutil.rmtree(entry.path)
+    return doomed
+
+
+def _human(size: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    raise AssertionError("unreachable")
+
+
+def _age(seconds: float) -> str:
+    for unit, length in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= length:
+            return f"{seconds / length:.0f} {unit}"
+    return f"{seconds:.0f} s"
+
+
+def describe(entries: list[CacheEntry], now: float | None = None) -> str:
+    """The ``list`` table: per stage, artifacts, size, oldest and newest; then the leftovers, one line each."""
+    now = time.time() if now is None else now
+    lines = [f"{'stage':<10} {'artifacts':>9} {'size':>10} {'oldest':>8} {'newest':>8}"]
+    for stage in sorted({entry.stage for entry in entries}):
+        done = [entry for entry in entries if entry.stage == stage and entry.kind == "artifact"]
+        if done:
+            lines.append(f"{stage:<10} {len(done):>9} {_human(sum(e.bytes for e in done)):>10} "
+                         f"{_age(now - min(e.modified for e in done)):>8} {_age(now - max(e.modified for e in done)):>8}")
+    leftovers = [entry for entry in entries if entry.kind != "artifact"]
+    lines.append(f"total {_human(sum(e.bytes for e in entries))}; {len(leftovers)} leftover(s)"
+                 + (f" ({_human(sum(e.bytes for e in leftovers))}, removed by `python -m pate.cache prune`):"
+                    if leftovers else ""))
+    lines.extend(f"  {entry.path}  {entry.kind}  {_human(entry.bytes)}  {_age(now - entry.modified)} old"
+                 + ("  (a build is using it now)" if entry.kind == "partial" and _building(entry) else "")
+                 for entry in leftovers)
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m pate.cache", description=__doc__.split("\n\n")[0])
+    parser.add_argument("command", choices=("list", "prune"), nargs="?", default="list")
+    parser.add_argument("--cache-dir", type=Path, default=None, help="default: $PROJECT_ROOT/cache or ./cache of "
+                                                                     "this checkout")
+    parser.add_argument("--logs", type=Path, default=None, help="prune: also remove finished artifacts that no "
+                                                                "metrics.json under this directory uses")
+    parser.add_argument("--dry-run", action="store_true", help="prune: only say what would be removed")
+    args = parser.parse_args(argv)
+    cache_dir = args.cache_dir or default_cache_dir()
+    if not cache_dir.is_dir():
+        print(f"error: {cache_dir} is not a directory (no cache there; --cache-dir names another)", file=sys.stderr)
+        return 2
+    if args.logs is not None and not args.logs.is_dir():
+        print(f"error: --logs {args.logs} is not a directory", file=sys.stderr)
+        return 2
+    print(f"cache {cache_dir.resolve()}")
+    if args.command == "list":
+        print(describe(scan(cache_dir)))
+        return 0
+    removed = prune(cache_dir, args.logs, args.dry_run)
+    verb = "would remove" if args.dry_run else "removed"
+    for entry in removed:
+        print(f"{verb} {entry.path} ({entry.kind}, {_human(entry.bytes)})")
+    print(f"{verb} {len(removed)} director{'y' if len(removed) == 1 else 'ies'}, "
+          f"{_human(sum(e.bytes for e in removed))}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,74 @@
+"""``python -m pate.cache``: the listing, and a prune that removes leftovers and (with --logs) what no run uses,
+never a build in progress or what a run's artifacts build on."""
+
+import json
+import threading
+
+from pathlib import Path
+
+from pate.artifacts import ArtifactStore, Stage
+from pate.cache import describe, main, prune, scan
+from pate.io import exclusive_lock
+
+
+def _cache(root: Path) -> tuple[Path, dict[str, str]]:
+    store = ArtifactStore(root / "cache")
+    base = Stage("votes", {"v": 1}, lambda work, _: (work / "votes.npy").write_bytes(b"x" * 100))
+    used = Stage("aggregate", {"v": 1}, lambda work, up: (work / "a.npz").write_bytes(b"y" * 10), {"votes": base})
+    unused = Stage("aggregate", {"v": 2}, lambda work, _: (work / "a.npz").write_bytes(b"z" * 10))
+    keys = {name: store.get(stage).key for name, stage in (("base", base), ("used", used), ("unused", unused))}
+    (root / "cache" / "votes" / "deadbeef.partial").mkdir()
+    (root / "cache" / "votes" / "deadbeef.partial" / "half.npy").write_bytes(b"h" * 50)
+    (root / "cache" / "aggregate" / f"{keys['unused']}.damaged-0").mkdir()
+    (root / "logs" / "run").mkdir(parents=True)
+    (root / "logs" / "run" / "metrics.json").write_text(json.dumps({"artifacts": {"aggregate": keys["used"]}}))
+    return root / "cache", keys
+
+
+def test_the_listing_counts_artifacts_per_stage_and_names_every_leftover(tmp_path):
+    cache, _ = _cache(tmp_path)
+    kinds = sorted((entry.stage, entry.kind) for entry in scan(cache))
+    assert kinds == [("aggregate", "artifact"), ("aggregate", "artifact"), ("aggregate", "damaged"),
+                     ("votes", "artifact"), ("votes", "partial")]
+    text = describe(scan(cache))
+    assert "aggregate          2" in text and "votes              1" in text
+    assert "2 leftover(s)" in text and "deadbeef.partial  partial  50 B" in text
+
+
+def test_prune_removes_leftovers_and_with_logs_what_no_run_uses(tmp_path, capsys):
+    cache, keys = _cache(tmp_path)
+    assert main(["prune", "--cache-dir", str(cache), "--logs", str(tmp_path / "logs"), "--dry-run"]) == 0
+    assert "would remove 3 directories" in capsys.readouterr().out
+    assert len(scan(cache)) == 5  # a dry run removes nothing
+    removed = prune(cache)
+    assert sorted(entry.kind for entry in removed) == ["damaged", "partial"]
+    removed = prune(cache, tmp_path / "logs")
+    assert [entry.key for entry in removed] == [keys["unused"]]
+    left = {entry.key for entry in scan(cache)}
+    assert left == {keys["base"], keys["used"]}  # the run's release, and the votes it was built from
+
+
+def test_a_partial_whose_build_holds_the_lock_is_kept(tmp_path):
+    cache, _ = _cache(tmp_path)
+    held, done = threading.Event(), threading.Event()
+
+    def build() -> None:
+        with exclusive_lock(cache / "votes" / "deadbeef.lock"):
+            held.set()
+            done.wait(5)
+
+    builder = threading.Thread(target=build)
+    builder.start()
+    held.wait()
+    try:
+        assert [entry.kind for entry in prune(cache)] == ["damaged"]
+        assert "(a build is using it now)" in describe(scan(cache))
+    finally:
+        done.set()
+        builder.join()
+    assert [entry.kind for entry in prune(cache)] == ["partial"]
+
+
+def test_a_missing_cache_is_one_line(tmp_path, capsys):
+    assert main(["list", "--cache-dir", str(tmp_path / "nowhere")]) == 2
+    assert capsys.readouterr().err.startswith("error: ")
