@@ -9,6 +9,7 @@ import errno
 import os
 import signal
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -23,6 +24,7 @@ _WHERE_TO_WRITE = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quo
                    errno.EPERM: "permission denied"}
 # The signals that end a run as an interruption (the shell's convention: exit status 128 + the signal's number).
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+RESEND_SECONDS = 10.0  # longer than Lightning takes to shut a fit down after the first one
 
 
 @contextmanager
@@ -33,10 +35,19 @@ def command_line_errors(cfg: DictConfig) -> Iterator[None]:
     handler too (it composes its own SIGTERM handler with the one installed before it), catches the
     KeyboardInterrupt, shuts down and calls ``exit(1)``; the signal recorded first makes that exit an interruption,
     where Lightning alone would end a SIGTERM with a SystemExit that reads as success."""
-    interrupted = []
+    interrupted: list[int] = []
+    ending = threading.Event()  # set once the body's interruption is being handled
+    retries: list[threading.Timer] = []
 
     def on_signal(signum, frame):
+        if ending.is_set():
+            return
         interrupted.append(signum)
+        # Python drops an exception raised where it ignores exceptions (an at-fork hook, a __del__): a run would then
+        # carry on and exit 0. Until the interruption is being handled, the signal is sent again.
+        retries.append(threading.Timer(RESEND_SECONDS, os.kill, (os.getpid(), signum)))
+        retries[-1].daemon = True
+        retries[-1].start()
         raise KeyboardInterrupt
 
     previous = {signum: signal.signal(signum, on_signal) for signum in STOP_SIGNALS}
@@ -58,12 +69,16 @@ def command_line_errors(cfg: DictConfig) -> Iterator[None]:
     except (KeyboardInterrupt, SystemExit):
         if not interrupted:
             raise
+        ending.set()
         name = signal.Signals(interrupted[0]).name
         print(f"interrupted: {name} received; every finished stage, and every finished teacher, is saved under "
               f"{os.path.abspath(cfg.paths.cache_dir)}; run the same command again to resume from there",
               file=sys.stderr)
         sys.exit(128 + interrupted[0])
     finally:
+        ending.set()
+        for retry in retries:
+            retry.cancel()
         for signum, handler in previous.items():
             signal.signal(signum, handler)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 import multiprocessing.pool
+import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -23,5 +24,14 @@ def process_pool(num_workers: int) -> Iterator[multiprocessing.pool.Pool | None]
         yield None
         return
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-    with multiprocessing.get_context(method).Pool(num_workers) as pool:
+    with multiprocessing.get_context(method).Pool(num_workers, initializer=_quiet_worker) as pool:
         yield pool
+
+
+def _quiet_worker() -> None:
+    """A worker leaves stopping to the parent: Ctrl-C (sent to the whole process group) is ignored, and SIGTERM or
+    SIGHUP end it quietly, with no traceback; the parent says what was saved (pipeline/cli.py) and terminates the
+    pool. Forked workers would otherwise inherit the parent's handler and print a traceback each."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)

@@ -209,3 +209,23 @@ def test_a_run_directory_used_again_keeps_the_earlier_result_aside(tiny_cfg, tmp
     run(tiny_cfg("seed=5"), output_dir=tmp_path)
     assert (tmp_path / "metrics.previous-0.json").read_text() == first
     assert json.loads((tmp_path / "metrics.json").read_text())["seed"] == 5
+
+
+def test_sigterm_to_the_whole_process_group_ends_generation_in_one_line(tmp_path):
+    """SLURM and Ctrl-C signal every process of a job: the generator's workers die quietly, and the run says what is
+    saved and exits 143 -- not 0 (a signal raised inside an at-fork hook used to be dropped and the run carried
+    on), and not with a traceback per worker."""
+    cmd = [sys.executable, str(ROOT / "train.py"), "debug=tiny", "data.synthetic.num_images=30000",
+           "data.num_workers=2", f"paths.root_dir={tmp_path}"]
+    with open(tmp_path / "out.txt", "w") as out, open(tmp_path / "err.txt", "w") as err:
+        process = subprocess.Popen(cmd, cwd=tmp_path, stdout=out, stderr=err, start_new_session=True)
+        deadline = time.time() + 120
+        while "data under" not in (tmp_path / "out.txt").read_text():  # the run's first line: its handlers are set
+            assert time.time() < deadline and process.poll() is None, "the generation never started"
+            time.sleep(0.2)
+        time.sleep(2.0)
+        os.killpg(process.pid, 15)
+        assert process.wait(timeout=60) == 143
+    lines = [line for line in (tmp_path / "err.txt").read_text().splitlines() if line.strip()]
+    assert lines and lines[-1].startswith("interrupted: SIGTERM received"), lines
+    assert "Traceback" not in (tmp_path / "err.txt").read_text() and len(lines) <= 2, lines
