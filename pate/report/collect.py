@@ -53,38 +53,67 @@ class Sweep:
     delta: float
     unverified: tuple[str, ...] = ()  # why a finished job's epsilon could not be replayed (pate.report.verify)
     never_started: int = 0  # jobs the sweep's overrides promise that have no directory (a sweep cut short)
+    foreign: tuple[str, ...] = ()  # job directories whose overrides this sweep does not produce: left out
 
 
 BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
 
 
-def promised_jobs(multirun: dict[str, Any]) -> int | None:
-    """How many jobs the sweep's overrides promise: the product of the sizes of its sweep axes (the sweeper's
-    ``params``, overridden by the command line's), as Hydra's basic sweeper expands them; None for another sweeper
-    or overrides that do not parse (the count is then unknown, not guessed)."""
+def expected_overrides(multirun: dict[str, Any]) -> list[frozenset[str]] | None:
+    """Each job's overrides as the sweep's own overrides produce them (the sweeper's ``params``, overridden by the
+    command line's, expanded as Hydra's basic sweeper expands them), in job order; None for another sweeper, a
+    multirun.yaml that does not name its sweeper (Hydra always writes it), or overrides that do not parse (then
+    unknown, not guessed)."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import HydraException
 
     hydra = multirun.get("hydra") or {}
     sweeper = hydra.get("sweeper") or {}
-    if sweeper.get("_target_", BASIC_SWEEPER) != BASIC_SWEEPER:
+    if sweeper.get("_target_") != BASIC_SWEEPER:
         return None
     overrides = [f"{key}={value}" for key, value in (sweeper.get("params") or {}).items()]
     overrides += list((hydra.get("overrides") or {}).get("task") or ())
     try:
         parsed = {override.key_or_group: override for override in OverridesParser.create().parse_overrides(overrides)}
-        count = 1
-        for override in parsed.values():
-            if override.is_sweep_override():
-                count *= len(list(override.sweep_iterator()))
+        batches = BasicSweeper.split_arguments(list(parsed.values()), None)  # a key given twice: the last one
     except (HydraException, ValueError, TypeError):
         return None
-    return count
+    return [frozenset(job) for batch in batches for job in batch]
+
+
+def promised_jobs(multirun: dict[str, Any]) -> int | None:
+    """How many jobs the sweep's overrides promise (``expected_overrides``); None when unknown."""
+    expected = expected_overrides(multirun)
+    return None if expected is None else len(expected)
 
 
 def job_sort_key(name: str) -> tuple[int, int, str]:
     """Numeric job names (Hydra's default subdir ``${hydra.job.num}``) in numeric order, then the rest."""
     return (0, int(name), "") if name.isdigit() else (1, 0, name)
+
+
+def _read_jobs(directory: Path, jobs: list[str], expected: list[frozenset[str]] | None
+               ) -> tuple[list[Run], list[FailedJob], list[str]]:
+    """The finished runs (schema-checked), the failed jobs (no metrics.json) and the finished jobs whose overrides
+    are not among ``expected`` (copied in, or left by another sweep)."""
+    runs, failed, foreign = [], [], []
+    for job in jobs:
+        hydra_dir = directory / job / ".hydra"
+        overrides = tuple(_load_yaml(hydra_dir / "overrides.yaml") or ())
+        metrics_path = directory / job / "metrics.json"
+        if not metrics_path.is_file():
+            failed.append(FailedJob(job, overrides))
+            continue
+        try:
+            metrics = json.loads(metrics_path.read_text())
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{metrics_path}: not valid JSON ({err})") from err
+        check_record(metrics, metrics_path)
+        runs.append(Run(job, overrides, _load_yaml(hydra_dir / "config.yaml") or {}, metrics))
+        if expected is not None and frozenset(overrides) not in expected:
+            foreign.append(job)
+    return runs, failed, foreign
 
 
 def _load_yaml(path: Path) -> Any:
@@ -121,20 +150,8 @@ def collect_sweep(sweep_dir: str | Path, mixed_queries: bool = False, cache_dir:
     sweep_overrides = tuple((multirun.get("hydra") or {}).get("overrides", {}).get("task") or ())
 
     jobs = sorted((p.name for p in directory.iterdir() if (p / ".hydra").is_dir()), key=job_sort_key)
-    runs, failed = [], []
-    for job in jobs:
-        hydra_dir = directory / job / ".hydra"
-        overrides = tuple(_load_yaml(hydra_dir / "overrides.yaml") or ())
-        metrics_path = directory / job / "metrics.json"
-        if not metrics_path.is_file():
-            failed.append(FailedJob(job, overrides))
-            continue
-        try:
-            metrics = json.loads(metrics_path.read_text())
-        except json.JSONDecodeError as err:
-            raise ValueError(f"{metrics_path}: not valid JSON ({err})") from err
-        check_record(metrics, metrics_path)
-        runs.append(Run(job, overrides, _load_yaml(hydra_dir / "config.yaml") or {}, metrics))
+    expected = expected_overrides(multirun)
+    runs, failed, foreign = _read_jobs(directory, jobs, expected)
     unverified = []
     for run in runs:
         cache = Path(cache_dir) if cache_dir is not None else cache_dir_of(run.config, Path.cwd())
@@ -158,8 +175,10 @@ def collect_sweep(sweep_dir: str | Path, mixed_queries: bool = False, cache_dir:
     # the tables average runs of one (method, epsilon) over seeds: runs with other query counts must not join them
     if not mixed_queries:
         _single(query_counts, "queries", directory)
-    promised = promised_jobs(multirun)
-    never_started = max(0, promised - len(jobs)) if promised is not None else 0
+    never_started = max(0, len(expected) - (len(jobs) - len(foreign))) if expected is not None else 0
+    # every finished job took part in the checks above (a foreign one mixing relations is refused all the same);
+    # the report's tables leave the foreign ones out, and its notices name them
+    runs = [run for run in runs if run.job not in foreign]
     return Sweep(directory, sweep_overrides, tuple(runs), tuple(failed),
                  relation=_single(relations, "neighbors", directory), delta=_single(deltas, "delta", directory),
-                 unverified=tuple(unverified), never_started=never_started)
+                 unverified=tuple(unverified), never_started=never_started, foreign=tuple(foreign))

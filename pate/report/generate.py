@@ -41,6 +41,9 @@ class Report:
         lines += [f"epsilon not verified: {reason}" for reason in sweep.unverified]
         if sweep.never_started:
             lines.append(f"{sweep.never_started} job(s) promised by the sweep's overrides never started")
+        if sweep.foreign:
+            lines.append(f"jobs {list(sweep.foreign)} hold settings this sweep's overrides do not produce (another "
+                         f"sweep's results?): left out of the report")
         misses = [run.job for run in sweep.runs if calibration_miss(run.metrics)]
         if misses:
             lines.append(f"jobs {misses} miss their target epsilon by more than {CALIBRATION_TOLERANCE:.0%} "

@@ -6,6 +6,8 @@ import pytest
 
 from pate.report import collect_sweep
 
+BASIC = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
+
 
 def test_collects_finished_runs_and_failed_job_in_job_order(sweep_dir):
     sweep = collect_sweep(sweep_dir)
@@ -104,7 +106,7 @@ def test_jobs_the_overrides_promise_but_never_started_are_counted(tmp_path, swee
     sweep = sweep_factory(tmp_path / "sweep", seeds=(0,), failed=False)  # 2 methods x 2 epsilons: 4 jobs
     multirun = yaml.safe_load((sweep / "multirun.yaml").read_text())
     multirun["hydra"]["overrides"]["task"].append("seed=0,1,2")  # now promises 12
-    multirun["hydra"]["sweeper"] = {"params": {"data.num_queries": "600"}}
+    multirun["hydra"]["sweeper"] = {"_target_": "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"}
     (sweep / "multirun.yaml").write_text(yaml.safe_dump(multirun))
     assert promised_jobs(multirun) == 12
     assert collect_sweep(sweep).never_started == 8
@@ -113,10 +115,29 @@ def test_jobs_the_overrides_promise_but_never_started_are_counted(tmp_path, swee
     assert "8 job(s) promised by the sweep's overrides never started" in report.notices()
 
 
+def test_finished_jobs_the_sweep_does_not_produce_are_left_out_and_named(sweep_dir, job_factory):
+    """A job directory copied in from another sweep (its overrides are not among this sweep's): its results are not
+    counted under this sweep's settings, and the report's notices name it."""
+    from pate.report.generate import write_report
+
+    import yaml
+
+    multirun = yaml.safe_load((sweep_dir / "multirun.yaml").read_text())
+    multirun["hydra"]["sweeper"] = {"_target_": BASIC}  # as Hydra writes it: the report can enumerate the jobs
+    (sweep_dir / "multirun.yaml").write_text(yaml.safe_dump(multirun))
+    make_metrics, write_job = job_factory
+    write_job(sweep_dir, "9", ["aggregator=gaussian_pate", "target_epsilon=8.0", "seed=0", "neighbors=replace"],
+              make_metrics("gaussian_pate", 8.0, 0))
+    sweep = collect_sweep(sweep_dir)
+    assert sweep.foreign == ("9",) and "9" not in [run.job for run in sweep.runs] and len(sweep.runs) == 8
+    assert any("jobs ['9'] hold settings this sweep's overrides do not produce" in line
+               for line in write_report(sweep_dir).notices())
+
+
 def test_promised_jobs_follow_hydras_sweep_grammar():
     from pate.report.collect import promised_jobs
 
-    multirun = {"hydra": {"sweeper": {"params": {"seed": "range(0,3)", "compare": "a,b"}},
+    multirun = {"hydra": {"sweeper": {"_target_": BASIC, "params": {"seed": "range(0,3)", "compare": "a,b"}},
                           "overrides": {"task": ["compare=a,b,c", "x=[1,2]", "y=choice(1,2)"]}}}
     assert promised_jobs(multirun) == 3 * 3 * 2  # the command line's compare replaces the config's
     assert promised_jobs({"hydra": {"sweeper": {"_target_": "hydra_plugins.optuna.Sweeper"}}}) is None

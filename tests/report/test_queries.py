@@ -17,6 +17,8 @@ def _query_sweep(root, job_factory, accuracy):
     sweep = root / "sweep"
     sweep.mkdir()
     (sweep / "multirun.yaml").write_text("hydra:\n  overrides:\n    task: [experiment=query_sweep]\n"
+                                         "  sweeper:\n    _target_: hydra._internal.core_plugins.basic_sweeper.BasicSweeper\n    params: {compare: 'gaussian_pate,stable_topk_paper', "
+                                         "data.num_queries: '100,400', seed: '0,1'}\n"
                                          "report: accuracy_vs_queries\n")
     job = 0
     for method in ("gaussian_pate", "stable_topk_paper"):
@@ -26,7 +28,8 @@ def _query_sweep(root, job_factory, accuracy):
                 m["queries"], m["answered"] = q, round(q * m["answered_fraction"])
                 m["reference"]["true_labels"]["student_accuracy"] = 0.85 + 0.01 * q / 100
                 m["reference"]["majority_class"] = {"student_accuracy": 0.80}
-                write_job(sweep, str(job), [f"data.num_queries={q}", f"seed={seed}"], m)
+                write_job(sweep, str(job), [f"compare={method}", f"data.num_queries={q}", f"seed={seed}",
+                                            "experiment=query_sweep"], m)
                 job += 1
     return sweep
 
