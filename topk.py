@@ -16,9 +16,12 @@ from omegaconf import DictConfig, OmegaConf
 from pate.experiments.topk import run_grid, settings_for
 from pate.report.topk import write_topk_report
 from pipeline.checks import UserError
+from pipeline.help import groups_help
 from pipeline.paths import settle_project_root
 
 log = logging.getLogger("topk")
+# --help lists the groups topk.py composes (conf/topk.yaml), not every directory of conf/.
+OmegaConf.register_new_resolver("topk_groups", lambda: groups_help("topk"), replace=True)
 
 
 def run(cfg: DictConfig, output_dir: str):

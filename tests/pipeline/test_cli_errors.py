@@ -204,6 +204,14 @@ def test_help_lists_the_groups_train_py_accepts(root):
     assert "topk_experiment" not in done.stdout  # topk.py's group: train.py rejects it
 
 
+def test_topk_help_lists_its_own_groups_only(root):
+    done = subprocess.run([sys.executable, str(ROOT / "topk.py"), "--help"], cwd=root, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0
+    assert "topk_experiment: checkin, flat, repeated" in done.stdout
+    assert "aggregator:" not in done.stdout and "teacher:" not in done.stdout  # train.py's groups
+
+
 def test_a_key_appended_with_a_typo_is_refused_not_ignored(root):
     """Hydra accepts ``+privacy.target_epsilonn=3``; the run refuses it and names the key it probably meant. A key
     appended to a node with a ``_target_`` (a constructor argument) stays allowed: its class checks it."""
