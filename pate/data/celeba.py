@@ -26,6 +26,15 @@ import numpy as np
 from PIL import Image
 
 from pate.data.pool import process_pool
+from pate.data.celeba_layouts import (
+    IMAGE_DIR,
+    TEXT_FILES,
+    check_label_names,
+    find_celeba_layout,
+    read_csv_attributes,
+    read_csv_label_names,
+    read_csv_splits,
+)
 from pate.io import atomic_write_json, decode_text, exclusive_lock, open_npy_for_writing, read_text
 from pate.progress import progress_bar
 
@@ -41,59 +50,41 @@ ATTRIBUTE_NAMES: tuple[str, ...] = (
 )
 SPLITS: dict[str, int] = {"train": 0, "val": 1, "test": 2}  # CelebA's list_eval_partition codes
 
-IMAGE_DIR = "img_align_celeba"
-ATTRIBUTE_FILE = "list_attr_celeba.txt"
-PARTITION_FILE = "list_eval_partition.txt"
-_HOW_TO_POINT = "pass data=celeba data.root=/path/to/celeba (the directory holding {members})"
+ATTRIBUTE_FILE, PARTITION_FILE = TEXT_FILES  # the original archive's file names (the synthetic set writes these)
 # Bump when the decoding (crop, resize) changes: it is part of every cache key, so old caches are not reused.
 _CACHE_FORMAT = 1
 
 
 # ------------------------------------------------------------------------------------------ the files
 def check_celeba_root(root: str | os.PathLike) -> Path:
-    """The resolved ``root`` after checking that it holds CelebA's three members.
+    """The resolved directory that holds the CelebA copy under ``root``, in any layout of
+    ``pate.data.celeba_layouts`` (the original archive's, torchvision's ``root/celeba/``, Kaggle's CSV files).
 
-    Raises ``FileNotFoundError`` naming the missing path(s) and saying how to point the pipeline at real data.
+    Raises ``FileNotFoundError`` listing the layouts looked for and what ``root`` holds.
     """
-    path = Path(root).expanduser().resolve()
-    members = ", ".join([IMAGE_DIR + "/", ATTRIBUTE_FILE, PARTITION_FILE])
-    hint = _HOW_TO_POINT.format(members=members)
-    if not path.is_dir():
-        raise FileNotFoundError(f"CelebA root {str(path)!r} does not exist or is not a directory; {hint}")
-    missing = [
-        str(path / name)
-        for name, ok in ((IMAGE_DIR, (path / IMAGE_DIR).is_dir()), (ATTRIBUTE_FILE, (path / ATTRIBUTE_FILE).is_file()),
-                         (PARTITION_FILE, (path / PARTITION_FILE).is_file()))
-        if not ok
-    ]
-    if missing:
-        raise FileNotFoundError(f"CelebA root {str(path)!r} lacks {', '.join(missing)}; {hint}")
-    return path
+    return find_celeba_layout(root).attributes.parent
 
 
 def read_label_names(root: str | os.PathLike, expected: Sequence[str] | None = None) -> tuple[str, ...]:
-    """The label names on line 2 of ``list_attr_celeba.txt`` (CelebA's 40 attributes, or any other labels in
-    CelebA's format), read without the rows: what a run needs before any image is decoded.
+    """The label names: line 2 of ``list_attr_celeba.txt`` (CelebA's 40 attributes, or any other labels in
+    CelebA's format), or the header of Kaggle's ``list_attr_celeba.csv``, read without the rows: what a run needs
+    before any image is decoded.
 
     The names must be non-empty and distinct; with ``expected``, they must equal it, in order. Anything else
     raises ``ValueError`` naming the file and the line.
     """
-    path = check_celeba_root(root) / ATTRIBUTE_FILE
-    with open(path, "rb") as handle:
+    layout = find_celeba_layout(root)
+    if layout.csv:
+        return read_csv_label_names(layout.attributes, expected)
+    with open(layout.attributes, "rb") as handle:
         head = [handle.readline(), handle.readline()]
-    return _label_names(path, head, expected)
+    return _label_names(layout.attributes, head, expected)
 
 
 def _label_names(path: Path, head: list[bytes], expected: Sequence[str] | None) -> tuple[str, ...]:
     if len(head) < 2 or not head[1].strip():
         raise ValueError(f"{path}: expected a count line and a header line")
-    names = tuple(head[1].decode(errors="replace").split())
-    if expected is not None and names != tuple(expected):
-        raise ValueError(f"{path}, line 2: expected the label names {tuple(expected)}, in that order, found {names}")
-    repeated = sorted({name for name in names if names.count(name) > 1})
-    if repeated:
-        raise ValueError(f"{path}, line 2: label names must be distinct, found {repeated} more than once")
-    return names
+    return check_label_names(path, 2, tuple(head[1].decode(errors="replace").split()), expected)
 
 
 def read_attributes(root: str | os.PathLike, expected: Sequence[str] | None = None) -> tuple[list[str], np.ndarray]:
@@ -102,9 +93,12 @@ def read_attributes(root: str | os.PathLike, expected: Sequence[str] | None = No
 
     Strict: the count on line 1 must equal the number of rows, every row must hold a file name and L values each
     ``1``/``+1``/``-1``, and no file name may repeat. Anything else raises ``ValueError`` naming the file and the
-    (1-based) line.
+    (1-based) line. Kaggle's ``list_attr_celeba.csv`` is read by ``read_csv_attributes`` to the same standard.
     """
-    path = check_celeba_root(root) / ATTRIBUTE_FILE
+    layout = find_celeba_layout(root)
+    if layout.csv:
+        return read_csv_attributes(layout.attributes, expected)
+    path = layout.attributes
     raw = path.read_bytes()
     head = raw.split(b"\n", 2)
     names = _label_names(path, head, expected)
@@ -154,10 +148,25 @@ def _tokens(text: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def read_splits(root: str | os.PathLike, filenames: Sequence[str]) -> np.ndarray:
     """int8 [N] split codes (``SPLITS``) from ``list_eval_partition.txt``, aligned to ``filenames``.
 
-    The partition file must name exactly the images of ``filenames`` (any order), once each, with a code in
-    {0, 1, 2}; otherwise ``ValueError`` naming the file and the offending line or image.
+    The partition file (or Kaggle's ``list_eval_partition.csv``) must name exactly the images of ``filenames`` (any
+    order), once each, with a code in {0, 1, 2}; otherwise ``ValueError`` naming the file and the offending line or
+    image.
     """
-    path = check_celeba_root(root) / PARTITION_FILE
+    layout = find_celeba_layout(root)
+    path = layout.partition
+    codes = read_csv_splits(path) if layout.csv else _text_splits(path)
+    missing = [name for name in filenames if name not in codes]
+    if missing or len(codes) != len(filenames):
+        extra = sorted(set(codes) - set(filenames))
+        raise ValueError(
+            f"{path} does not match {layout.attributes.name}: {len(missing)} image(s) without a split (first: "
+            f"{missing[:3]}), {len(extra)} image(s) not in the attribute file (first: {extra[:3]})"
+        )
+    return np.array([codes[name] for name in filenames], dtype=np.int8)
+
+
+def _text_splits(path: Path) -> dict[str, int]:
+    """{file name: split code} from ``list_eval_partition.txt`` ('<file name> <code>' per line)."""
     codes: dict[str, int] = {}
     valid = {str(v) for v in SPLITS.values()}
     for i, line in enumerate(read_text(path, "CelebA's partition file ('<file name> <code>' per line)").splitlines()):
@@ -171,14 +180,7 @@ def read_splits(root: str | os.PathLike, filenames: Sequence[str]) -> np.ndarray
         if fields[0] in codes:
             raise ValueError(f"{path}, line {i + 1}: image {fields[0]!r} listed twice")
         codes[fields[0]] = int(fields[1])
-    missing = [name for name in filenames if name not in codes]
-    if missing or len(codes) != len(filenames):
-        extra = sorted(set(codes) - set(filenames))
-        raise ValueError(
-            f"{path} does not match {ATTRIBUTE_FILE}: {len(missing)} image(s) without a split (first: {missing[:3]}), "
-            f"{len(extra)} image(s) not in the attribute file (first: {extra[:3]})"
-        )
-    return np.array([codes[name] for name in filenames], dtype=np.int8)
+    return codes
 
 
 def _check_unique(filenames: Sequence[str], path: Path) -> None:
@@ -268,16 +270,17 @@ def load_celeba(
         raise ValueError(f"image_size={image_size!r}; expected a positive integer (pixels per side)")
     if not isinstance(num_workers, (int, np.integer)) or num_workers < 0:
         raise ValueError(f"num_workers={num_workers!r}; expected an integer >= 0")
-    path = check_celeba_root(root)
+    layout = find_celeba_layout(root)
+    path = layout.attributes.parent
     filenames, labels = read_attributes(path, expected_labels)
     split = read_splits(path, filenames)
     if not filenames:
-        raise ValueError(f"{path / ATTRIBUTE_FILE} lists no images")
+        raise ValueError(f"{layout.attributes} lists no images")
     if check_splits is not None:
         check_splits(split)
     shape = (len(filenames), 3, int(image_size), int(image_size))
 
-    attr_stat = (path / ATTRIBUTE_FILE).stat()
+    attr_stat = layout.attributes.stat()
     identity = {"format": _CACHE_FORMAT, "root": str(path), "image_size": int(image_size),
                 "attribute_file_bytes": attr_stat.st_size, "attribute_file_mtime_ns": attr_stat.st_mtime_ns}
     key = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
@@ -291,7 +294,7 @@ def load_celeba(
         if problem is not None:
             if problem != "absent":
                 log.warning("tensor cache %s is not usable (%s); rebuilding it", data_file, problem)
-            _build_cache(data_file, sidecar, identity, [path / IMAGE_DIR / f for f in filenames], shape,
+            _build_cache(data_file, sidecar, identity, [layout.images / f for f in filenames], shape,
                          num_workers, progress)
         images_checksum = json.loads(sidecar.read_text())["blake2b"]  # verified just above
     images = np.load(data_file, mmap_mode="r")
