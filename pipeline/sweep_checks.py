@@ -13,11 +13,10 @@ import sys
 from typing import Any
 
 from hydra.core.global_hydra import GlobalHydra
-from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.experimental.callback import Callback
-from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from pate.report.collect import expected_overrides
 from pipeline.checks import UserError, check_config
 
 log = logging.getLogger(__name__)
@@ -25,14 +24,12 @@ log = logging.getLogger(__name__)
 __all__ = ["SweepChecks", "job_overrides"]
 
 
-def job_overrides(config: DictConfig) -> list[list[str]] | None:
-    """Each job's overrides, in the order the basic sweeper runs them; None under another sweeper."""
-    sweeper = OmegaConf.select(config, "hydra.sweeper", default={}) or {}
-    if "BasicSweeper" not in str(sweeper.get("_target_", "BasicSweeper")):
-        return None
-    params = [f"{key}={value}" for key, value in (sweeper.get("params") or {}).items()]
-    overrides = OverridesParser.create().parse_overrides(params + list(config.hydra.overrides.task))
-    return [job for batch in BasicSweeper.split_arguments(overrides, None) for job in batch]
+def job_overrides(config: DictConfig) -> list[tuple[str, ...]] | None:
+    """Each job's overrides, in the order the basic sweeper runs them (the report's own expansion,
+    ``pate.report.collect.expected_overrides``, on the running multirun's config); None under another sweeper."""
+    hydra = {"sweeper": OmegaConf.to_container(config.hydra.sweeper, resolve=False),
+             "overrides": {"task": list(config.hydra.overrides.task)}}
+    return expected_overrides({"hydra": hydra})
 
 
 class SweepChecks(Callback):

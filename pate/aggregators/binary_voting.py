@@ -31,6 +31,7 @@ from typing import ClassVar
 import numpy as np
 
 from pate.aggregators.base import AggregationResult, check_rng
+from pate.aggregators.gaussian_pate import NoisyThresholdCost
 from pate.mechanisms.binary_voting import binary_gnmax, screen_labels
 from pate.mechanisms.dd_release import DistanceTest, binary_label_rdp, cost_table, costs_within, distance_to_budget
 from pate.privacy import checks
@@ -68,10 +69,11 @@ def _data_dependent_event(counts: np.ndarray, num_teachers: int, sigma: float, s
 
 
 @dataclass(frozen=True)
-class BinaryVoting(PricedByEvent):
+class BinaryVoting(NoisyThresholdCost):
     """BinaryVoting(num_labels, num_teachers, sigma, neighbors="replace"): per label, yes + N(0, sigma^2) >
     no + N(0, sigma^2). Every query answered; ``details["data_dependent"]`` holds the raw data-dependent bound of
-    the batch (not itself private)."""
+    the batch (not itself private). Its cost, noise parameters and scaling are the noisy threshold's
+    (``NoisyThresholdCost``) on the 2L counts' sensitivity."""
 
     num_labels: int
     num_teachers: int
@@ -80,10 +82,7 @@ class BinaryVoting(PricedByEvent):
     requires_teacher_votes: ClassVar[bool] = False
 
     def __post_init__(self):
-        object.__setattr__(self, "num_labels", checks.positive_int("num_labels", self.num_labels))
-        object.__setattr__(self, "num_teachers", checks.positive_int("num_teachers", self.num_teachers))
-        object.__setattr__(self, "sigma", checks.positive("sigma", self.sigma))
-        object.__setattr__(self, "neighbors", check_relation(self.neighbors))
+        self._check_common_fields()
 
     @property
     def sensitivity(self) -> float:
@@ -91,19 +90,8 @@ class BinaryVoting(PricedByEvent):
         return binary_vote_l2_sensitivity(self.num_labels, self.neighbors)
 
     @property
-    def dp_event(self) -> GaussianEvent:
-        """One query: the Gaussian mechanism on the 2L counts (Mironov 2017, Prop. 7)."""
-        return GaussianEvent(sigma=self.sigma, sensitivity=self.sensitivity)
-
-    @property
     def name(self) -> str:
         return f"BinaryVoting(sigma={self.sigma:g}, neighbors={self.neighbors})"
-
-    def noise_parameters(self) -> dict[str, float]:
-        return {"sigma": self.sigma}
-
-    def scale_noise(self, multiplier: float) -> "BinaryVoting":
-        return dataclasses.replace(self, sigma=self.sigma * checks.positive("multiplier", multiplier))
 
     def data_dependent_event(self, votes) -> RdpCurveEvent:
         """The raw data-dependent bound of a batch of vote counts [Q, L] (PATE 2018, Theorem 6 with Proposition 7's q,
@@ -196,10 +184,16 @@ class DataDependentBinaryVoting(PricedByEvent):
         """test_delta, the release's approximate-RDP delta (known before the proposal is)."""
         return self.test_delta
 
+    @property
+    def data_independent(self) -> BinaryVoting:
+        """The same votes released without a test: binary voting at this sigma."""
+        return BinaryVoting(self.num_labels, self.num_teachers, self.sigma, self.neighbors)
+
     def data_independent_event(self, num_queries: int) -> DpEvent:
         """The same labels priced without the data: per query the screen (a Gaussian on the L larger counts, each of
-        which moves by <= 1: ``count_l2_sensitivity``) and GNMax on the 2L counts, over ``num_queries`` queries."""
-        gnmax = GaussianEvent(self.sigma, binary_vote_l2_sensitivity(self.num_labels, self.neighbors))
+        which moves by <= 1: ``count_l2_sensitivity``) and GNMax on the 2L counts (``BinaryVoting``'s event), over
+        ``num_queries`` queries."""
+        gnmax = self.data_independent.dp_event
         per_query = gnmax if self.screen is None else ComposedEvent(
             (GaussianEvent(self.screen_sigma, count_l2_sensitivity(self.num_labels, self.neighbors)), gnmax))
         return SelfComposedEvent(per_query, num_queries)
@@ -235,8 +229,8 @@ class DataDependentBinaryVoting(PricedByEvent):
 
         Returns (aggregator, the noise multiplier applied to sigma). ``ValueError`` naming the target when no
         proposal can meet it."""
-        reference = BinaryVoting(self.num_labels, self.num_teachers, self.sigma, self.neighbors)
-        calibrated_reference, data_independent = calibrate_noise(reference, target_epsilon, delta, num_queries)
+        calibrated_reference, data_independent = calibrate_noise(self.data_independent, target_epsilon, delta,
+                                                                 num_queries)
         order = Ledger(neighbors=self.neighbors).compose(calibrated_reference, count=num_queries).epsilon(delta)[1]
         left = target_epsilon - math.log(1.0 / delta) / (order - 1.0)
         if left <= 0:

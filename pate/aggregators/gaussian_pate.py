@@ -27,9 +27,9 @@ __all__ = ["GaussianPATE", "NoisyThresholdCost"]
 
 
 class NoisyThresholdCost(PricedByEvent):
-    """What every noisy-count-against-T/2 labeller shares (GaussianPATE, TauPATE): the threshold, and the
-    Gaussian mechanism's cost on the labeller's own L2 ``sensitivity``. Needs ``sigma``, ``num_teachers``
-    and ``sensitivity`` from the class."""
+    """What every noisy-count-against-T/2 labeller shares (GaussianPATE, TauPATE, and BinaryVoting, whose noisy
+    yes > noisy no is yes + noise > T/2): the threshold, and the Gaussian mechanism's cost on the labeller's own L2
+    ``sensitivity``. Needs ``sigma``, ``num_teachers`` and ``sensitivity`` from the class."""
 
     def _check_common_fields(self) -> None:
         """Normalise num_labels, num_teachers and sigma and check the relation (frozen dataclass: once, here)."""

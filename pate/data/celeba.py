@@ -30,6 +30,7 @@ from pate.data.celeba_layouts import (
     IMAGE_DIR,
     TEXT_FILES,
     check_label_names,
+    check_unique,
     find_celeba_layout,
     read_csv_attributes,
     read_csv_label_names,
@@ -128,7 +129,7 @@ def read_attributes(root: str | os.PathLike, expected: Sequence[str] | None = No
         r, c = np.argwhere(~valid)[0]
         token = body[starts[r, c + 1]:ends[r, c + 1]].decode(errors="replace")
         raise ValueError(f"{path}, line {r + 3}: value {token!r} for {names[c]}; expected +1 (or 1) or -1")
-    _check_unique(filenames, path)
+    check_unique(filenames, path, first_line=3)
     return filenames, (first != minus).astype(np.uint8)
 
 
@@ -181,16 +182,6 @@ def _text_splits(path: Path) -> dict[str, int]:
             raise ValueError(f"{path}, line {i + 1}: image {fields[0]!r} listed twice")
         codes[fields[0]] = int(fields[1])
     return codes
-
-
-def _check_unique(filenames: Sequence[str], path: Path) -> None:
-    if len(set(filenames)) == len(filenames):
-        return
-    seen: set[str] = set()
-    for i, name in enumerate(filenames):
-        if name in seen:
-            raise ValueError(f"{path}, line {i + 3}: image {name!r} listed twice")
-        seen.add(name)
 
 
 # --------------------------------------------------------------------------------------- the arrays

@@ -23,7 +23,7 @@ import numpy as np
 
 from pate.io import read_text
 
-__all__ = ["CelebALayout", "check_label_names", "find_celeba_layout", "read_csv_attributes", "read_csv_label_names",
+__all__ = ["CelebALayout", "check_label_names", "check_unique", "find_celeba_layout", "read_csv_attributes", "read_csv_label_names",
            "read_csv_splits"]
 
 IMAGE_DIR = "img_align_celeba"
@@ -95,6 +95,18 @@ def check_label_names(path: Path, line: int, names: tuple[str, ...], expected: S
     return names
 
 
+def check_unique(filenames: Sequence[str], path: Path, first_line: int) -> None:
+    """``ValueError`` naming ``path`` and the line of the first file name listed twice (row i on line
+    ``first_line + i``)."""
+    if len(set(filenames)) == len(filenames):
+        return
+    seen: set[str] = set()
+    for i, name in enumerate(filenames):
+        if name in seen:
+            raise ValueError(f"{path}, line {i + first_line}: image {name!r} listed twice")
+        seen.add(name)
+
+
 def _rows(path: Path, first_column: str) -> list[list[str]]:
     rows = [row for row in csv.reader(read_text(path, "a CSV file").splitlines()) if row]
     if not rows or rows[0][0].strip() != first_column:
@@ -128,10 +140,7 @@ def read_csv_attributes(path: Path, expected: Sequence[str] | None = None) -> tu
         r, c = np.argwhere(~valid)[0]
         raise ValueError(f"{path}, line {r + 2}: value {str(values[r, c])!r} for {names[c]}; expected 1 (or +1) or -1")
     filenames = [row[0].strip() for row in body]
-    if len(set(filenames)) != len(filenames):
-        seen: set[str] = set()
-        twice = next(name for name in filenames if name in seen or seen.add(name))
-        raise ValueError(f"{path}: image {twice!r} listed twice")
+    check_unique(filenames, path, first_line=2)
     return filenames, (values != "-1").astype(np.uint8)
 
 

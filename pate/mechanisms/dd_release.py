@@ -67,8 +67,7 @@ def binary_label_rdp(yes, no, orders, sigma: float, scale: float, screen: tuple[
     log_pass = threshold_log_pass(larger, threshold, screen_sigma)
     log_low = threshold_log_pass(larger - 1.0, threshold, screen_sigma)
     screen_rdp = threshold_data_dependent_rdp(log_pass, screen_sigma, orders)
-    return np.stack([screened_rdp(screen_rdp[..., i], log_pass, log_low, release[..., i], order)
-                     for i, order in enumerate(orders)], axis=-1)
+    return screened_rdp(screen_rdp, log_pass[..., None], log_low[..., None], release, orders)
 
 
 def cost_table(size: int, order: float, sigma: float, scale: float,

@@ -133,8 +133,9 @@ def threshold_data_dependent_rdp(log_pass, sigma: float, orders) -> np.ndarray:
     return data_dependent_rdp(log_q, orders, math.sqrt(2.0) * checks.positive("sigma", sigma))
 
 
-def screened_rdp(screen_rdp, log_pass, log_pass_neighbour, release_rdp, order: float) -> np.ndarray:
-    """Data-dependent RDP at ``order`` of "screen, then release only if the screen passed": a threshold check that
+def screened_rdp(screen_rdp, log_pass, log_pass_neighbour, release_rdp, order) -> np.ndarray:
+    """Data-dependent RDP at ``order`` (a scalar or an array that broadcasts with the others, e.g. the orders on the
+    last axis) of "screen, then release only if the screen passed": a threshold check that
     passes with probability p = exp(``log_pass``), followed (on a pass only) by a release whose data-dependent RDP is
     ``release_rdp``; ``screen_rdp`` is the check's own data-dependent RDP and ``log_pass_neighbour`` a lower bound on
     log p' over the neighbours (the pass probability one count lower). Elementwise:
@@ -148,7 +149,7 @@ def screened_rdp(screen_rdp, log_pass, log_pass_neighbour, release_rdp, order: f
     the release's noise being independent of the check's. So a label that almost surely fails the check pays its
     check and a vanishing share of the release.
     """
-    order = checks.orders_array([order], name="order")[0]
+    order = checks.orders_array(order, name="order")
     log_pass, log_low = np.asarray(log_pass, np.float64), np.asarray(log_pass_neighbour, np.float64)
     scaled = (order - 1.0) * np.asarray(release_rdp, np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):

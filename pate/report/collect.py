@@ -59,7 +59,7 @@ class Sweep:
 BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
 
 
-def expected_overrides(multirun: dict[str, Any]) -> list[frozenset[str]] | None:
+def expected_overrides(multirun: dict[str, Any]) -> list[tuple[str, ...]] | None:
     """Each job's overrides as the sweep's own overrides produce them (the sweeper's ``params``, overridden by the
     command line's, expanded as Hydra's basic sweeper expands them), in job order; None for another sweeper, a
     multirun.yaml that does not name its sweeper (Hydra always writes it), or overrides that do not parse (then
@@ -79,7 +79,7 @@ def expected_overrides(multirun: dict[str, Any]) -> list[frozenset[str]] | None:
         batches = BasicSweeper.split_arguments(list(parsed.values()), None)  # a key given twice: the last one
     except (HydraException, ValueError, TypeError):
         return None
-    return [frozenset(job) for batch in batches for job in batch]
+    return [tuple(job) for batch in batches for job in batch]
 
 
 def promised_jobs(multirun: dict[str, Any]) -> int | None:
@@ -93,7 +93,7 @@ def job_sort_key(name: str) -> tuple[int, int, str]:
     return (0, int(name), "") if name.isdigit() else (1, 0, name)
 
 
-def _read_jobs(directory: Path, jobs: list[str], expected: list[frozenset[str]] | None
+def _read_jobs(directory: Path, jobs: list[str], expected: set[frozenset[str]] | None
                ) -> tuple[list[Run], list[FailedJob], list[str]]:
     """The finished runs (schema-checked), the failed jobs (no metrics.json) and the finished jobs whose overrides
     are not among ``expected`` (copied in, or left by another sweep)."""
@@ -151,7 +151,8 @@ def collect_sweep(sweep_dir: str | Path, mixed_queries: bool = False, cache_dir:
 
     jobs = sorted((p.name for p in directory.iterdir() if (p / ".hydra").is_dir()), key=job_sort_key)
     expected = expected_overrides(multirun)
-    runs, failed, foreign = _read_jobs(directory, jobs, expected)
+    known = None if expected is None else {frozenset(job) for job in expected}
+    runs, failed, foreign = _read_jobs(directory, jobs, known)
     unverified = []
     for run in runs:
         cache = Path(cache_dir) if cache_dir is not None else cache_dir_of(run.config, Path.cwd())
