@@ -70,3 +70,30 @@ def test_the_report_command_names_its_kind(tmp_path):
     assert main([str(sweep), "--kind", "accuracy_vs_epsilon", "--out", str(tmp_path / "out")]) == 0
     assert (tmp_path / "out" / "report.md").read_text().startswith("# ")
     assert main([str(sweep), "--kind", "vibes"]) == 2
+
+
+def _cluster_resume_command() -> list[str]:
+    """The overrides of the time-limited submitit sweep docs/celeba-and-clusters.md shows (its first line), joined."""
+    text = (ROOT / "docs" / "celeba-and-clusters.md").read_text()
+    first = "python train.py -m hydra/launcher=slurm trainer=gpu experiment=paper_celeba data.root=/data/celeba \\\n"
+    start = text.index(first + "    hydra.launcher.timeout_min")
+    lines = text[start:].splitlines()[:3]
+    return " ".join(line.split("#")[0].strip().rstrip("\\") for line in lines).split()[3:]
+
+
+def test_the_documented_cluster_resume_sweep_and_weights_key_compose():
+    """The resubmitted SLURM sweep (GPU, SLURM and real data: composed with its Hydra config, every job's
+    teacher_shard among them) and `features.extractor.weights_path`, the key the docs name for offline weights."""
+    from hydra import compose, initialize_config_dir
+
+    overrides = _cluster_resume_command()
+    assert overrides[0] == "hydra/launcher=slurm" and overrides[-1].startswith("teacher_shard=0/16,1/16,")
+    shards = overrides[-1].split("=", 1)[1].split(",")
+    assert shards == [f"{i}/16" for i in range(16)]
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        cfg = compose(config_name="train", overrides=[*overrides[:-1], f"teacher_shard={shards[-1]}"],
+                      return_hydra_config=True)
+        assert cfg.hydra.launcher.timeout_min == 240 and cfg.teacher_shard == "15/16"
+        features = compose(config_name="train", overrides=["features=torchvision",
+                                                            "features.extractor.weights_path=/w/resnet50.pth"])
+        assert features.features.extractor.weights_path == "/w/resnet50.pth"
