@@ -206,11 +206,12 @@ def summary(m: dict[str, Any]) -> str:
         f"aggregator        {m['aggregator']}" if m.get("aggregator") else
         f"method            {m.get('mechanism') or m['method']}",
         f"privacy           {m['privacy']}",
-        *([f"data-dependent    epsilon = {m['epsilon_data_dependent']:.4g} at the same delta and relation, NOT ITSELF "
-           f"PRIVATE (the raw bound of PATE 2018: it depends on the private votes)"]
+        *([f"data-dependent    epsilon = {m['epsilon_data_dependent']:.4g} at delta = {m['delta']:.3g} (neighbours: "
+           f"{m['neighbors']}), NOT ITSELF PRIVATE (the raw bound of PATE 2018: it depends on the private votes)"]
           if "epsilon_data_dependent" in m else []),
-        *([f"data-independent  epsilon = {m['epsilon_data_independent']:.4g} at the same delta and relation (the same "
-           f"labels priced without looking at the votes)"] if "epsilon_data_independent" in m else []),
+        *([f"data-independent  epsilon = {m['epsilon_data_independent']:.4g} at delta = {m['delta']:.3g} (neighbours: "
+           f"{m['neighbors']}; the same labels priced without looking at the votes)"]
+          if "epsilon_data_independent" in m else []),
         *([f"proposal test     {'passed' if m['data_dependent_test']['passed'] else 'FAILED: nothing released'} "
            f"(proposed RDP {m['data_dependent_test']['rdp_budget']:.4g} at order "
            f"{m['data_dependent_test']['order']:.4g})"] if "data_dependent_test" in m else []),
