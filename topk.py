@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from pathlib import Path
 
 import hydra
 from omegaconf import DictConfig, OmegaConf
@@ -39,15 +40,21 @@ def run(cfg: DictConfig, output_dir: str):
     return rows
 
 
-@hydra.main(version_base="1.3", config_path="conf", config_name="topk")
+# An absolute config path: the same configs whether this file runs as a script or is imported (tests/cli.py).
+@hydra.main(version_base="1.3", config_path=str(Path(__file__).resolve().parent / "conf"), config_name="topk")
 def main(cfg: DictConfig) -> None:
     run(cfg, hydra.core.hydra_config.HydraConfig.get().runtime.output_dir)
 
 
-if __name__ == "__main__":
+def cli() -> None:
+    """The command line: ``python topk.py [overrides]`` (and the in-process runner of the tests)."""
     try:
         settle_project_root()  # logs under PROJECT_ROOT or this checkout, not the working directory
     except UserError as err:
         print(f"error: {err}", file=sys.stderr)
         sys.exit(2)
     main()
+
+
+if __name__ == "__main__":
+    cli()

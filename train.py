@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import secrets
 import sys
+from pathlib import Path
 
 import hydra
 from omegaconf import DictConfig, OmegaConf
@@ -32,17 +33,23 @@ OmegaConf.register_new_resolver("run_id", lambda: RUN_ID, replace=True)
 OmegaConf.register_new_resolver("train_groups", groups_help, replace=True)
 
 
-@hydra.main(version_base="1.3", config_path="conf", config_name="train")
+# An absolute config path: the same configs whether this file runs as a script or is imported (tests/cli.py).
+@hydra.main(version_base="1.3", config_path=str(Path(__file__).resolve().parent / "conf"), config_name="train")
 def main(cfg: DictConfig) -> float | None:
     with command_line_errors(cfg):  # a config or data mistake: one line, exit 2; Ctrl-C: how to resume, exit 130
         metrics = run(cfg)
     return metrics.get("student_accuracy")  # the objective for Hydra sweepers that optimise
 
 
-if __name__ == "__main__":
+def cli() -> None:
+    """The command line: ``python train.py [overrides]`` (and the in-process runner of the tests)."""
     try:
         settle_project_root()  # data, cache and logs under PROJECT_ROOT or this checkout, not the working directory
     except UserError as err:
         print(f"error: {err}", file=sys.stderr)
         sys.exit(EXIT_USER_ERROR)
     main()
+
+
+if __name__ == "__main__":
+    cli()

@@ -74,11 +74,18 @@ def prepare(cfg: DictConfig) -> tuple[Graph, Dataset, Any]:
         with building(None):
             extractor.to(device_of(cfg.trainer))  # features on trainer.accelerator's device
             extractor.check_image_size(int(cfg.data.image_size))
+        if student.needs_views(cfg) and not extractor.reads_images:
+            raise UserError(f"student.semi.method={cfg.student.semi.method} needs features of augmented images, which "
+                            f"{type(extractor).__name__} (features.extractor) cannot compute; use another "
+                            f"student.semi.method or an extractor that reads the images")
     with building(None):  # the data code names the file or the key itself
         arrays = reader.load(Path(cfg.paths.cache_dir) / "tensors", progress=bool(cfg.progress),
                              check_splits=lambda split: check_partition_config(
                                  split, int(cfg.partition.num_teachers), int(cfg.data.num_queries),
                                  float(cfg.data.pool_fraction), *getattr(method, "records_per_teacher", (1, ""))))
+    if extractor is not None:
+        with building(None):  # precomputed embeddings: one row per image of the data just read
+            extractor.check_rows(len(arrays))
     data = Dataset(arrays, data_identity(plain(cfg.data), arrays))
     queries = queries_stage(cfg, data)
     features = features_stage(cfg, data, extractor) if extractor is not None else None

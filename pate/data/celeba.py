@@ -8,24 +8,20 @@ The layout (Liu et al., "Deep Learning Face Attributes in the Wild", ICCV 2015; 
     root/list_eval_partition.txt             N rows "000001.jpg 0" (0 train, 1 val, 2 test)
 
 The built-in synthetic set (``pate.data.synthetic``) is written in exactly this layout, so one reader serves
-both. Decoding a JPEG per sample per epoch would dominate CPU training, so ``load_celeba`` decodes every image
-once into ``[N, 3, S, S]`` uint8 and memory-maps it; worker processes and later runs share the pages.
+both. ``load_celeba`` decodes every image once into the tensor cache of ``pate.data.tensor_cache`` (uint8
+``[N, 3, S, S]``, memory-mapped: worker processes and later runs share the pages).
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-import logging
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from PIL import Image
 
-from pate.data.pool import process_pool
 from pate.data.celeba_layouts import (
     IMAGE_DIR,
     TEXT_FILES,
@@ -36,10 +32,8 @@ from pate.data.celeba_layouts import (
     read_csv_label_names,
     read_csv_splits,
 )
-from pate.io import atomic_write_json, decode_text, exclusive_lock, open_npy_for_writing, read_text
-from pate.progress import progress_bar
-
-log = logging.getLogger(__name__)
+from pate.data.tensor_cache import check_decode_args, decoded_images
+from pate.io import decode_text, read_text
 
 ATTRIBUTE_NAMES: tuple[str, ...] = (
     "5_o_Clock_Shadow", "Arched_Eyebrows", "Attractive", "Bags_Under_Eyes", "Bald", "Bangs", "Big_Lips",
@@ -52,8 +46,6 @@ ATTRIBUTE_NAMES: tuple[str, ...] = (
 SPLITS: dict[str, int] = {"train": 0, "val": 1, "test": 2}  # CelebA's list_eval_partition codes
 
 ATTRIBUTE_FILE, PARTITION_FILE = TEXT_FILES  # the original archive's file names (the synthetic set writes these)
-# Bump when the decoding (crop, resize) changes: it is part of every cache key, so old caches are not reused.
-_CACHE_FORMAT = 1
 
 
 # ------------------------------------------------------------------------------------------ the files
@@ -208,35 +200,6 @@ class CelebAArrays:
         return len(self.filenames)
 
 
-def decode_image(path: str | os.PathLike, image_size: int) -> np.ndarray:
-    """One image as uint8 [3, image_size, image_size].
-
-    Crop: the central square of side min(w, h) (for CelebA's 178 x 218 aligned faces: all 178 columns and rows
-    20..197, so the aligned face stays centred and only forehead/neck margins are lost), then an antialiased
-    (Lanczos) resize to ``image_size``. For JPEGs the decoder is first asked for a DCT-downscaled draft no
-    smaller than ``image_size`` on the short side, which is both faster and itself an antialiasing step.
-    """
-    try:
-        with Image.open(path) as img:
-            img.draft("RGB", (image_size, image_size))
-            img = img.convert("RGB")
-            w, h = img.size
-            side = min(w, h)
-            left, top = (w - side) // 2, (h - side) // 2
-            # crop, then resize: resize(box=...) would let the filter reach outside the square
-            img = img.crop((left, top, left + side, top + side)).resize((image_size, image_size),
-                                                                        Image.Resampling.LANCZOS)
-            return np.asarray(img, dtype=np.uint8).transpose(2, 0, 1)
-    except (OSError, ValueError, Image.DecompressionBombError) as err:  # truncated, corrupt, not an image
-        raise ValueError(f"{path}: cannot decode this image ({' '.join(str(err).split())}); replace it with the "
-                         f"file from the CelebA download") from None
-
-
-def _decode_chunk(args: tuple[list[str], int]) -> np.ndarray:
-    paths, image_size = args
-    return np.stack([decode_image(p, image_size) for p in paths])
-
-
 def load_celeba(
     root: str | os.PathLike,
     image_size: int,
@@ -247,20 +210,12 @@ def load_celeba(
     expected_labels: Sequence[str] | None = None,
 ) -> CelebAArrays:
     """Read CelebA (or the synthetic set, or any labels in CelebA's format) at ``root`` into ``CelebAArrays``
-    backed by a tensor cache; ``check_splits(split codes)``, when given, runs on the partition file's codes before
-    any image is decoded, and ``expected_labels``, when given, must be the label names of the attribute file.
-
-    The first call decodes every image once (``decode_image``: central square crop, antialiased resize) into
-    ``cache_dir/celeba-<S>px-<key>.npy``, where the key hashes the resolved root, ``image_size`` and the size
-    and mtime of the attribute file (a regenerated or replaced dataset gets a new cache). The file is written
-    under a temporary name and renamed into place, then a JSON sidecar records its shape, byte size and
-    BLAKE2b checksum. Every call re-verifies the sidecar, size and checksum; a cache that fails is logged and
-    rebuilt, never used. ``num_workers > 0`` decodes in that many processes.
+    backed by the tensor cache (``pate.data.tensor_cache``: decoded once, reused while the attribute file and every
+    image file keep their size and modification time); ``check_splits(split codes)``, when given, runs on the
+    partition file's codes before any image is decoded, and ``expected_labels``, when given, must be the label
+    names of the attribute file. ``num_workers > 0`` decodes in that many processes.
     """
-    if not isinstance(image_size, (int, np.integer)) or isinstance(image_size, bool) or image_size < 1:
-        raise ValueError(f"image_size={image_size!r}; expected a positive integer (pixels per side)")
-    if not isinstance(num_workers, (int, np.integer)) or num_workers < 0:
-        raise ValueError(f"num_workers={num_workers!r}; expected an integer >= 0")
+    check_decode_args(image_size, num_workers)
     layout = find_celeba_layout(root)
     path = layout.attributes.parent
     filenames, labels = read_attributes(path, expected_labels)
@@ -269,29 +224,14 @@ def load_celeba(
         raise ValueError(f"{layout.attributes} lists no images")
     if check_splits is not None:
         check_splits(split)
-    shape = (len(filenames), 3, int(image_size), int(image_size))
-
     attr_stat = layout.attributes.stat()
-    identity = {"format": _CACHE_FORMAT, "root": str(path), "image_size": int(image_size),
-                "attribute_file_bytes": attr_stat.st_size, "attribute_file_mtime_ns": attr_stat.st_mtime_ns}
-    key = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
-    cache_dir = Path(cache_dir).expanduser()
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    data_file = cache_dir / f"celeba-{image_size}px-{key}.npy"
-    sidecar = data_file.with_suffix(".json")
-
-    with exclusive_lock(data_file.with_suffix(".lock")):
-        problem = _cache_problem(data_file, sidecar, identity, shape)
-        if problem is not None:
-            if problem != "absent":
-                log.warning("tensor cache %s is not usable (%s); rebuilding it", data_file, problem)
-            _build_cache(data_file, sidecar, identity, [layout.images / f for f in filenames], shape,
-                         num_workers, progress)
-        images_checksum = json.loads(sidecar.read_text())["blake2b"]  # verified just above
-    images = np.load(data_file, mmap_mode="r")
+    source = {"layout": layout.kind, "attribute_file_bytes": attr_stat.st_size,
+              "attribute_file_mtime_ns": attr_stat.st_mtime_ns}
+    images, checksum = decoded_images("celeba", str(path), [layout.images / f for f in filenames], int(image_size),
+                                      cache_dir, source, str(layout.attributes), num_workers, progress)
     return CelebAArrays(images=images, labels=labels, split=split, filenames=tuple(filenames),
                         attribute_names=read_label_names(path),
-                        fingerprint=content_fingerprint(labels, split, filenames, images_checksum))
+                        fingerprint=content_fingerprint(labels, split, filenames, checksum))
 
 
 def content_fingerprint(labels: np.ndarray, split: np.ndarray, filenames: Sequence[str], images_checksum: str) -> str:
@@ -307,65 +247,6 @@ def content_fingerprint(labels: np.ndarray, split: np.ndarray, filenames: Sequen
     return h.hexdigest()[:16]
 
 
-# ---------------------------------------------------------------------------------- the tensor cache
-def _checksum(path: Path, chunk: int = 1 << 24) -> str:
-    h = hashlib.blake2b(digest_size=16)
-    with open(path, "rb") as fh:
-        while block := fh.read(chunk):
-            h.update(block)
-    return h.hexdigest()
-
-
-def _cache_problem(data_file: Path, sidecar: Path, identity: dict, shape: tuple[int, ...]) -> str | None:
-    """None when the cache is complete and intact, else a short reason ('absent' when never built)."""
-    if not data_file.exists() and not sidecar.exists():
-        return "absent"
-    try:
-        meta = json.loads(sidecar.read_text())
-    except (OSError, ValueError) as err:
-        return f"unreadable sidecar {sidecar.name}: {err}"
-    if meta.get("identity") != identity or tuple(meta.get("shape", ())) != shape or meta.get("dtype") != "uint8":
-        return f"sidecar describes {meta.get('shape')} {meta.get('dtype')} for {meta.get('identity')}"
-    if not data_file.exists():
-        return "data file missing"
-    if data_file.stat().st_size != meta.get("bytes"):
-        return f"size {data_file.stat().st_size} bytes, sidecar says {meta.get('bytes')}"
-    if _checksum(data_file) != meta.get("blake2b"):
-        return "checksum mismatch"
-    return None
-
-
-def _build_cache(data_file: Path, sidecar: Path, identity: dict, paths: list[Path], shape: tuple[int, ...],
-                 num_workers: int, progress: bool) -> None:
-    sidecar.unlink(missing_ok=True)  # from here on, a crash leaves a cache that is detected as damaged
-    # A killed decode leaves its full-size temporary file (GBs for real CelebA). The caller holds the cache's
-    # lock, so no other process is writing one now: every temporary file here is such a leftover.
-    for stale in data_file.parent.glob(f".{data_file.name}.tmp-*"):
-        log.warning("removing %s, left by an interrupted decode", stale)
-        stale.unlink(missing_ok=True)
-    tmp = data_file.with_name(f".{data_file.name}.tmp-{os.getpid()}")
-    try:
-        out = open_npy_for_writing(tmp, np.uint8, shape)  # a full disk: an error here, not SIGBUS later
-        size = shape[-1]
-        chunk = 256
-        jobs = [([str(p) for p in paths[i:i + chunk]], size) for i in range(0, len(paths), chunk)]
-        bar = progress_bar(total=len(paths), desc=f"decoding images to {size}px", unit="img", disable=not progress)
-        with bar, process_pool(num_workers) as pool:
-            start = 0
-            for block in (pool.imap(_decode_chunk, jobs) if pool is not None else map(_decode_chunk, jobs)):
-                out[start:start + len(block)] = block
-                start += len(block)
-                bar.update(len(block))
-        out.flush()
-        del out
-        os.replace(tmp, data_file)
-    finally:
-        tmp.unlink(missing_ok=True)
-    meta = {"identity": identity, "shape": list(shape), "dtype": "uint8", "bytes": data_file.stat().st_size,
-            "blake2b": _checksum(data_file)}
-    atomic_write_json(sidecar, meta)
-
-
 __all__ = [
     "ATTRIBUTE_FILE",
     "ATTRIBUTE_NAMES",
@@ -374,7 +255,6 @@ __all__ = [
     "SPLITS",
     "CelebAArrays",
     "check_celeba_root",
-    "decode_image",
     "load_celeba",
     "read_attributes",
     "read_label_names",

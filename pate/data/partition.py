@@ -118,9 +118,9 @@ def check_partition_config(split: np.ndarray, num_teachers: int, num_queries: in
     sizes = {name: int(np.count_nonzero(np.asarray(split) == code)) for name, code in SPLITS.items()}
     for name in ("train", "test"):
         if sizes[name] == 0:
-            raise ValueError(f"the {name} split is empty: no row of list_eval_partition.txt has code "
-                             f"{SPLITS[name]} ({name}); the pipeline needs private training records and "
-                             f"held-out public records")
+            raise ValueError(f"the {name} split is empty: no image has split code {SPLITS[name]} ({name}; CelebA's "
+                             f"list_eval_partition.txt, a folder's split column or data.split_fractions); the "
+                             f"pipeline needs private training records and held-out public records")
     n_train = sizes["train"]
     most = n_train // records_per_teacher
     if not 1 <= num_teachers <= most:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -95,26 +95,54 @@ class Extractor(ABC):
 
     def fit(self, public_images: np.ndarray, seed: int = 0, progress: Callable[[int], None] | None = None
             ) -> Extractor:
-        """Fit on public images only (no labels exist in this signature), then the standardisation: the mean and
-        standard deviation of every feature over ``public_images`` (a dimension that never varies there gets
-        standard deviation 1, so it maps to 0 rather than to inf)."""
+        """Fit on public images only (no labels exist in this signature), then the standardisation
+        (:meth:`_standardise_on`) on their features."""
         check_uint8_images(public_images, "public_images")
         self._fit_raw(public_images, np.random.default_rng(seed))
         self._mean = self._std = None
         self.to(self.device)  # what _fit_raw learned (on the CPU) moves to the extractor's device
+        parts = list(batches(len(public_images), self.batch_size))
+        raw = (self._raw(torch.from_numpy(np.ascontiguousarray(public_images[part])).to(self.device)) for part in parts)
+        return self._standardise_on(raw, progress)
+
+    def _standardise_on(self, raw_batches: Iterable[torch.Tensor], progress: Callable[[int], None] | None) -> Extractor:
+        """The standardisation: the mean and standard deviation of every feature over the public fit images'
+        ``raw_batches`` (a dimension that never varies there gets standard deviation 1, so it maps to 0 rather
+        than to inf)."""
         total = total_sq = None
-        for part in batches(len(public_images), self.batch_size):
-            raw = self._raw(torch.from_numpy(np.ascontiguousarray(public_images[part])).to(self.device)).double()
+        n = 0
+        for raw in raw_batches:
+            raw = raw.double()
             total = raw.sum(0) if total is None else total + raw.sum(0)
             total_sq = (raw**2).sum(0) if total_sq is None else total_sq + (raw**2).sum(0)
+            n += len(raw)
             if progress is not None:
-                progress(part.stop - part.start)
-        n = len(public_images)
+                progress(len(raw))
         mean = total / n
         std = (total_sq / n - mean**2).clamp_min(0).sqrt()
         std = torch.where(std > 1e-6 * std.max().clamp_min(1e-12), std, torch.ones_like(std))
         self._mean, self._std = mean.float(), std.float()
         return self
+
+    # -- the features stage's view: image rows of the dataset
+    reads_images: bool = True  # False for features that are looked up by row (PrecomputedFeatures)
+
+    def check_rows(self, num_rows: int) -> None:
+        """``ValueError`` when the extractor cannot encode a dataset of ``num_rows`` images (default: any)."""
+
+    def fit_rows(self, images: np.ndarray, rows: np.ndarray, seed: int = 0,
+                 progress: Callable[[int], None] | None = None) -> Extractor:
+        """:meth:`fit` on ``images[rows]`` (public rows; the caller checks that)."""
+        return self.fit(np.asarray(images[rows]), seed=seed, progress=progress)
+
+    def encode_rows(self, images: np.ndarray, rows: np.ndarray,
+                    view: Callable[[torch.Tensor], torch.Tensor] | None = None) -> torch.Tensor:
+        """Standardised float32 features [len(rows), D] of ``images[rows]`` (of ``view(images[rows])``, a uint8 ->
+        uint8 map, when given), on the CPU."""
+        chunk = torch.from_numpy(np.asarray(images[rows]))
+        if view is not None:
+            chunk = view(chunk)
+        return torch.cat([self.transform(chunk[part]) for part in batches(len(chunk), self.batch_size)])
 
     @torch.inference_mode()
     def transform(self, images: torch.Tensor) -> torch.Tensor:

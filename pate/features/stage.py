@@ -48,7 +48,7 @@ def fit_extractor(extractor: Extractor, images: np.ndarray, fit_rows: np.ndarray
         raise ValueError(f"the extractor's fit rows include {leaked.size} private training rows (e.g. "
                          f"{leaked[:5].tolist()}); it may only be fitted on public images")
     with progress_bar(total=len(fit_rows), desc="features: fit on public images", unit="img", disable=not progress) as bar:
-        extractor.fit(np.asarray(images[fit_rows]), seed=fit_seed, progress=bar.update)
+        extractor.fit_rows(images, fit_rows, seed=fit_seed, progress=bar.update)
 
 
 def write_features(work: Path, extractor: Extractor, images: np.ndarray, rows: np.ndarray, progress: bool = True,
@@ -66,11 +66,7 @@ def write_features(work: Path, extractor: Extractor, images: np.ndarray, rows: n
     out = open_npy_for_writing(tmp, np.float16, (len(rows), dim))  # a full disk: an error here, not SIGBUS later
     with progress_bar(total=len(rows), desc=desc, unit="img", disable=not progress) as bar:
         for part in batches(len(rows), 1024):
-            chunk = torch.from_numpy(np.asarray(images[rows[part]]))
-            if view is not None:
-                chunk = view(chunk)
-            encoded = np.concatenate([extractor.transform(chunk[s]).numpy()
-                                      for s in batches(len(chunk), extractor.batch_size)]).astype(np.float16)
+            encoded = extractor.encode_rows(images, rows[part], view).numpy().astype(np.float16)
             if not np.isfinite(encoded).all():  # checked per chunk: re-reading the whole file would cost a pass
                 raise RuntimeError(f"{type(extractor).__name__} produced non-finite features for image rows "
                                    f"{rows[part][:5].tolist()}... (float16 overflow?)")

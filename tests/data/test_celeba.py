@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from pate.data import celeba
+from pate.data import tensor_cache
 from pate.data.celeba import (
     ATTRIBUTE_NAMES,
     SPLITS,
@@ -58,13 +58,13 @@ def fake_celeba(tmp_path):
 def count_decodes(monkeypatch):
     """Count calls to the decoder (in-process decoding: num_workers=0)."""
     calls = []
-    real = celeba.decode_image
+    real = tensor_cache.decode_image
 
     def counting(path, size):
         calls.append(path)
         return real(path, size)
 
-    monkeypatch.setattr(celeba, "decode_image", counting)
+    monkeypatch.setattr(tensor_cache, "decode_image", counting)
     return calls
 
 
@@ -103,21 +103,62 @@ def test_cache_is_reused_without_decoding(fake_celeba, tmp_path, monkeypatch):
     def fail(*_):
         raise AssertionError("the cache should have been reused")
 
-    monkeypatch.setattr(celeba, "decode_image", fail)
+    monkeypatch.setattr(tensor_cache, "decode_image", fail)
     second = load_celeba(fake_celeba, 8, tmp_path / "cache", progress=False)
     assert np.array_equal(first.images, second.images)
     with pytest.raises(AssertionError, match="reused"):  # a different size is a different cache
         load_celeba(fake_celeba, 6, tmp_path / "cache", progress=False)
 
 
-def test_cache_key_follows_the_attribute_file(fake_celeba, tmp_path, count_decodes):
+def test_a_changed_attribute_file_rebuilds_the_cache_in_place(fake_celeba, tmp_path, count_decodes, caplog):
     load_celeba(fake_celeba, 8, tmp_path / "cache", progress=False)
     attr = fake_celeba / "list_attr_celeba.txt"
     stat = attr.stat()
     os.utime(attr, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))  # a regenerated dataset
-    load_celeba(fake_celeba, 8, tmp_path / "cache", progress=False)
-    assert len(count_decodes) == 12
-    assert len(list((tmp_path / "cache").glob("*.npy"))) == 2
+    with caplog.at_level(logging.WARNING, logger="pate.data.tensor_cache"):
+        load_celeba(fake_celeba, 8, tmp_path / "cache", progress=False)
+    assert len(count_decodes) == 12 and "rebuilding" in caplog.text
+    assert len(list((tmp_path / "cache").glob("*.npy"))) == 1
+
+
+def _cut(path):
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+def _replace(path):
+    Image.fromarray(np.full((HEIGHT, WIDTH, 3), 90, dtype=np.uint8)).save(path, quality=70)
+
+
+def _touch(path):
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+
+
+@pytest.mark.parametrize("edit", [_cut, _replace, _touch])
+def test_an_image_edited_after_its_decode_is_never_served_stale(fake_celeba, tmp_path, count_decodes, caplog, edit):
+    """Per-file size and modification time: the cache is rebuilt, with a line naming the file; a cut image then
+    fails its decode by name."""
+    first = load_celeba(fake_celeba, 8, tmp_path / "cache", progress=False)
+    image = fake_celeba / "img_align_celeba" / "000004.jpg"
+    edit(image)
+    with caplog.at_level(logging.WARNING, logger="pate.data.tensor_cache"):
+        if edit is _cut:
+            with pytest.raises(ValueError, match=r"000004\.jpg: cannot decode this image"):
+                load_celeba(fake_celeba, 8, tmp_path / "cache", progress=False)
+        else:
+            again = load_celeba(fake_celeba, 8, tmp_path / "cache", progress=False)
+            assert len(count_decodes) == 12
+            assert np.array_equal(np.asarray(again.images)[[0, 1, 2, 4, 5]], np.asarray(first.images)[[0, 1, 2, 4, 5]])
+            assert (again.fingerprint != first.fingerprint) == (edit is _replace)
+    assert "000004.jpg changed since it was decoded" in caplog.text and "rebuilding" in caplog.text
+
+
+def test_a_missing_image_is_named_before_any_decode(fake_celeba, tmp_path, count_decodes):
+    (fake_celeba / "img_align_celeba" / "000005.jpg").unlink()
+    with pytest.raises(ValueError, match=r"000005\.jpg: no such image file, listed in .*list_attr_celeba\.txt "
+                                         r"\(1 of the 6 listed images are missing\)"):
+        load_celeba(fake_celeba, 8, tmp_path / "cache", progress=False)
+    assert count_decodes == []
 
 
 def _flip_last_byte(npy, sidecar):
@@ -157,7 +198,7 @@ def test_damaged_cache_is_detected_and_rebuilt(fake_celeba, tmp_path, count_deco
     good = np.array(load_celeba(fake_celeba, 8, tmp_path / "cache", progress=False).images)
     (npy,) = (tmp_path / "cache").glob("*.npy")
     damage(npy, npy.with_suffix(".json"))
-    with caplog.at_level(logging.WARNING, logger="pate.data.celeba"):
+    with caplog.at_level(logging.WARNING, logger="pate.data.tensor_cache"):
         again = load_celeba(fake_celeba, 8, tmp_path / "cache", progress=False)
     assert len(count_decodes) == 12  # decoded twice: the damaged cache was not used
     assert "rebuilding" in caplog.text

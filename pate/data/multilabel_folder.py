@@ -1,0 +1,221 @@
+"""Any multi-label image data: a directory of images and one CSV file of their labels (``data=multilabel_folder``).
+
+The CSV file (UTF-8, comma-separated, one header line)::
+
+    file,cat,dog,outdoor[,split]
+    img/0001.png,1,0,1[,train]
+    ...
+
+* the first column names each image by its path relative to the image directory (any header; subdirectories
+  allowed; an absolute path or one that leaves the directory is refused);
+* every other column is one label, named by its header: values 0/1 or -1/1 (also +1), one convention per file
+  (a file holding both 0 and -1, as CheXpert's "uncertain" -1 would, is refused rather than guessed);
+* an optional column headed ``split`` places each image: ``train`` (private: the teachers' parts), ``val``
+  (public, unlabelled use only: the feature extractor's fit images) or ``test`` (public: the student's pool and
+  queries, and the evaluation images), or CelebA's codes 0 / 1 / 2. Without it, a seeded permutation of the rows
+  splits them by ``split_fractions``.
+
+Rows keep the CSV's order: precomputed features (``features=precomputed``) are read in that order. Every error
+names the file, the line and the column, before any image is decoded. Images are decoded as CelebA's are
+(``pate.data.tensor_cache``); grayscale and RGBA images are converted to RGB, and the decode says so once.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from pate.data.celeba import SPLITS, CelebAArrays, content_fingerprint
+from pate.data.celeba_layouts import check_label_names
+from pate.data.tensor_cache import check_decode_args, decoded_images
+from pate.io import read_text
+
+__all__ = ["LabelTable", "MultilabelFolder", "check_split_fractions", "read_label_names", "read_label_table",
+           "seeded_split"]
+
+SPLIT_COLUMN = "split"
+_SPLIT_VALUES = {**SPLITS, **{str(code): code for code in SPLITS.values()}}
+_POSITIVE, _NEGATIVES = ("1", "+1"), ("0", "-1")
+
+
+@dataclass(frozen=True)
+class LabelTable:
+    """The CSV file as read: file names (row order), label names, labels uint8 [N, L] and the split codes (int8
+    [N], or None when the file has no split column)."""
+
+    filenames: tuple[str, ...]
+    label_names: tuple[str, ...]
+    labels: np.ndarray
+    split: np.ndarray | None
+
+
+def _header(path: Path, header: list[str]) -> tuple[tuple[str, ...], int | None]:
+    """(label names, index of the split column or None) from the CSV header."""
+    if len(header) < 2:
+        raise ValueError(f"{path}, line 1: expected a header 'file,<label>,...' with at least one label column, "
+                         f"found {','.join(header)!r}")
+    columns = [name.strip() for name in header[1:]]
+    split_at = columns.index(SPLIT_COLUMN) + 1 if SPLIT_COLUMN in columns else None
+    names = tuple(name for name in columns if name != SPLIT_COLUMN)
+    if not names:
+        raise ValueError(f"{path}, line 1: expected at least one label column besides {SPLIT_COLUMN!r}")
+    if columns.count(SPLIT_COLUMN) > 1:
+        raise ValueError(f"{path}, line 1: the column {SPLIT_COLUMN!r} appears {columns.count(SPLIT_COLUMN)} times")
+    if "" in names:
+        raise ValueError(f"{path}, line 1, column {columns.index('') + 2}: a label column without a name")
+    return check_label_names(path, 1, names, None), split_at
+
+
+def read_label_names(path: str | os.PathLike) -> tuple[str, ...]:
+    """The label names of the CSV file's header, read without its rows."""
+    path = Path(path)
+    with open(path, encoding="utf-8", errors="replace", newline="") as handle:
+        header = next(csv.reader([handle.readline()]), [])
+    return _header(path, header)[0]
+
+
+def _column_name(column: int, names: Sequence[str], split_at: int | None) -> str:
+    if column == 0:
+        return "file"
+    if column == split_at:
+        return SPLIT_COLUMN
+    return names[column - 1 - (split_at is not None and column > split_at)]
+
+
+def read_label_table(path: str | os.PathLike) -> LabelTable:
+    """The CSV file (module docstring), read strictly: ``ValueError`` naming the file, the (1-based) line and
+    column for a short row, a value that is not 0/1 or -1/1, a file mixing 0 and -1, a bad split, an empty or
+    escaping file name, a repeated file name, or a file without rows."""
+    path = Path(path)
+    lines = read_text(path, "the label CSV file").splitlines()
+    rows = [(number, row) for number, row in enumerate(csv.reader(lines), start=1)
+            if row and any(cell.strip() for cell in row)]
+    if not rows or rows[0][0] != 1:
+        raise ValueError(f"{path}, line 1: expected a header 'file,<label>,...', found "
+                         f"{'an empty file' if not rows else 'a blank line'}")
+    names, split_at = _header(path, rows[0][1])
+    body = rows[1:]
+    if not body:
+        raise ValueError(f"{path}: the header names {len(names)} labels but no image follows it")
+    width = len(rows[0][1])
+    for number, row in body:
+        if len(row) != width:
+            raise ValueError(f"{path}, line {number}: expected {width} comma-separated fields (a file name, "
+                             f"{len(names)} labels{' and the split' if split_at else ''}), found {len(row)}")
+    table = np.array([[cell.strip() for cell in row] for _, row in body], dtype=str)
+    numbers = [number for number, _ in body]
+
+    def fail(r: int, c: int, expected: str) -> ValueError:
+        return ValueError(f"{path}, line {numbers[r]}, column {c + 1} ({_column_name(c, names, split_at)}): "
+                          f"{str(table[r, c])!r}; expected {expected}")
+
+    label_columns = [c for c in range(1, width) if c != split_at]
+    values = table[:, label_columns]
+    valid = np.isin(values, (*_POSITIVE, *_NEGATIVES))
+    if not valid.all():
+        r, c = np.argwhere(~valid)[0]
+        raise fail(int(r), label_columns[c], "0 or 1 (or -1 and 1)")
+    zeros, minus = (values == "0").ravel(), (values == "-1").ravel()
+    if zeros.any() and minus.any():  # the negative seen first (row by row) sets the file's convention
+        first, other = ("0", minus) if np.argmax(zeros) < np.argmax(minus) else ("-1", zeros)
+        r, c = divmod(int(np.argmax(other)), values.shape[1])
+        raise fail(r, label_columns[c], f"the file's negative value {first!r} (seen first): one convention per "
+                                        f"file, 0/1 or -1/1 (is -1 an 'uncertain' label? map it first)")
+    labels = np.isin(values, _POSITIVE).astype(np.uint8)
+
+    split = None
+    if split_at is not None:
+        known = np.isin(table[:, split_at], list(_SPLIT_VALUES))
+        if not known.all():
+            raise fail(int(np.flatnonzero(~known)[0]), split_at, "train, val or test (or 0, 1, 2)")
+        split = np.array([_SPLIT_VALUES[value] for value in table[:, split_at]], dtype=np.int8)
+
+    filenames = table[:, 0].tolist()
+    seen: dict[str, int] = {}
+    for r, name in enumerate(filenames):
+        if not name or Path(name).is_absolute() or ".." in Path(name).parts:
+            raise fail(r, 0, "a path relative to the image directory, inside it")
+        if name in seen:
+            raise fail(r, 0, f"a file name listed once (also on line {numbers[seen[name]]})")
+        seen[name] = r
+    return LabelTable(tuple(filenames), names, labels, split)
+
+
+def check_split_fractions(fractions: Sequence[float]) -> tuple[float, float, float]:
+    """``data.split_fractions`` as three floats; ``ValueError`` unless they are non-negative and sum to 1."""
+    try:
+        values = tuple(float(f) for f in fractions)
+    except (TypeError, ValueError):
+        values = ()
+    if len(values) != 3 or min(values) < 0 or abs(sum(values) - 1) > 1e-9:
+        raise ValueError(f"data.split_fractions={list(fractions) if isinstance(fractions, Sequence) else fractions!r};"
+                         f" expected three non-negative fractions (train, val, test) summing to 1")
+    return values
+
+
+def seeded_split(num_rows: int, fractions: Sequence[float], seed: int) -> np.ndarray:
+    """int8 [num_rows] split codes: a permutation of the rows seeded by ``seed``, cut into train / val / test by
+    ``fractions`` (``check_split_fractions``; floor(f * N) rows for train and for val, the rest test)."""
+    train_share, val_share, _ = check_split_fractions(fractions)
+    order = np.random.default_rng(int(seed)).permutation(num_rows)
+    train, val = int(train_share * num_rows), int(val_share * num_rows)
+    split = np.full(num_rows, SPLITS["test"], dtype=np.int8)
+    split[order[:train]] = SPLITS["train"]
+    split[order[train:train + val]] = SPLITS["val"]
+    return split
+
+
+@dataclass(frozen=True)
+class MultilabelFolder:
+    """Images under ``root`` and their labels in the CSV file ``labels_file`` (relative to ``root`` unless
+    absolute); module docstring for the format. Without a split column, ``split_fractions`` and ``split_seed``
+    split the rows. Images are cropped to their central square and resized to ``image_size``; ``num_workers``
+    processes decode them."""
+
+    root: str
+    image_size: int
+    labels_file: str = "labels.csv"
+    num_workers: int = 0
+    split_fractions: Sequence[float] = field(default=(0.8, 0.1, 0.1))
+    split_seed: int = 0
+
+    @property
+    def csv_path(self) -> Path:
+        return Path(self.root).expanduser() / Path(self.labels_file).expanduser()
+
+    def check(self) -> None:
+        root = Path(self.root).expanduser()
+        if not root.is_dir():
+            raise FileNotFoundError(f"data.root={self.root!r} is not a directory; expected the directory of the "
+                                    f"images (data=multilabel_folder data.root=/path/to/images)")
+        if not self.csv_path.is_file():
+            raise FileNotFoundError(f"{self.csv_path}: no such label file; expected a CSV file 'file,<label>,...' "
+                                    f"(data.labels_file, relative to data.root unless absolute)")
+        check_decode_args(self.image_size, self.num_workers)
+        check_split_fractions(self.split_fractions)
+
+    def label_names(self) -> tuple[str, ...]:
+        return read_label_names(self.csv_path)
+
+    def load(self, cache_dir: Path, progress: bool = True,
+             check_splits: Callable[[np.ndarray], None] | None = None) -> CelebAArrays:
+        self.check()
+        table = read_label_table(self.csv_path)
+        split = table.split if table.split is not None else seeded_split(len(table.filenames), self.split_fractions,
+                                                                          self.split_seed)
+        if check_splits is not None:
+            check_splits(split)
+        root = Path(self.root).expanduser().resolve()
+        stat = self.csv_path.stat()
+        source = {"labels_file": str(self.csv_path.resolve()), "bytes": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+        images, checksum = decoded_images("folder", str(root), [root / name for name in table.filenames],
+                                          int(self.image_size), cache_dir, source, str(self.csv_path),
+                                          int(self.num_workers), progress)
+        return CelebAArrays(images=images, labels=table.labels, split=split, filenames=table.filenames,
+                            attribute_names=table.label_names,
+                            fingerprint=content_fingerprint(table.labels, split, table.filenames, checksum))

@@ -1,0 +1,143 @@
+"""features=precomputed: a user's own embeddings, one row per image in the data's order. Checked for shape and
+finiteness before compute, fingerprinted into the features stage's key, standardised on public rows only."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from pate.artifacts import ArtifactStore
+from pate.features.precomputed import PrecomputedFeatures
+from pipeline.runner import prepare, run
+from tests.cli import run_cli
+from tests.conftest import compose_config
+from tests.data.folder_data import write_folder
+
+NUM_IMAGES = 400
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory) -> tuple[Path, np.ndarray]:
+    root = tmp_path_factory.mktemp("precomputed") / "shapes"
+    return root, write_folder(root, 5, num_images=NUM_IMAGES)
+
+
+def _embeddings(labels: np.ndarray, seed: int = 0) -> np.ndarray:
+    """What a good public encoder would give: the labels, mixed and noisy, in 16 float32 dims."""
+    rng = np.random.default_rng(seed)
+    return (labels @ rng.normal(size=(labels.shape[1], 16)) + 0.3 * rng.normal(size=(len(labels), 16))).astype(np.float32)
+
+
+def _args(folder: Path, path: Path, root: Path) -> list[str]:
+    return ["debug=tiny", "data=multilabel_folder", f"data.root={folder}", "data.split_fractions=[0.7,0.1,0.2]",
+            "features=precomputed", f"features.extractor.path={path}", "features.num_fit_images=40",
+            f"paths.root_dir={root}", f"hydra.run.dir={root / 'run'}"]
+
+
+def test_a_run_on_precomputed_embeddings_learns_from_them(folder, tmp_path):
+    root, labels = folder
+    path = tmp_path / "embeddings.npy"
+    np.save(path, _embeddings(labels))
+    metrics = run(compose_config(_args(root, path, tmp_path)), output_dir=tmp_path / "run")
+    assert metrics["num_labels"] == 5 and metrics["answered"] == 40
+    # the embeddings carry the labels: teachers (70 rows each) and the student far above the majority class
+    assert metrics["teacher_accuracy"] > 0.9 and metrics["student_accuracy"] > 0.85
+    extractor = json.loads(next((tmp_path / "cache" / "features").glob("*/extractor.json")).read_text())
+    assert extractor["extractor"] == "PrecomputedFeatures" and extractor["dim"] == 16
+    assert extractor["shape"] == [NUM_IMAGES, 16] and len(extractor["sha256"]) == 64
+
+
+def test_other_embeddings_are_another_features_stage_and_an_npz_key_selects_one(folder, tmp_path):
+    root, labels = folder
+    np.save(tmp_path / "a.npy", _embeddings(labels))
+    np.savez(tmp_path / "b.npz", other=np.zeros((3, 2)), mine=_embeddings(labels))
+    keys = []
+    for path, extra in ((tmp_path / "a.npy", []), (tmp_path / "b.npz", ["features.extractor.key=mine"])):
+        graph, _, _ = prepare(compose_config([*_args(root, path, tmp_path), *extra]))
+        keys.append(graph.shared.features.key)
+    assert keys[0] != keys[1]  # same values, other file: the key hashes the file's bytes, never its path
+    edited = _embeddings(labels)
+    edited[7, 3] += 1
+    np.save(tmp_path / "a.npy", edited)
+    assert prepare(compose_config(_args(root, tmp_path / "a.npy", tmp_path)))[0].shared.features.key != keys[0]
+
+
+def test_the_standardisation_uses_the_public_fit_rows_only(tmp_path):
+    table = np.random.default_rng(1).normal(3.0, 2.0, size=(50, 4)).astype(np.float32)
+    table[:10] = 1e3  # rows the fit does not see (private ones, in a run) must not move the statistics
+    np.save(tmp_path / "t.npy", table)
+    extractor = PrecomputedFeatures(str(tmp_path / "t.npy"))
+    extractor.check_rows(50)
+    fit_rows = np.arange(10, 50)
+    extractor.fit_rows(None, fit_rows)
+    encoded = extractor.encode_rows(None, fit_rows).numpy()
+    np.testing.assert_allclose(encoded.mean(0), 0, atol=1e-5)
+    np.testing.assert_allclose(encoded.std(0), 1, atol=1e-4)
+    expected = (table[3] - table[fit_rows].mean(0)) / table[fit_rows].std(0)
+    np.testing.assert_allclose(extractor.encode_rows(None, np.array([3])).numpy()[0], expected, rtol=1e-4)
+    with pytest.raises(ValueError, match="no features of augmented views"):
+        extractor.encode_rows(None, fit_rows, view=lambda images: images)
+    with pytest.raises(TypeError, match="looked up by image row"):
+        extractor._raw(torch.zeros(1, 3, 4, 4, dtype=torch.uint8))
+
+
+def _wrong_rows(tmp_path, labels):
+    np.save(tmp_path / "e.npy", _embeddings(labels)[:-1])
+    return tmp_path / "e.npy", f"holds {NUM_IMAGES - 1} rows, the data {NUM_IMAGES} images; expected one row per image"
+
+
+def _non_finite(tmp_path, labels):
+    table = _embeddings(labels)
+    table[123, 4] = np.nan
+    np.save(tmp_path / "e.npy", table)
+    return tmp_path / "e.npy", "row 123 holds a non-finite value (nan or inf)"
+
+
+def _one_dimensional(tmp_path, labels):
+    np.save(tmp_path / "e.npy", np.zeros(NUM_IMAGES))
+    return tmp_path / "e.npy", f"expected a 2-D array [images, dims], found shape ({NUM_IMAGES},)"
+
+
+def _strings(tmp_path, labels):
+    np.save(tmp_path / "e.npy", np.array([["a"]] * NUM_IMAGES))
+    return tmp_path / "e.npy", "expected float or integer values, found dtype <U1"
+
+
+def _several_arrays(tmp_path, labels):
+    np.savez(tmp_path / "e.npz", a=_embeddings(labels), b=_embeddings(labels))
+    return tmp_path / "e.npz", "holds 2 arrays ['a', 'b']; name one with features.extractor.key"
+
+
+def _csv_file(tmp_path, labels):
+    (tmp_path / "e.csv").write_text("1,2\n")
+    return tmp_path / "e.csv", "expected a .npy or .npz file"
+
+
+def _missing(tmp_path, labels):
+    return tmp_path / "nowhere.npy", "nowhere.npy': no such file"
+
+
+@pytest.mark.parametrize("bad", [_wrong_rows, _non_finite, _one_dimensional, _strings, _several_arrays, _csv_file,
+                                 _missing], ids=lambda f: f.__name__.strip("_"))
+def test_bad_embeddings_are_one_line_through_the_command_line(folder, tmp_path, bad):
+    root, labels = folder
+    path, message = bad(tmp_path, labels)
+    done = run_cli("train.py", _args(root, path, tmp_path))
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], lines
+    assert "features.extractor" in lines[0]
+    assert not list((tmp_path / "cache").glob("features/*")) and not list((tmp_path / "cache").glob("teachers/*"))
+
+
+def test_views_of_augmented_images_are_refused_before_compute(folder, tmp_path):
+    root, labels = folder
+    np.save(tmp_path / "e.npy", _embeddings(labels))
+    done = run_cli("train.py", [*_args(root, tmp_path / "e.npy", tmp_path), "student.semi.method=consistency"])
+    assert done.returncode == 2
+    assert "student.semi.method=consistency needs features of augmented images" in done.stderr
+    assert not (tmp_path / "cache" / "tensors").exists()
