@@ -19,7 +19,7 @@ train: $(STAMP)
 	$(PY) train.py $(ARGS)
 
 test: $(STAMP)
-	$(PY) -m pytest $(ARGS)
+	$(PY) -m pytest -n auto --dist worksteal $(ARGS)
 
 bench: $(STAMP)
 	$(PY) benchmarks/mechanisms.py $(ARGS)

@@ -14,6 +14,7 @@ import contextlib
 import importlib
 import io
 import logging
+import logging.config
 import os
 import sys
 from dataclasses import dataclass
@@ -32,6 +33,29 @@ class Completed:
     returncode: int
     stdout: str
     stderr: str
+
+
+@contextlib.contextmanager
+def _handlers_left_open():
+    """Hydra's logging set-up (``logging.config.dictConfig``) closes every handler that exists: in a real command
+    line there are none, but in a test session there are, and absl's (imported with dp-accounting) closes its
+    stream, which is pytest's capture of stderr. Here the existing handlers are flushed and dropped, not closed."""
+    original = logging.config._clearExistingHandlers
+
+    def clear() -> None:
+        for ref in logging._handlerList[:]:
+            handler = ref()
+            if handler is not None:
+                with contextlib.suppress(OSError, ValueError):
+                    handler.flush()
+        logging._handlers.clear()
+        del logging._handlerList[:]
+
+    logging.config._clearExistingHandlers = clear
+    try:
+        yield
+    finally:
+        logging.config._clearExistingHandlers = original
 
 
 def run_cli(script: str, args: list[str], cwd: Path | None = None, env: dict[str, str] | None = None) -> Completed:
@@ -53,7 +77,7 @@ def run_cli(script: str, args: list[str], cwd: Path | None = None, env: dict[str
         os.chdir(cwd or ROOT)
         sys.argv = [str(ROOT / script), *args]
         GlobalHydra.instance().clear()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), _handlers_left_open():
             try:
                 module.cli()
             except SystemExit as done:

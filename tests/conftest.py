@@ -1,5 +1,15 @@
 """Shared fixtures: the real Hydra config, composed and shrunk (as in lightning-hydra-template)."""
 
+import os
+
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # `make test` runs one pytest-xdist worker per core: each computes with one thread, and so does every
+    # interpreter a test starts (torch's default of one thread per core in every worker would oversubscribe the
+    # cores, which slows each process about tenfold). Set before torch is imported.
+    os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = "1"
+
+import copy
+import functools
 from pathlib import Path
 
 import numpy as np
@@ -12,12 +22,24 @@ from pipeline.runner import set_num_labels
 
 CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
 
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    import torch
+
+    torch.set_num_threads(1)
+
+
+@functools.lru_cache(maxsize=None)
+def _composed(overrides: tuple[str, ...]) -> DictConfig:
+    """Hydra's composition of ``overrides`` (about 0.2 s each, and many tests share their overrides): callers get a
+    deep copy, so no test sees another's edits. The config files do not change during a session."""
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        return compose(config_name="train", overrides=list(overrides))
+
 
 def compose_config(overrides=(), root: Path | None = None) -> DictConfig:
     """``conf/train.yaml`` with ``overrides``; data, cache and logs under ``root``; ``data.num_labels`` set from the
     reader's label names as a run sets it, where they can be read without data (the synthetic set)."""
-    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        cfg = compose(config_name="train", overrides=list(overrides))
+    cfg = copy.deepcopy(_composed(tuple(overrides)))
     if cfg.data.get("synthetic") is not None:
         set_num_labels(cfg, instantiate(cfg.data.reader).label_names())
     if root is not None:
@@ -117,3 +139,25 @@ def fake_imagenet_resnet18(tmp_path, monkeypatch):
             state[name] = 0.5 + 1.5 * torch.rand(value.shape, generator=gen)
     torch.save(state, checkpoints / "resnet18-f37072fd.pth")
     return state
+
+
+# ---------------------------------------------------------------- markers
+# A test that runs the pipeline end to end asks for one of these fixtures: it is slow by definition. Tests that
+# run a command line or a heavy computation carry @pytest.mark.slow (or their module's pytestmark) themselves.
+END_TO_END_FIXTURES = frozenset({"shared_root", "tiny_cfg", "tiny_cnn_cfg"})
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark the end-to-end tests slow; skip the gpu-marked tests, with the reason, where torch sees no CUDA device."""
+    cuda = None
+    for item in items:
+        if END_TO_END_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+        if item.get_closest_marker("gpu") is not None:
+            if cuda is None:
+                import torch
+
+                cuda = torch.cuda.is_available()
+            if not cuda:
+                item.add_marker(pytest.mark.skip(reason="needs a CUDA device (gpu marker)"))
+

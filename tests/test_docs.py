@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli import run_cli
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -19,6 +21,7 @@ def _build(config: Path, site: Path) -> subprocess.CompletedProcess:
                           cwd=config.parent, capture_output=True, text=True, timeout=300, env=env)
 
 
+@pytest.mark.slow
 def test_the_site_builds_strictly(tmp_path):
     result = _build(ROOT / "mkdocs.yml", tmp_path / "site")
     assert result.returncode == 0, result.stdout + result.stderr
@@ -26,6 +29,7 @@ def test_the_site_builds_strictly(tmp_path):
     assert "PoissonSampledGaussianEvent" in api and "check_record" in api  # the references were rendered
 
 
+@pytest.mark.slow
 def test_a_broken_link_fails_the_strict_build(tmp_path):
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "index.md").write_text("# Home\n\nSee [the missing page](missing.md).\n")
@@ -52,11 +56,10 @@ def test_the_pages_show_their_commands():
 
 @pytest.mark.parametrize("command", _documented_commands(), ids=lambda c: c.split()[-1])
 def test_every_documented_command_runs_as_written(command, shared_root, tmp_path):
-    """Run from the repository root, as a reader would, with data and cache under the session's root."""
-    args = command.split()[1:]
-    result = subprocess.run([sys.executable, *args, f"paths.root_dir={shared_root}",
-                             f"hydra.run.dir={tmp_path / 'run'}"], cwd=ROOT, capture_output=True, text=True,
-                            timeout=300)
+    """Run from the repository root, as a reader would, with data and cache under the session's root (the command
+    line in this process: tests/cli.py)."""
+    script, *args = command.split()[1:]
+    result = run_cli(script, [*args, f"paths.root_dir={shared_root}", f"hydra.run.dir={tmp_path / 'run'}"], cwd=ROOT)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "results" in result.stdout + result.stderr and (tmp_path / "run" / "metrics.json").is_file()
 

@@ -6,6 +6,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -64,6 +66,7 @@ def test_the_privacy_contract_forbids_every_other_module_of_pate():
     assert siblings <= set(contract["forbidden_modules"]), sorted(siblings - set(contract["forbidden_modules"]))
 
 
+@pytest.mark.slow
 def test_no_source_file_over_400_lines_and_no_function_over_60():
     """Small files with one purpose, functions that fit on a screen (the face renderer is in named parts)."""
     import ast

@@ -15,6 +15,8 @@ from pate.data.celeba_layouts import find_celeba_layout
 from pate.data.synthetic import generate_synthetic_celeba
 from pipeline.runner import run
 
+pytestmark = pytest.mark.slow  # end-to-end runs: not in the fast loop (-m 'not slow')
+
 
 def _to_kaggle(original: Path, root: Path) -> Path:
     """Kaggle's layout of the same copy: CSV files (image_id, values 1 / -1) and the images nested one level."""

@@ -58,6 +58,7 @@ def test_the_seeded_split_is_a_reproducible_permutation():
         seeded_split(10, (0.7, 0.1), 0)
 
 
+@pytest.mark.slow
 def test_grayscale_and_rgba_images_are_converted_and_said_once(folders, tmp_path, caplog):
     root, labels = folders["five"]
     reader = MultilabelFolder(str(root), image_size=8, split_fractions=(0.7, 0.1, 0.2))
@@ -188,6 +189,7 @@ CLI_CASES = {"no_images": (_no_images, []), "bad_value": (_bad_value, []), "no_c
                                ["data.split_fractions=[0.5,0.1,0.1]"])}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(CLI_CASES))
 def test_bad_folder_data_is_one_line_through_the_command_line(folders, tmp_path, case):
     root = _copy(folders, "five", tmp_path)
@@ -201,6 +203,7 @@ def test_bad_folder_data_is_one_line_through_the_command_line(folders, tmp_path,
     assert not list((tmp_path / "cache").glob("tensors/*.npy")), "images were decoded before the error"
 
 
+@pytest.mark.slow
 def test_the_documented_command_runs(folders, tmp_path):
     """README's "Your own data" command, on the L = 100 folder, at the tiny run's sizes."""
     done = run_cli("train.py", ["debug=tiny", "data=multilabel_folder", f"data.root={folders['hundred'][0]}",

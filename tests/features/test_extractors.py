@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 import torch
 import torchvision
+from hydra.utils import instantiate
 
-from pipeline import run
 from pate.data.celeba import SPLITS
 from pate.features import Extractor, PixelFeatures, RandomConvFeatures, RandomPatchFeatures, TorchvisionFeatures
 from pate.features.ssl import SimCLRFeatures
 from pate.features.stage import build_features
-from hydra.utils import instantiate
+from pipeline import run
 
 
 def _images(n=40, size=12, seed=0):
@@ -164,7 +164,6 @@ def test_an_extractor_moved_to_a_device_fits_and_encodes_there(name, tmp_path):
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 @pytest.mark.parametrize("name", EXTRACTORS)
 def test_extractors_on_a_gpu_match_the_cpu(name, tmp_path):
     """Every extractor fitted and applied on a CUDA device gives the CPU's standardised (unit-scale) features

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 import torch
 
-from pate.artifacts import ArtifactStore
 from pate.features.precomputed import PrecomputedFeatures
 from pipeline.runner import prepare, run
 from tests.cli import run_cli
@@ -38,6 +37,7 @@ def _args(folder: Path, path: Path, root: Path) -> list[str]:
             f"paths.root_dir={root}", f"hydra.run.dir={root / 'run'}"]
 
 
+@pytest.mark.slow
 def test_a_run_on_precomputed_embeddings_learns_from_them(folder, tmp_path):
     root, labels = folder
     path = tmp_path / "embeddings.npy"
@@ -51,6 +51,7 @@ def test_a_run_on_precomputed_embeddings_learns_from_them(folder, tmp_path):
     assert extractor["shape"] == [NUM_IMAGES, 16] and len(extractor["sha256"]) == 64
 
 
+@pytest.mark.slow
 def test_other_embeddings_are_another_features_stage_and_an_npz_key_selects_one(folder, tmp_path):
     root, labels = folder
     np.save(tmp_path / "a.npy", _embeddings(labels))
@@ -121,6 +122,7 @@ def _missing(tmp_path, labels):
     return tmp_path / "nowhere.npy", "nowhere.npy': no such file"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bad", [_wrong_rows, _non_finite, _one_dimensional, _strings, _several_arrays, _csv_file,
                                  _missing], ids=lambda f: f.__name__.strip("_"))
 def test_bad_embeddings_are_one_line_through_the_command_line(folder, tmp_path, bad):
@@ -134,6 +136,7 @@ def test_bad_embeddings_are_one_line_through_the_command_line(folder, tmp_path, 
     assert not list((tmp_path / "cache").glob("features/*")) and not list((tmp_path / "cache").glob("teachers/*"))
 
 
+@pytest.mark.slow
 def test_views_of_augmented_images_are_refused_before_compute(folder, tmp_path):
     root, labels = folder
     np.save(tmp_path / "e.npy", _embeddings(labels))

@@ -87,6 +87,7 @@ def test_the_replace_epsilon_is_within_ten_percent_above_dp_accountings_tight_pl
     assert pld.get_epsilon(1e-6) <= ours <= 1.1 * pld.get_epsilon(1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("relation", ["replace", "add_remove"])
 def test_calibration_meets_the_target_with_the_least_noise(relation):
     calibrated, multiplier = calibrate_noise(PrivateKNN(40, 200, 0.1, 1.0, relation), 2.0, 1e-6, 600)

@@ -1,8 +1,8 @@
 """Every bad input a user can give train.py -- a config value or a data file -- ends as a short error: exit
 status 2, a message naming the key or the file, at most 3 lines of output, no traceback, and no teacher
-trained. One table of config cases, each run in this process through train.py's own error path
-(``command_line_errors`` around ``run``, on the composed config), and a sample of them, with every data case,
-through the real command line (one interpreter each, which is what costs time)."""
+trained. Every case runs train.py's command line in this process (``tests.cli.run_cli``: the script's own
+``cli()``, Hydra's parsing and the run's error path); a sample of them also through a fresh interpreter, as do
+the stop signals, which need a process of their own."""
 
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from pate.data.synthetic import generate_synthetic_celeba
-from pipeline.cli import command_line_errors
-from pipeline.runner import run
-from tests.conftest import compose_config
+from tests.cli import Completed, run_cli
+
+pytestmark = pytest.mark.slow  # command lines, end-to-end runs or heavy computations: not in the fast loop
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -69,13 +69,20 @@ CONFIG_CASES = [
 ]
 
 
-def _run(args: list[str], root: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+def _run(args: list[str], root: Path) -> Completed:
+    """``python train.py <args>`` from ``root``, in this process, with the run's files under ``root``."""
+    return run_cli("train.py", [*args, f"paths.root_dir={root}", f"hydra.run.dir={root / 'run'}"], cwd=root,
+                   env={"TORCH_HOME": str(root / "torch_home")})  # no pretrained weights, whatever this machine has
+
+
+def _run_real(args: list[str], root: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+    """The same through a fresh interpreter."""
     cmd = [sys.executable, str(ROOT / "train.py"), *args, f"paths.root_dir={root}", f"hydra.run.dir={root / 'run'}"]
-    env = {**os.environ, "TORCH_HOME": str(root / "torch_home")}  # no pretrained weights, whatever this machine has
+    env = {**os.environ, "TORCH_HOME": str(root / "torch_home")}
     return subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=timeout, env=env)
 
 
-def _assert_short_error(done: subprocess.CompletedProcess, names: str, root: Path) -> None:
+def _assert_short_error(done: Completed | subprocess.CompletedProcess, names: str, root: Path) -> None:
     lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
     assert done.returncode == 2, done.stdout + done.stderr
     assert lines[-1].startswith("error: ") and names in lines[-1], lines[-1]
@@ -93,10 +100,8 @@ def root(tmp_path_factory, shared_root) -> Path:
     return root
 
 
-# The cases also run through the real command line: one of each kind of check (a plain key, an aggregator
-# setting, a calibration, a network, the trainer, the environment).
-COMMAND_LINE_SAMPLE = ("privacy.delta=0", "aggregator.sigma", "target_epsilon=0.001", "teacher.model.depth",
-                       "trainer.accelerator='gpu' but torch sees no CUDA device", "teacher.model.weights_path")
+# One case also runs through a fresh interpreter (what run_cli cannot show: the script's own start-up).
+COMMAND_LINE_SAMPLE = ("privacy.delta=0",)
 
 
 def _with_debug(args: list[str]) -> list[str]:
@@ -104,24 +109,19 @@ def _with_debug(args: list[str]) -> list[str]:
 
 
 @pytest.mark.parametrize("args, names", CONFIG_CASES, ids=[" ".join(a) for a, _ in CONFIG_CASES])
-def test_a_bad_config_value_is_one_line_naming_the_key(args, names, root, monkeypatch, capsys):
-    """In this process, through train.py's error path: exit 2 and one line naming the key, before any teacher."""
-    monkeypatch.setenv("TORCH_HOME", str(root / "torch_home"))  # no pretrained weights, whatever this machine has
-    cfg = compose_config(_with_debug(args), root)
-    with pytest.raises(SystemExit) as exit_:
-        with command_line_errors(cfg):
-            run(cfg, output_dir=root / "run")
-    err = capsys.readouterr().err
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert exit_.value.code == 2, err
+def test_a_bad_config_value_is_one_line_naming_the_key(args, names, root):
+    """Exit 2 and one line on stderr naming the key, before any teacher."""
+    done = _run(_with_debug(args), root)
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2, done.stdout + done.stderr
     assert len(lines) == 1 and lines[0].startswith("error: ") and names in lines[0], lines
     assert not list(root.rglob("teacher_*.pt")) and not list((root / "cache").glob("teachers/*"))
 
 
 @pytest.mark.parametrize("args, names", [case for case in CONFIG_CASES if case[1] in COMMAND_LINE_SAMPLE],
                          ids=lambda value: " ".join(value) if isinstance(value, list) else "")
-def test_a_bad_config_value_through_the_real_command_line(args, names, root):
-    _assert_short_error(_run(_with_debug(args), root), names, root)
+def test_a_bad_config_value_through_a_fresh_interpreter(args, names, root):
+    _assert_short_error(_run_real(_with_debug(args), root), names, root)
 
 
 def _celeba(tmp_path: Path, source: Path) -> Path:
@@ -172,31 +172,38 @@ def test_the_default_data_choice_of_debug_tiny_gives_way_to_celeba(root, tmp_pat
     assert "student           accuracy" in done.stdout + done.stderr
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
-def test_a_stop_signal_says_what_was_saved_and_how_to_resume(root, signum, tmp_path):
+def test_a_stop_signal_says_what_was_saved_and_how_to_resume(root, tmp_path):
     """A signal while the CNN teachers train (inside a Lightning fit): exit 128 + its number, one message naming
     the signal and the cache, no traceback and no metrics.json. SIGTERM is what SLURM's time limit, scancel and
-    docker stop send: Lightning alone ends it with a SystemExit that reads as success."""
-    shutil.copytree(root / "data", tmp_path / "data")  # a cache of its own: no other run's teachers in it
-    root, run_dir = tmp_path, tmp_path / "run"
-    cmd = [sys.executable, str(ROOT / "train.py"), "debug=tiny_cnn", "teacher.max_epochs=200", f"seed={90 + signum}",
-           f"paths.root_dir={root}", f"hydra.run.dir={run_dir}"]
-    proc = subprocess.Popen(cmd, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
-    while not list((root / "cache").glob("teachers/*.partial")) and time.monotonic() < deadline:
+    docker stop send: Lightning alone ends it with a SystemExit that reads as success. SIGINT, SIGTERM and SIGHUP
+    each stop a run of its own, the three run at once (one thread each: they do not slow each other much)."""
+    procs = {}
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        run_root = tmp_path / signum.name
+        shutil.copytree(root / "data", run_root / "data")  # a cache of its own: no other run's teachers in it
+        cmd = [sys.executable, str(ROOT / "train.py"), "debug=tiny_cnn", "teacher.max_epochs=200",
+               f"seed={90 + signum}", f"paths.root_dir={run_root}", f"hydra.run.dir={run_root / 'run'}"]
+        procs[signum] = run_root, subprocess.Popen(cmd, cwd=run_root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                                   text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    deadline = time.monotonic() + 180
+    waiting = dict(procs)
+    while waiting and time.monotonic() < deadline:
+        for signum, (run_root, proc) in list(waiting.items()):
+            if list((run_root / "cache").glob("teachers/*.partial")):
+                time.sleep(1.0)
+                proc.send_signal(signum)
+                del waiting[signum]
         time.sleep(0.2)
-    time.sleep(1.0)
-    proc.send_signal(signum)
-    out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 128 + signum, err[-2000:]
-    assert f"interrupted: {signum.name} received" in err and "run the same command again to resume" in err
-    assert str(root / "cache") in err and "Traceback" not in err
-    assert not (run_dir / "metrics.json").exists()
+    for signum, (run_root, proc) in procs.items():
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 128 + signum, (signum.name, err[-2000:])
+        assert f"interrupted: {signum.name} received" in err and "run the same command again to resume" in err
+        assert str(run_root / "cache") in err and "Traceback" not in err
+        assert not (run_root / "run" / "metrics.json").exists()
 
 
 def test_help_lists_the_groups_train_py_accepts(root):
-    done = subprocess.run([sys.executable, str(ROOT / "train.py"), "--help"], cwd=root, capture_output=True,
-                          text=True, timeout=120)
+    done = run_cli("train.py", ["--help"], cwd=root)
     assert done.returncode == 0
     assert ("aggregator: binary_voting, binary_voting_dd, confident_binary_voting, gaussian_pate, stable_topk_gumbel, "
             "stable_topk_paper, tau_pate") in done.stdout
@@ -205,8 +212,7 @@ def test_help_lists_the_groups_train_py_accepts(root):
 
 
 def test_topk_help_lists_its_own_groups_only(root):
-    done = subprocess.run([sys.executable, str(ROOT / "topk.py"), "--help"], cwd=root, capture_output=True,
-                          text=True, timeout=120)
+    done = run_cli("topk.py", ["--help"], cwd=root)
     assert done.returncode == 0
     assert "topk_experiment: checkin, flat, repeated" in done.stdout
     assert "aggregator:" not in done.stdout and "teacher:" not in done.stdout  # train.py's groups

@@ -4,20 +4,25 @@ equal those of an unsharded run."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
+import os
 from pathlib import Path
 
 import numpy as np
+import pytest
+
+from tests.cli import Completed, run_cli
+
+pytestmark = pytest.mark.slow  # command lines, end-to-end runs or heavy computations: not in the fast loop
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _train(root: Path, *args: str, multirun: bool = False) -> subprocess.CompletedProcess:
+def _train(root: Path, *args: str, multirun: bool = False) -> Completed:
+    """train.py's command line in this process (tests/cli.py); submitit's job processes unpickle the task function,
+    so they import it from train.py: the checkout is on their PYTHONPATH."""
     flags = ["-m"] if multirun else []
-    done = subprocess.run([sys.executable, str(ROOT / "train.py"), *flags, "debug=tiny_cnn", f"paths.root_dir={root}",
-                           *args],
-                          cwd=root, capture_output=True, text=True, timeout=600)
+    done = run_cli("train.py", [*flags, "debug=tiny_cnn", f"paths.root_dir={root}", *args], cwd=root,
+                   env={"PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))})
     assert done.returncode == 0, done.stderr[-3000:]
     return done
 

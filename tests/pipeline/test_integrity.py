@@ -20,6 +20,8 @@ from pipeline import run
 from pipeline.checks import instantiate
 from tests.conftest import compose_config
 
+pytestmark = pytest.mark.slow  # command lines, end-to-end runs or heavy computations: not in the fast loop
+
 REPO = Path(__file__).resolve().parents[2]
 FIXED_NOISE = ("privacy.target_epsilon=null", "aggregator.sigma=3.0")
 

@@ -1,12 +1,13 @@
 """Shared, read-only and full caches, and where a run writes: files follow the umask, a read-only cache is reused
 without a lock, a waiting run names the lock's holder, a full disk or an unwritable directory is one line, an empty
-PROJECT_ROOT is refused and the paths do not follow the working directory."""
+PROJECT_ROOT is refused and the paths do not follow the working directory. The command lines run in this process
+(``tests.cli.run_cli``) except the one that signals a whole process group."""
 
 from __future__ import annotations
 
 import builtins
-import json
 import errno
+import json
 import logging
 import os
 import stat
@@ -24,6 +25,7 @@ from pate.artifacts import ArtifactStore, Stage
 from pate.io import atomic_write_json, exclusive_lock, open_npy_for_writing
 from pate.privacy import GaussianEvent, Ledger
 from pipeline.cli import command_line_errors
+from tests.cli import Completed, run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -132,11 +134,10 @@ def test_a_large_array_that_does_not_fit_fails_before_it_is_written(full_disk):
     assert np.load(full_disk / "ok.npy").sum() == 7 * 10_000
 
 
+@pytest.mark.slow
 def test_a_full_disk_ends_the_run_in_one_line(full_disk):
     """train.py with its data, cache and logs on a full 1 MiB disk: one line, exit 2, no traceback."""
-    env = {**os.environ, "PROJECT_ROOT": str(full_disk)}
-    done = subprocess.run([sys.executable, str(ROOT / "train.py"), "debug=tiny"], cwd=full_disk.parent, env=env,
-                          capture_output=True, text=True, timeout=300)
+    done = run_cli("train.py", ["debug=tiny"], cwd=full_disk.parent, env={"PROJECT_ROOT": str(full_disk)})
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr[-2000:]
     assert lines[-1].startswith("error: cannot write ") and "the disk is full" in lines[-1], lines[-1]
@@ -155,34 +156,32 @@ def test_an_unwritable_place_is_one_line_naming_it(code, says, capsys, tmp_path)
         raise OSError(errno.EBADF, "Bad file descriptor")
 
 
-def _compose_paths(cwd: Path, env: dict[str, str]) -> str:
-    done = subprocess.run([sys.executable, str(ROOT / "train.py"), "--cfg", "job", "--resolve"], cwd=cwd,
-                          env=env, capture_output=True, text=True, timeout=120)
+def _compose_paths(cwd: Path, project_root: str | None) -> str:
+    done = run_cli("train.py", ["--cfg", "job", "--resolve"], cwd=cwd, env={"PROJECT_ROOT": project_root})
     assert done.returncode == 0, done.stderr
     return done.stdout
 
 
+@pytest.mark.slow
 def test_paths_follow_project_root_or_the_checkout_never_the_working_directory(tmp_path):
-    env = {key: value for key, value in os.environ.items() if key != "PROJECT_ROOT"}
-    assert f"cache_dir: {ROOT}/cache" in _compose_paths(tmp_path, env)
-    assert f"cache_dir: {tmp_path}/scratch/cache" in _compose_paths(
-        tmp_path, {**env, "PROJECT_ROOT": str(tmp_path / "scratch")})
+    assert f"cache_dir: {ROOT}/cache" in _compose_paths(tmp_path, None)
+    assert f"cache_dir: {tmp_path}/scratch/cache" in _compose_paths(tmp_path, str(tmp_path / "scratch"))
 
 
+@pytest.mark.slow
 def test_an_empty_project_root_is_refused(tmp_path):
-    done = subprocess.run([sys.executable, str(ROOT / "train.py"), "debug=tiny"], cwd=tmp_path,
-                          env={**os.environ, "PROJECT_ROOT": ""}, capture_output=True, text=True, timeout=120)
+    done = run_cli("train.py", ["debug=tiny"], cwd=tmp_path, env={"PROJECT_ROOT": ""})
     assert done.returncode == 2 and "Traceback" not in done.stderr
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert lines == [lines[0]] and lines[0].startswith("error: PROJECT_ROOT='' is set but empty")
     assert not list(tmp_path.iterdir())
 
 
-def _train(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "train.py"), *args, f"paths.root_dir={cwd}"], cwd=cwd,
-                          capture_output=True, text=True, timeout=300)
+def _train(args: list[str], cwd: Path) -> Completed:
+    return run_cli("train.py", [*args, f"paths.root_dir={cwd}"], cwd=cwd)
 
 
+@pytest.mark.slow
 def test_every_job_of_a_sweep_is_checked_before_the_first_starts(tmp_path):
     """-m privacy.target_epsilon=100,nan,200: one line naming job 1 and its value; job 0 never ran."""
     done = _train(["-m", "debug=tiny", "privacy.target_epsilon=100,nan,200", f"hydra.sweep.dir={tmp_path / 'sweep'}"],
@@ -193,6 +192,7 @@ def test_every_job_of_a_sweep_is_checked_before_the_first_starts(tmp_path):
     assert not list(tmp_path.rglob("metrics.json")) and not (tmp_path / "cache").exists()
 
 
+@pytest.mark.slow
 def test_a_sweep_directory_holding_earlier_results_is_refused(tmp_path):
     sweep = tmp_path / "sweep"
     (sweep / "0").mkdir(parents=True)
@@ -211,6 +211,7 @@ def test_a_run_directory_used_again_keeps_the_earlier_result_aside(tiny_cfg, tmp
     assert json.loads((tmp_path / "metrics.json").read_text())["seed"] == 5
 
 
+@pytest.mark.slow
 def test_sigterm_to_the_whole_process_group_ends_generation_in_one_line(tmp_path):
     """SLURM and Ctrl-C signal every process of a job: the generator's workers die quietly, and the run says what is
     saved and exits 143 -- not 0 (a signal raised inside an at-fork hook used to be dropped and the run carried

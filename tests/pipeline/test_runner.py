@@ -8,17 +8,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from hydra.errors import MissingConfigException
+from hydra.utils import instantiate
 
 import pipeline.graph
 import pipeline.students
 import teachers.stages
-from hydra.errors import MissingConfigException
-from pipeline import run
-
 from pate.artifacts import Artifact
 from pate.features import read_features
-from hydra.utils import instantiate
+from pipeline import run
 from tests.conftest import compose_config
+
+pytestmark = pytest.mark.slow  # end-to-end runs: not in the fast loop (-m 'not slow')
 
 
 def _fail(*args, **kwargs):

@@ -1,11 +1,13 @@
 """A tiny accuracy-vs-epsilon sweep through Hydra's multirun: calibrated runs, the report callback's files."""
 
 import csv
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.cli import run_cli
+
+pytestmark = pytest.mark.slow  # command lines, end-to-end runs or heavy computations: not in the fast loop
 
 REPO = Path(__file__).resolve().parents[2]
 METHODS, EPSILONS, SEEDS = ("gaussian_pate", "tau_pate"), (100.0, 200.0), (0, 1)
@@ -14,10 +16,10 @@ METHODS, EPSILONS, SEEDS = ("gaussian_pate", "tau_pate"), (100.0, 200.0), (0, 1)
 @pytest.fixture(scope="module")
 def sweep_dir(shared_root) -> Path:
     out = shared_root / "sweep"
-    cmd = [sys.executable, "train.py", "-m", "debug=tiny", "references=true",
-           f"aggregator={','.join(METHODS)}", f"privacy.target_epsilon={','.join(map(str, EPSILONS))}",
-           f"seed={','.join(map(str, SEEDS))}", f"paths.root_dir={shared_root}", f"hydra.sweep.dir={out}"]
-    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=900)
+    args = ["-m", "debug=tiny", "references=true", f"aggregator={','.join(METHODS)}",
+            f"privacy.target_epsilon={','.join(map(str, EPSILONS))}", f"seed={','.join(map(str, SEEDS))}",
+            f"paths.root_dir={shared_root}", f"hydra.sweep.dir={out}"]
+    proc = run_cli("train.py", args, cwd=REPO)  # the command line, in this process (tests/cli.py)
     assert proc.returncode == 0, proc.stderr[-4000:]
     return out
 

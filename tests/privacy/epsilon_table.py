@@ -20,7 +20,6 @@ import math
 import sys
 from pathlib import Path
 
-import numpy as np
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 from omegaconf import OmegaConf, open_dict
@@ -112,12 +111,14 @@ def experiment_rows() -> dict[str, float]:
 
     rows = {}
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        for relation in RELATIONS:
-            for label, overrides in _experiment_jobs():
-                cfg = compose(config_name="train", overrides=[*overrides, f"privacy.neighbors={relation}"])
+        for label, overrides in _experiment_jobs():
+            composed = compose(config_name="train", overrides=list(overrides))  # once per job: composing is the cost
+            for relation in RELATIONS:
+                cfg = composed.copy()
                 with open_dict(cfg):
                     cfg.hydra = None  # a compose() outside a run: no Hydra runtime
                     cfg.data.num_labels = len(ATTRIBUTE_NAMES)  # every committed experiment reads CelebA's 40
+                    cfg.privacy.neighbors = relation  # as the override privacy.neighbors=<relation> sets it
                 aggregator, _, asked = prepare_aggregator(cfg)
                 delta = float(cfg.privacy.delta)
                 prefix = f"{relation} | {label}"
@@ -135,8 +136,10 @@ def _numeric_fields(mechanism) -> dict[str, float]:
 
 def topk_rows() -> dict[str, float]:
     """Calibrated parameters and spent epsilon of every top-k mechanism in every committed top-k experiment."""
-    from pate.experiments.topk import settings_for
-    from pate.experiments.topk import _build  # the grid's own calibration call
+    from pate.experiments.topk import (
+        _build,  # the grid's own calibration call
+        settings_for,
+    )
 
     rows = {}
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):

@@ -13,6 +13,8 @@ import pytest
 
 from tests.privacy.epsilon_table import TABLE_FILE, experiment_rows, mechanism_rows, topk_rows
 
+pytestmark = pytest.mark.slow  # command lines, end-to-end runs or heavy computations: not in the fast loop
+
 REFERENCE = json.loads(TABLE_FILE.read_text())
 
 

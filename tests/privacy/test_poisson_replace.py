@@ -62,6 +62,7 @@ def _divergence_2d(order: float, rate: float, sigma: float, a: np.ndarray, b: np
     return (top + math.log(np.exp(log_integrand - top).sum() * (sigma / 40) ** 2)) / (order - 1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rate,sigma,order", [(0.2, 1.0, 3.0), (0.5, 1.5, 2.0), (0.1, 0.8, 5.0)])
 def test_no_pair_of_contributions_in_the_unit_disc_diverges_more_than_the_opposite_pair(rate, sigma, order):
     """Contributions a, b with |a|, |b| <= 1 (clipped), 40 random pairs and the extremes: none exceeds the

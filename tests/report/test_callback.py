@@ -6,6 +6,7 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
 from omegaconf import OmegaConf
 
 from pate.report.callback import ReportCallback
@@ -73,6 +74,7 @@ hydra:
 '''
 
 
+@pytest.mark.slow
 def test_real_hydra_multirun_gets_its_report(tmp_path, job_factory, subprocess_env):
     """The registration the lead puts in conf/hydra/default.yaml, with the same ${now:} sweep dir."""
     make_metrics, _ = job_factory

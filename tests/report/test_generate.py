@@ -51,6 +51,7 @@ def test_report_content(sweep_factory, tmp_path):
         "jobs ['1'] miss their target epsilon by more than 1% (neighbors=replace, delta=1e-06)"]
 
 
+@pytest.mark.slow
 def test_two_identical_sweeps_give_identical_reports(tmp_path, sweep_factory):
     first, second = sweep_factory(tmp_path / "a" / "2024-01-01"), sweep_factory(tmp_path / "b" / "2025-06-30")
     write_report(first)
@@ -84,6 +85,7 @@ def _cli(env, *args):
                           timeout=120, env=env)
 
 
+@pytest.mark.slow
 def test_cli_writes_report_and_warns_about_failed_jobs(sweep_dir, tmp_path, subprocess_env):
     out = tmp_path / "elsewhere"
     result = _cli(subprocess_env, sweep_dir, "--out", out)
@@ -94,6 +96,7 @@ def test_cli_writes_report_and_warns_about_failed_jobs(sweep_dir, tmp_path, subp
     assert f"warning: failed job (no metrics.json): {sweep_dir / '8'}" in result.stderr
 
 
+@pytest.mark.slow
 def test_cli_refuses_mixed_relations_with_a_clear_error(sweep_dir, job_factory, subprocess_env):
     make_metrics, write_job = job_factory
     write_job(sweep_dir, "9", [], make_metrics("gaussian_pate", 1.0, 5, relation="add_remove"))
@@ -103,6 +106,7 @@ def test_cli_refuses_mixed_relations_with_a_clear_error(sweep_dir, job_factory, 
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_report_imports_neither_torch_nor_lightning(subprocess_env):
     code = ("import sys, pate.report, pate.report.callback, pate.report.__main__; "
             "print(sorted(m for m in ('torch', 'lightning', 'pytorch_lightning', 'teachers', 'student') "

@@ -37,6 +37,7 @@ def test_every_experiment_config_composes_with_every_mechanism(experiment):
     assert cfg.neighbors == "add_remove" and cfg.topk_experiment.trials >= 50
 
 
+@pytest.mark.slow
 def test_flat_experiment_end_to_end_is_deterministic(tmp_path):
     overrides = ["topk_experiment=flat", "topk_experiment.data.num_bins=400", "topk_experiment.ks=[5,40]",
                  "topk_experiment.trials=6", f"topk_experiment.methods={FAST_METHODS}"]

@@ -13,6 +13,8 @@ from omegaconf import OmegaConf
 from teachers.batched import AdamW, adamw_step, cosine_lr
 from teachers.ensemble import train_teachers
 
+pytestmark = pytest.mark.slow  # command lines, end-to-end runs or heavy computations: not in the fast loop
+
 TRAINER = OmegaConf.create({"accelerator": "cpu", "devices": 1, "precision": "32-true", "deterministic": True,
                             "num_workers": 0, "logger": "csv"})
 
@@ -198,7 +200,6 @@ def test_a_tiny_pipeline_run_with_batched_teachers(tiny_cnn_cfg, tmp_path):
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_batched_training_on_a_gpu_gives_the_loops_weights(problem, tmp_path):
     """The same equivalence on a CUDA device (run where a device is lent: pytest -m gpu); cuDNN's kernels
     differ between a grouped and a plain convolution, hence the looser tolerance."""
@@ -214,7 +215,6 @@ def test_batched_training_on_a_gpu_gives_the_loops_weights(problem, tmp_path):
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_a_pretrained_resnet_trains_batched_on_a_gpu_as_in_the_loop(problem, tmp_path, fake_imagenet_resnet18):
     """The frozen-statistics ResNet-18 of the CPU test on a CUDA device (fp32; cuDNN may use TF32, hence 1e-3),
     and in bf16-mixed, where the engines agree to bfloat16's precision only (the CPU test's criterion)."""

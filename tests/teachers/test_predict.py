@@ -10,9 +10,9 @@ import pytest
 import torch
 
 import teachers.predict as predict_module
-from training.data import to_float
 from teachers.ensemble import train_teachers
 from teachers.predict import load_teacher, predict_votes
+from training.data import to_float
 from training.recipe import Recipe
 
 PARTITION = [np.arange(0, 10), np.arange(10, 20), np.arange(20, 30)]
@@ -62,6 +62,7 @@ def test_deterministic_across_calls(cfg, tiny_data, teacher_paths):
     assert np.array_equal(first[0], second[0]) and np.array_equal(first[1], second[1])
 
 
+@pytest.mark.slow
 def test_at_most_one_teacher_in_memory(cfg, tiny_data, teacher_paths, monkeypatch):
     loaded = []
 
@@ -136,7 +137,6 @@ def test_unknown_accelerator_is_rejected(cfg, tiny_data, teacher_paths):
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_gpu_votes_match_cpu_votes(cfg, tiny_data, teacher_paths):
     """fp32 on the GPU gives the CPU's votes except where a logit is within float rounding of 0."""
     images, labels = tiny_data

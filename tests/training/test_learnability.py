@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from student.train import train_student
 from teachers.ensemble import train_teachers
 from teachers.predict import predict_votes
-
 from tests.conftest import brightness_task, compose_config, majority_baseline
+
+pytestmark = pytest.mark.slow  # end-to-end runs: not in the fast loop (-m 'not slow')
 
 LEARN = [
     "~aggregator",

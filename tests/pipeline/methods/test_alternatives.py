@@ -11,6 +11,8 @@ from pipeline.checks import UserError
 from pipeline.methods import DPSGD, Method, PrivateKNNMethod
 from pipeline.runner import run
 
+pytestmark = pytest.mark.slow  # end-to-end runs: not in the fast loop (-m 'not slow')
+
 DP_SGD = ["method=dp_sgd", "method.expected_batch_size=64", "method.epochs=2"]
 KNN = ["method=private_knn", "method.k=10", "method.sampling_rate=0.5"]
 
