@@ -1,7 +1,7 @@
 # Two entry points, each bootstrapping its own virtual environment (idempotent: the environment is
 # (re)built only when pyproject.toml changes).
 #   make train ARGS="aggregator=gaussian_pate"    python train.py on the built-in synthetic data
-#   make test  ARGS="tests/privacy -q"            the test suite (gpu-marked tests excluded by default)
+#   make test  ARGS="-m 'not slow'"               the test suite, one worker per core (the fast loop: not slow)
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python

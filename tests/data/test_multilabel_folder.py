@@ -203,10 +203,26 @@ def test_bad_folder_data_is_one_line_through_the_command_line(folders, tmp_path,
     assert not list((tmp_path / "cache").glob("tensors/*.npy")), "images were decoded before the error"
 
 
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def _readme_commands() -> list[str]:
+    """README's "Real CelebA and your own data" command lines for a folder, as written."""
+    return [line.split()[2:] for line in README.read_text().splitlines()
+            if line.startswith("python train.py data=multilabel_folder")]
+
+
 @pytest.mark.slow
-def test_the_documented_command_runs(folders, tmp_path):
-    """README's "Your own data" command, on the L = 100 folder, at the tiny run's sizes."""
-    done = run_cli("train.py", ["debug=tiny", "data=multilabel_folder", f"data.root={folders['hundred'][0]}",
-                                f"paths.root_dir={tmp_path}", f"hydra.run.dir={tmp_path / 'run'}"])
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert "answered          40/40 queries" in done.stdout and (tmp_path / "run" / "metrics.json").is_file()
+def test_the_readme_commands_run(folders, tmp_path):
+    """Each, on the L = 100 folder (and its embeddings), at the tiny run's sizes."""
+    commands = _readme_commands()
+    assert len(commands) == 2
+    folder, labels = folders["hundred"]
+    np.save(tmp_path / "embeddings.npy", labels.astype(np.float32) + np.random.default_rng(0).normal(size=labels.shape))
+    for number, args in enumerate(commands):
+        args = [arg.replace("/path/to/images", str(folder)).replace("/path/to/embeddings.npy",
+                                                                     str(tmp_path / "embeddings.npy")) for arg in args]
+        done = run_cli("train.py", ["debug=tiny", *args, f"paths.root_dir={tmp_path}",
+                                    f"hydra.run.dir={tmp_path / f'run{number}'}"])
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert "answered          40/40 queries" in done.stdout and (tmp_path / f"run{number}" / "metrics.json").is_file()
