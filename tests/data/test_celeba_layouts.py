@@ -4,6 +4,7 @@ matches none lists what was looked for and what it holds; Kaggle's files are hel
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from pate.data.celeba import load_celeba
 from pate.data.celeba_layouts import find_celeba_layout
 from pate.data.synthetic import generate_synthetic_celeba
 from pipeline.runner import run
+from tests.cli import run_cli
 
 pytestmark = pytest.mark.slow  # end-to-end runs: not in the fast loop (-m 'not slow')
 
@@ -82,9 +84,13 @@ def test_a_directory_matching_no_layout_lists_what_was_looked_for_and_found(tmp_
     (lambda text: text.replace(",1\n", "\n", 1), r"line \d+: expected a file name and 40 values, found 40 fields"),
 ])
 def test_a_bad_kaggle_file_names_the_file_and_the_line(layouts, tmp_path, edit, message):
+    """Through train.py's command line: exit 2, one line naming the file and the line, no image decoded."""
     root = _to_kaggle(layouts["original"], tmp_path / "bad")
     path = root / "list_attr_celeba.csv"
     path.write_text(edit(path.read_text()))
-    with pytest.raises(ValueError, match=message) as err:
-        load_celeba(root, 16, tmp_path / "cache", progress=False)
-    assert str(path) in str(err.value)
+    done = run_cli("train.py", ["debug=tiny", "data=celeba", f"data.root={root}", f"paths.root_dir={tmp_path}",
+                                f"hydra.run.dir={tmp_path / 'run'}"])
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2 and len(lines) == 1, done.stdout + done.stderr
+    assert lines[0].startswith(f"error: {path}, ") and re.search(message, lines[0]), lines[0]
+    assert not list((tmp_path / "cache").glob("tensors/*.npy"))

@@ -4,7 +4,9 @@ L = 100 through every aggregator family, both alternative methods and the comman
 
 from __future__ import annotations
 
+import csv
 import logging
+import re
 import shutil
 from pathlib import Path
 
@@ -118,7 +120,7 @@ def test_a_malformed_csv_names_the_file_line_and_column(folders, tmp_path, case)
     _rewrite(root, edit)
     with pytest.raises(ValueError, match=message):
         MultilabelFolder(str(root), image_size=8).load(tmp_path / "cache", progress=False)
-    assert not (tmp_path / "cache").exists() or not list((tmp_path / "cache").glob("*.npy"))
+    assert not (tmp_path / "cache").exists()
 
 
 # ------------------------------------------------------------------------------------------ whole runs
@@ -189,9 +191,22 @@ CLI_CASES = {"no_images": (_no_images, []), "bad_value": (_bad_value, []), "no_c
                                ["data.split_fractions=[0.5,0.1,0.1]"])}
 
 
+def _malformed(case: str):
+    def damage(root: Path) -> str:
+        edit, message = MALFORMED[case]
+        _rewrite(root, edit)
+        return message
+    return damage, []
+
+
+CLI_CASES.update({f"csv_{case}": _malformed(case) for case in MALFORMED})
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(CLI_CASES))
 def test_bad_folder_data_is_one_line_through_the_command_line(folders, tmp_path, case):
+    """Every bad input of the format, through train.py's command line: exit 2, one line naming the file (and the
+    line and column) or the key, no image decoded."""
     root = _copy(folders, "five", tmp_path)
     damage, extra = CLI_CASES[case]
     names = damage(root)
@@ -199,7 +214,8 @@ def test_bad_folder_data_is_one_line_through_the_command_line(folders, tmp_path,
                                 f"paths.root_dir={tmp_path}", f"hydra.run.dir={tmp_path / 'run'}"])
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert done.returncode == 2, done.stdout + done.stderr
-    assert len(lines) == 1 and lines[0].startswith("error: ") and names in lines[0], lines
+    assert len(lines) == 1 and lines[0].startswith("error: "), lines
+    assert (re.search(names, lines[0]) if case.startswith("csv_") else names in lines[0]), (names, lines[0])
     assert not list((tmp_path / "cache").glob("tensors/*.npy")), "images were decoded before the error"
 
 
@@ -226,3 +242,20 @@ def test_the_readme_commands_run(folders, tmp_path):
                                     f"hydra.run.dir={tmp_path / f'run{number}'}"])
         assert done.returncode == 0, done.stderr[-2000:]
         assert "answered          40/40 queries" in done.stdout and (tmp_path / f"run{number}" / "metrics.json").is_file()
+
+
+@pytest.mark.slow
+def test_a_sweep_on_a_hundred_labels_gets_its_report(folders, tmp_path):
+    """The report path takes L from the runs too: a two-job sweep on the L = 100 folder, through the command line,
+    writes its report, every epsilon replayed from its ledger."""
+    sweep = tmp_path / "sweep"
+    done = run_cli("train.py", ["-m", "debug=tiny", "data=multilabel_folder", f"data.root={folders['hundred'][0]}",
+                                "aggregator=gaussian_pate,binary_voting", f"paths.root_dir={tmp_path}",
+                                f"hydra.sweep.dir={sweep}"])
+    assert done.returncode == 0, done.stderr[-2000:]
+    with open(sweep / "results.csv") as handle:
+        rows = list(csv.DictReader(handle))
+    assert sorted(row["method"] for row in rows) == ["binary_voting", "gaussian_pate"]
+    assert {row["num_labels"] for row in rows} == {"100"}
+    report = (sweep / "report.md").read_text()
+    assert "the ε of 2 of 2 finished jobs replayed from the ledger" in report
