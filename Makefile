@@ -7,7 +7,13 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: train test bench clean-cache
+.PHONY: help train test bench clean-cache
+
+help:  # `make` alone: what the targets do
+	@echo 'make train [ARGS="key=value ..."]   set up .venv (first time only), run python train.py on the synthetic data'
+	@echo 'make test  [ARGS="-m '"'"'not slow'"'"'"]   set up .venv (first time only), run the test suite (all of it by default)'
+	@echo 'make bench [ARGS=...]                run benchmarks/mechanisms.py'
+	@echo 'make clean-cache                     delete cache/ (every stage is rebuilt on the next run)'
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)

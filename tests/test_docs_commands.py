@@ -1,0 +1,121 @@
+"""Every command line the documentation shows composes: each ``python train.py ...``, ``python topk.py ...`` and
+``make train ARGS="..."`` of README.md, docs/*.md and benchmarks/README.md (in code blocks, indented, or inline,
+with their ``\\`` continuations) is parsed as Hydra parses it and composed, every job of a command-line sweep
+included, so a misspelt key, a group option that does not exist or a value Hydra cannot parse fails here. What a
+command does when it runs is tested where it can run in a tiny form (tests/test_docs.py, the README commands of
+tests/data/test_multilabel_folder.py); the ones that need a GPU, SLURM or real data are only composed."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+from hydra.core.override_parser.overrides_parser import OverridesParser
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "benchmarks" / "README.md"]
+_START = re.compile(r"^(?:\$ )?(python (?:train|topk)\.py|make train)(?=\s|$)")
+_INLINE = re.compile(r"`((?:python (?:train|topk)\.py|make train)(?:\s[^`]*)?)`")
+_FLAGS = {"-m", "--multirun", "--resolve", "--help", "-h", "--info"}
+_CONFIG = {"train.py": "train", "topk.py": "topk"}
+
+
+@dataclass(frozen=True)
+class Command:
+    page: Path
+    line: int
+    text: str
+
+
+def documented_commands(page: Path) -> list[Command]:
+    """The command lines of ``page``, continuations joined, in page order."""
+    lines = page.read_text().splitlines()
+    commands, i = [], 0
+    while i < len(lines):
+        stripped, number = lines[i].strip(), i + 1
+        if _START.match(stripped):
+            text = stripped
+            while text.endswith("\\") and i + 1 < len(lines):
+                i += 1
+                text = text[:-1] + " " + lines[i].strip()
+            commands.append(Command(page, number, text.removeprefix("$ ")))
+        else:
+            commands += [Command(page, number, match) for match in _INLINE.findall(lines[i])]
+        i += 1
+    return commands
+
+
+def is_usage(tokens: list[str]) -> bool:
+    """A usage line, not a command: ``[group=option ...]``, ``method=<m>``, ``...``."""
+    return any(token == "..." or token.startswith("[") or re.search(r"<\w+>", token) for token in tokens)
+
+
+def script_and_overrides(command: Command) -> tuple[str, list[str]] | None:
+    """(config name, overrides) of a command, or None for a usage line."""
+    tokens = shlex.split(command.text, comments=True)
+    if tokens[:2] == ["make", "train"]:
+        args = [token.removeprefix("ARGS=") for token in tokens[2:] if token.startswith("ARGS=")]
+        tokens = ["python", "train.py", *(shlex.split(args[0]) if args else [])]
+    script, rest = tokens[1], tokens[2:]
+    if is_usage(rest):
+        return None
+    overrides, skip = [], False
+    for token in rest:
+        if skip:
+            skip = False
+        elif token == "--cfg":
+            skip = True  # its argument: job, hydra or all
+        elif token not in _FLAGS:
+            overrides.append(token)
+    return _CONFIG[script], overrides
+
+
+def compose_command(command: Command) -> int:
+    """Compose every job of ``command`` (a command-line sweep expands as Hydra's basic sweeper expands it); returns
+    the number of jobs composed. Raises what Hydra raises for a key, group or value it refuses."""
+    parsed = script_and_overrides(command)
+    if parsed is None:
+        return 0
+    config, overrides = parsed
+    jobs = [list(job) for batch in BasicSweeper.split_arguments(
+        OverridesParser.create().parse_overrides(overrides), None) for job in batch]
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        for job in jobs:
+            compose(config_name=config, overrides=job, return_hydra_config=True)
+    return len(jobs)
+
+
+ALL = [command for page in PAGES for command in documented_commands(page)]
+
+
+def test_the_pages_show_many_commands_and_few_usage_lines():
+    usage = [command.text for command in ALL if script_and_overrides(command) is None]
+    assert len(ALL) >= 50 and len(usage) <= 3, (len(ALL), usage)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", ALL, ids=lambda c: f"{c.page.name}:{c.line}")
+def test_every_documented_command_composes(command, monkeypatch):
+    monkeypatch.chdir(ROOT)  # hydra.searchpath=[file://tests/...] is relative to where the reader runs it
+    compose_command(command)
+
+
+def test_a_misspelt_key_in_a_page_fails(tmp_path, monkeypatch):
+    """The check is not vacuous: a fixture page with one good and two bad commands."""
+    monkeypatch.chdir(ROOT)
+    page = tmp_path / "page.md"
+    page.write_text("Run\n\n    python train.py privacy.target_epsilon=3\n\n"
+                    "or `python train.py privacy.target_epsilonn=3` and\n\n"
+                    "```bash\npython train.py -m aggregator=tau_pate,gausian_pate \\\n    seed=0\n```\n")
+    good, typo, group = documented_commands(page)
+    assert (good.line, typo.line, group.line) == (3, 5, 8) and group.text.endswith("seed=0")
+    assert compose_command(good) == 1
+    with pytest.raises(Exception, match="target_epsilonn"):
+        compose_command(typo)
+    with pytest.raises(Exception, match="gausian_pate"):
+        compose_command(group)
