@@ -1,4 +1,4 @@
-"""Every command line the documentation shows composes: each ``python train.py ...``, ``python topk.py ...`` and
+"""Every command line the documentation shows composes, and every key the code names exists: each ``python train.py ...``, ``python topk.py ...`` and
 ``make train ARGS="..."`` of README.md, docs/*.md and benchmarks/README.md (in code blocks, indented, or inline,
 with their ``\\`` continuations) is parsed as Hydra parses it and composed, every job of a command-line sweep
 included, so a misspelt key, a group option that does not exist or a value Hydra cannot parse fails here. What a
@@ -119,3 +119,57 @@ def test_a_misspelt_key_in_a_page_fails(tmp_path, monkeypatch):
         compose_command(typo)
     with pytest.raises(Exception, match="gausian_pate"):
         compose_command(group)
+
+
+# ------------------------------------------------------------------ keys that error messages name
+SOURCES = [path for package in ("pate", "pipeline", "teachers", "student", "training")
+           for path in sorted((ROOT / package).rglob("*.py"))] + [ROOT / "train.py", ROOT / "topk.py"]
+# Deliberately wrong keys that the code names as examples of what it refuses.
+EXAMPLES_OF_MISTAKES = {"privacy.target_epsilonn"}
+
+
+def _paths(node, prefix: str) -> set[str]:
+    """Every dotted key path of a YAML mapping, under ``prefix``."""
+    if not isinstance(node, dict):
+        return set()
+    found = set()
+    for key, value in node.items():
+        if key == "defaults":
+            continue
+        path = f"{prefix}.{key}" if prefix else str(key)
+        found |= {path} | _paths(value, path)
+    return found
+
+
+def config_keys() -> set[str]:
+    """Every key path any config file can set: train.yaml's and topk.yaml's own keys, and each group option's keys
+    under its group (or at the top for ``# @package _global_`` files)."""
+    import yaml
+
+    keys = set()
+    for path in sorted((ROOT / "conf").rglob("*.yaml")):
+        group = path.parent.relative_to(ROOT / "conf").as_posix()
+        if group.startswith("hydra"):
+            continue
+        text = path.read_text()
+        body = yaml.safe_load(text) or {}
+        package = "" if group == "." or "@package _global_" in text else group.replace("/", ".")
+        keys |= _paths(body, package)
+    return keys
+
+
+def named_keys() -> dict[str, str]:
+    """{key: the file that names it} for every ``group.key=`` the project's code writes (errors, hints, docs)."""
+    roots = {path.name for path in (ROOT / "conf").iterdir() if path.is_dir()} - {"hydra"}
+    pattern = re.compile(rf"(?<![\w.+])((?:{'|'.join(sorted(roots))})(?:\.[A-Za-z_]\w*)+)=")
+    return {key: str(path.relative_to(ROOT)) for path in SOURCES for key in pattern.findall(path.read_text())}
+
+
+def test_every_key_the_code_names_exists():
+    """A message that tells the user to pass ``features.weights_path=...`` while the key is
+    ``features.extractor.weights_path`` is a dead end: every key the code names is a key some config file sets."""
+    keys = config_keys()
+    assert "features.extractor.weights_path" in keys and "features.weights_path" not in keys  # issue 26's dead end
+    missing = {key: where for key, where in named_keys().items()
+               if key not in keys and key not in EXAMPLES_OF_MISTAKES}
+    assert len(named_keys()) >= 20 and not missing, missing

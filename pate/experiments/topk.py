@@ -56,7 +56,7 @@ def settings_for(data: dict[str, Any], ks, delta) -> list[Setting]:
     """The settings of an experiment's ``data`` config (``conf/topk_experiment/*.yaml``)."""
     kind = data.get("kind")
     if kind not in EXPERIMENT_KINDS:
-        raise ValueError(f"data.kind must be one of {EXPERIMENT_KINDS}, got {kind!r}")
+        raise ValueError(f"topk_experiment.data.kind must be one of {EXPERIMENT_KINDS}, got {kind!r}")
     ks = tuple(checks.positive_int("k", k) for k in ks)
     if kind == "flat":
         return [
@@ -67,9 +67,10 @@ def settings_for(data: dict[str, Any], ks, delta) -> list[Setting]:
     if kind == "repeated":
         days = growing_gap_days(data["num_bins"], data["num_days"], data["start_total"], data["growth"],
                                 data["tail"], data["seed"])
-        span = checks.positive_int("data.queries_per_interval", data["queries_per_interval"])
+        span = checks.positive_int("topk_experiment.data.queries_per_interval", data["queries_per_interval"])
         if data["num_days"] % span:
-            raise ValueError(f"data.num_days={data['num_days']} must be a multiple of data.queries_per_interval={span}")
+            raise ValueError(f"topk_experiment.data.num_days={data['num_days']} must be a multiple of "
+                             f"topk_experiment.data.queries_per_interval={span}")
         return [
             Setting(f"days {start + 1}-{start + span}", days[start:start + span], float(delta), ks,
                     f"growing-gap days: {data['num_bins']} regions, growth {data['growth']}/day, seed {data['seed']}")
