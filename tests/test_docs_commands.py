@@ -1,9 +1,12 @@
-"""Every command line the documentation shows composes, and every key the code names exists: each ``python train.py ...``, ``python topk.py ...`` and
-``make train ARGS="..."`` of README.md, docs/*.md and benchmarks/README.md (in code blocks, indented, or inline,
-with their ``\\`` continuations) is parsed as Hydra parses it and composed, every job of a command-line sweep
-included, so a misspelt key, a group option that does not exist or a value Hydra cannot parse fails here. What a
-command does when it runs is tested where it can run in a tiny form (tests/test_docs.py, the README commands of
-tests/data/test_multilabel_folder.py); the ones that need a GPU, SLURM or real data are only composed."""
+"""Every command line the documentation shows composes, and every key the code names exists.
+
+Each ``python train.py ...``, ``python topk.py ...`` and ``make train ARGS="..."`` of README.md, docs/*.md and
+benchmarks/README.md (in code blocks, indented, or inline, with their ``\\`` continuations) is parsed as Hydra
+parses it and composed, every job of a command-line sweep included, so a misspelt key, a group option that does
+not exist or a value Hydra cannot parse fails here. What a command does when it runs is tested where it can run in
+a tiny form (tests/test_docs.py, the README commands of tests/data/test_multilabel_folder.py); the ones that need
+a GPU, SLURM or real data are only composed. Every ``group.key=`` the code writes (in an error or a hint) must be a
+key some config file sets."""
 
 from __future__ import annotations
 
