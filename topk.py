@@ -8,7 +8,6 @@ own accountant, runs the trials as vectorised batches and writes ``report.md``, 
 from __future__ import annotations
 
 import logging
-import sys
 from pathlib import Path
 
 import hydra
@@ -16,9 +15,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from pate.experiments.topk import run_grid, settings_for
 from pate.report.topk import write_topk_report
-from pipeline.checks import UserError
+from pipeline.cli import start
 from pipeline.help import groups_help
-from pipeline.paths import settle_project_root
 
 log = logging.getLogger("topk")
 # --help lists the groups topk.py composes (conf/topk.yaml), not every directory of conf/.
@@ -48,12 +46,7 @@ def main(cfg: DictConfig) -> None:
 
 def cli() -> None:
     """The command line: ``python topk.py [overrides]`` (and the in-process runner of the tests)."""
-    try:
-        settle_project_root()  # logs under PROJECT_ROOT or this checkout, not the working directory
-    except UserError as err:
-        print(f"error: {err}", file=sys.stderr)
-        sys.exit(2)
-    main()
+    start(main)
 
 
 if __name__ == "__main__":

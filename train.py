@@ -13,17 +13,14 @@ from __future__ import annotations
 
 import os
 import secrets
-import sys
 from pathlib import Path
 
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from pipeline import run
-from pipeline.checks import UserError
-from pipeline.cli import EXIT_USER_ERROR, command_line_errors
+from pipeline.cli import command_line_errors, start
 from pipeline.help import groups_help
-from pipeline.paths import settle_project_root
 
 # A suffix for this process's run directory (conf/hydra/default.yaml): two runs started in the same second get
 # different directories, and one run resolves the same suffix every time it is asked.
@@ -43,12 +40,7 @@ def main(cfg: DictConfig) -> float | None:
 
 def cli() -> None:
     """The command line: ``python train.py [overrides]`` (and the in-process runner of the tests)."""
-    try:
-        settle_project_root()  # data, cache and logs under PROJECT_ROOT or this checkout, not the working directory
-    except UserError as err:
-        print(f"error: {err}", file=sys.stderr)
-        sys.exit(EXIT_USER_ERROR)
-    main()
+    start(main)
 
 
 if __name__ == "__main__":

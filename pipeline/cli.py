@@ -10,12 +10,13 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from omegaconf import DictConfig
 
 from pipeline.checks import UserError
+from pipeline.paths import settle_project_root
 
 EXIT_USER_ERROR, EXIT_INTERRUPTED = 2, 130
 # What a file system says when a run cannot write where it was told to: one line naming the place, not a traceback.
@@ -83,4 +84,16 @@ def command_line_errors(cfg: DictConfig) -> Iterator[None]:
             signal.signal(signum, handler)
 
 
-__all__ = ["EXIT_INTERRUPTED", "EXIT_USER_ERROR", "STOP_SIGNALS", "command_line_errors"]
+def start(main: Callable[[], object]) -> None:
+    """A Hydra script's command line (train.py, topk.py): ``PROJECT_ROOT`` settled first (``settle_project_root``:
+    data, cache and logs under it or the checkout, never the working directory; a blank one is one line, exit 2),
+    then ``main()``, which parses the arguments."""
+    try:
+        settle_project_root()
+    except UserError as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(EXIT_USER_ERROR)
+    main()
+
+
+__all__ = ["EXIT_INTERRUPTED", "EXIT_USER_ERROR", "STOP_SIGNALS", "command_line_errors", "start"]

@@ -117,10 +117,9 @@ def decoded_images(name: str, location: str, paths: Sequence[Path], image_size: 
     names = [str(path) for path in paths]
     stats = file_stats(paths, listed_in)
     shape = (len(paths), 3, int(image_size), int(image_size))
-    key = hashlib.sha256(json.dumps({"format": CACHE_FORMAT, "location": location, "image_size": int(image_size)},
-                                    sort_keys=True).encode()).hexdigest()[:16]
-    identity = {"format": CACHE_FORMAT, "location": location, "image_size": int(image_size), "source": source,
-                "files": _stats_digest(names, stats)}
+    keyed = {"format": CACHE_FORMAT, "location": location, "image_size": int(image_size)}
+    key = hashlib.sha256(json.dumps(keyed, sort_keys=True).encode()).hexdigest()[:16]
+    identity = {**keyed, "source": source, "files": _stats_digest(names, stats)}
     cache_dir = Path(cache_dir).expanduser()
     cache_dir.mkdir(parents=True, exist_ok=True)
     data_file = cache_dir / f"{name}-{image_size}px-{key}.npy"
