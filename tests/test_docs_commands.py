@@ -6,7 +6,7 @@ parses it and composed, every job of a command-line sweep included, so a misspel
 not exist or a value Hydra cannot parse fails here. What a command does when it runs is tested where it can run in
 a tiny form (tests/test_docs.py, the README commands of tests/data/test_multilabel_folder.py); the ones that need
 a GPU, SLURM or real data are only composed. Every ``group.key=`` the code writes (in an error or a hint) must be a
-key some config file sets."""
+key some config file sets, and so must every `` `group.key` `` the pages name."""
 
 from __future__ import annotations
 
@@ -161,11 +161,21 @@ def config_keys() -> set[str]:
     return keys
 
 
+_GROUPS = "|".join(sorted({path.name for path in (ROOT / "conf").iterdir() if path.is_dir()} - {"hydra"}))
+_FILE_NAMES = re.compile(r"\.(json|npy|npz|csv|yaml|txt|pt|md|png)$")  # `student.json` is a file, not a key
+
+
 def named_keys() -> dict[str, str]:
-    """{key: the file that names it} for every ``group.key=`` the project's code writes (errors, hints, docs)."""
-    roots = {path.name for path in (ROOT / "conf").iterdir() if path.is_dir()} - {"hydra"}
-    pattern = re.compile(rf"(?<![\w.+])((?:{'|'.join(sorted(roots))})(?:\.[A-Za-z_]\w*)+)=")
+    """{key: the file that names it} for every ``group.key=`` the project's code writes (errors, hints)."""
+    pattern = re.compile(rf"(?<![\w.+])((?:{_GROUPS})(?:\.[A-Za-z_]\w*)+)=")
     return {key: str(path.relative_to(ROOT)) for path in SOURCES for key in pattern.findall(path.read_text())}
+
+
+def documented_keys() -> dict[str, str]:
+    """{key: the page that names it} for every `` `group.key` `` or `` `group.key=value` `` the pages show."""
+    pattern = re.compile(rf"`((?:{_GROUPS})(?:\.[A-Za-z_]\w*)+)(?:=[^`]*)?`")
+    return {key: page.name for page in PAGES for key in pattern.findall(page.read_text())
+            if not _FILE_NAMES.search(key)}
 
 
 def test_every_key_the_code_names_exists():
@@ -176,3 +186,12 @@ def test_every_key_the_code_names_exists():
     missing = {key: where for key, where in named_keys().items()
                if key not in keys and key not in EXAMPLES_OF_MISTAKES}
     assert len(named_keys()) >= 20 and not missing, missing
+
+
+def test_every_key_the_docs_name_exists():
+    """The same for the keys the pages name in code spans (`data.labels_file`, `features.extractor.key=...`)."""
+    keys = config_keys()
+    named = documented_keys()
+    assert {"data.labels_file", "data.split_seed", "features.extractor.key"} <= set(named)  # README's own data
+    missing = {key: page for key, page in named.items() if key not in keys}
+    assert len(named) >= 30 and not missing, missing
