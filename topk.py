@@ -1,53 +1,9 @@
-"""Run a private top-k experiment: ``python topk.py [topk_experiment=flat|repeated|checkin] [key=value ...]``.
+"""Run a private top-k experiment from a clone: ``python topk.py [topk_experiment=flat|repeated|checkin] [key=value
+...]``, the same command as the installed ``pate-topk`` (``pate/pipeline/topk.py``)."""
 
-Calibrates every mechanism in ``topk_experiment.methods`` to each (epsilon, delta) of the experiment by its
-own accountant, runs the trials as vectorised batches and writes ``report.md``, ``results.csv`` and
-``recall.png`` into the run directory (or ``report_dir``). See ``pate.experiments.topk``.
-"""
+from pate.pipeline.topk import cli, main, run
 
-from __future__ import annotations
-
-import logging
-from pathlib import Path
-
-import hydra
-from omegaconf import DictConfig, OmegaConf
-
-from pate.experiments.topk import run_grid, settings_for
-from pate.report.topk import write_topk_report
-from pipeline.cli import start
-from pipeline.help import groups_help
-
-log = logging.getLogger("topk")
-# --help lists the groups topk.py composes (conf/topk.yaml), not every directory of conf/.
-OmegaConf.register_new_resolver("topk_groups", lambda: groups_help("topk"), replace=True)
-
-
-def run(cfg: DictConfig, output_dir: str):
-    """Run the experiment ``cfg.topk_experiment`` and write its report into ``cfg.report_dir`` or ``output_dir``."""
-    experiment = cfg.topk_experiment
-    unknown = [name for name in experiment.methods if name not in cfg.mechanisms]
-    if unknown:
-        raise ValueError(f"topk_experiment.methods names unknown mechanisms {unknown}; known: {list(cfg.mechanisms)}")
-    factories = {name: hydra.utils.instantiate(cfg.mechanisms[name]) for name in experiment.methods}
-    settings = settings_for(OmegaConf.to_container(experiment.data, resolve=True), experiment.ks, experiment.delta)
-    rows = run_grid(settings, experiment.epsilons, factories, experiment.trials, cfg.neighbors, cfg.kbar_factor,
-                    cfg.seed, progress=cfg.progress)
-    paths = write_topk_report(rows, OmegaConf.to_container(cfg, resolve=False), cfg.report_dir or output_dir)
-    log.info("wrote %s", ", ".join(str(path) for path in paths.values()))
-    return rows
-
-
-# An absolute config path: the same configs whether this file runs as a script or is imported (tests/cli.py).
-@hydra.main(version_base="1.3", config_path=str(Path(__file__).resolve().parent / "conf"), config_name="topk")
-def main(cfg: DictConfig) -> None:
-    run(cfg, hydra.core.hydra_config.HydraConfig.get().runtime.output_dir)
-
-
-def cli() -> None:
-    """The command line: ``python topk.py [overrides]`` (and the in-process runner of the tests)."""
-    start(main)
-
+__all__ = ["cli", "main", "run"]
 
 if __name__ == "__main__":
     cli()

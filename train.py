@@ -1,47 +1,9 @@
-"""Run the multi-label PATE pipeline: ``python train.py [group=option ...] [key=value ...]``.
+"""Run the multi-label PATE pipeline from a clone: ``python train.py [group=option ...] [key=value ...]``, the same
+command as the installed ``pate-train`` (``pate/pipeline/train.py``, which docs/architecture.md describes)."""
 
-    data -> features -> partition -> teachers -> votes -> aggregate -> student -> evaluate
+from pate.pipeline.train import cli, main
 
-Each stage is an artifact in the content-addressed cache, keyed by its config, its upstream keys, the code that
-builds it and (through the data) the content of the dataset: a run that changes only the aggregator, the noise,
-the target epsilon or the seed reuses the trained teachers and their votes. The stage graph is
-``pipeline/graph.py``; a run (checks first, then the stages, then ``metrics.json`` in the run directory) is
-``pipeline/runner.py``. docs/architecture.md describes both.
-"""
-
-from __future__ import annotations
-
-import os
-import secrets
-from pathlib import Path
-
-import hydra
-from omegaconf import DictConfig, OmegaConf
-
-from pipeline import run
-from pipeline.cli import command_line_errors, start
-from pipeline.help import groups_help
-
-# A suffix for this process's run directory (conf/hydra/default.yaml): two runs started in the same second get
-# different directories, and one run resolves the same suffix every time it is asked.
-RUN_ID = f"{os.getpid()}-{secrets.token_hex(2)}"
-OmegaConf.register_new_resolver("run_id", lambda: RUN_ID, replace=True)
-# --help lists the groups train.py composes (conf/hydra/default.yaml), not every directory of conf/.
-OmegaConf.register_new_resolver("train_groups", groups_help, replace=True)
-
-
-# An absolute config path: the same configs whether this file runs as a script or is imported (tests/cli.py).
-@hydra.main(version_base="1.3", config_path=str(Path(__file__).resolve().parent / "conf"), config_name="train")
-def main(cfg: DictConfig) -> float | None:
-    with command_line_errors(cfg):  # a config or data mistake: one line, exit 2; Ctrl-C: how to resume, exit 130
-        metrics = run(cfg)
-    return metrics.get("student_accuracy")  # the objective for Hydra sweepers that optimise
-
-
-def cli() -> None:
-    """The command line: ``python train.py [overrides]`` (and the in-process runner of the tests)."""
-    start(main)
-
+__all__ = ["cli", "main"]
 
 if __name__ == "__main__":
     cli()

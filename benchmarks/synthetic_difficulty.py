@@ -32,12 +32,12 @@ from pate.data import (
     partition_teachers,
 )
 from pate.data.synthetic import MARKER
-from training.data import to_float
-from training.models import SmallCNN
+from teachers.training.data import to_float
+from teachers.training.models import SmallCNN
 
 
 def as_float(images: np.ndarray) -> torch.Tensor:
-    """The project's own input normalisation (``training.data.to_float``) on a numpy uint8 batch."""
+    """The project's own input normalisation (``teachers.training.data.to_float``) on a numpy uint8 batch."""
     return to_float(torch.from_numpy(np.ascontiguousarray(images)))
 
 

@@ -39,12 +39,12 @@ from hydra import compose, initialize_config_dir
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository's packages, run from anywhere
 from pate.artifacts import ArtifactStore, code_version  # noqa: E402
 from pate.data import partition_teachers  # noqa: E402
-from pate.features import read_features  # noqa: E402
 from pate.data.readers import data_identity  # noqa: E402
 from pate.evaluation import majority_class_accuracy  # noqa: E402
-from pipeline.checks import instantiate  # noqa: E402
-from pipeline.runner import set_num_labels  # noqa: E402
-from pipeline.graph import Dataset, features_stage, plain  # noqa: E402
+from pate.features import read_features  # noqa: E402
+from pate.pipeline.checks import instantiate  # noqa: E402
+from pate.pipeline.graph import Dataset, features_stage, plain  # noqa: E402
+from pate.pipeline.runner import set_num_labels  # noqa: E402
 from teachers.ensemble import train_teachers  # noqa: E402
 from teachers.heads import head_votes, train_head_teachers  # noqa: E402
 

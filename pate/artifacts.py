@@ -40,6 +40,7 @@ from typing import Any
 from pate.code_closure import code_fingerprint
 from pate.io import atomic_write_json as _atomic_write_json
 from pate.io import exclusive_lock, sha256_file
+from pate.locations import CHECKOUT
 
 log = logging.getLogger(__name__)
 
@@ -110,18 +111,19 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"stage config value {value!r} of type {type(value).__name__} is not JSON-serialisable")
 
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-
-
 def code_version() -> dict[str, str]:
-    """Package version and, when run from a git checkout, the commit (with ``-dirty`` for local edits)."""
+    """Package version and, when run from a git clone, the commit (with ``-dirty`` for local edits); an installed
+    package says ``"installed"``, never the commit of a repository it happens to be installed under."""
     from pate import __version__
 
     version = {"pate": __version__}
+    if CHECKOUT is None or not (CHECKOUT / ".git").exists():
+        version["git"] = "installed" if CHECKOUT is None else "unknown"
+        return version
     try:
         out = subprocess.run(
             ["git", "describe", "--always", "--dirty", "--abbrev=12"],
-            cwd=REPO_ROOT, capture_output=True, text=True, timeout=10, check=True,
+            cwd=CHECKOUT, capture_output=True, text=True, timeout=10, check=True,
         )
         version["git"] = out.stdout.strip()
     except (OSError, subprocess.SubprocessError):

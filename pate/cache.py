@@ -1,4 +1,5 @@
-"""See and prune the artifact cache: ``python -m pate.cache [list|prune] [--cache-dir DIR] [--logs DIR] [--dry-run]``.
+"""See and prune the artifact cache: ``pate-cache [list|prune] [--cache-dir DIR] [--logs DIR] [--dry-run]`` (also
+``python -m pate.cache ...``).
 
 ``list`` prints, per stage, how many finished artifacts the cache holds, their size and the age of the oldest and
 newest, then every leftover: ``<key>.partial`` directories (a build that was interrupted; the same command resumes
@@ -6,7 +7,7 @@ it, or ``prune`` removes it) and ``<key>.damaged-N`` directories (files a run fo
 ``prune`` removes the leftovers, skipping a ``.partial`` whose build holds its lock right now; with ``--logs`` it
 also removes the finished artifacts that no ``metrics.json`` under that directory names and no other artifact
 builds on (``--dry-run`` says what it would remove). The default cache is ``$PROJECT_ROOT/cache``, else the
-``cache`` directory of this checkout, as train.py resolves it.
+``cache`` directory of this clone (of the working directory, installed), as train.py resolves it.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pate.artifacts import MANIFEST
+from pate.locations import CHECKOUT, command_name
 
 __all__ = ["CacheEntry", "default_cache_dir", "main", "prune", "scan"]
 
@@ -39,9 +41,9 @@ class CacheEntry:
 
 
 def default_cache_dir() -> Path:
-    """``$PROJECT_ROOT/cache``, else ``cache`` beside this checkout's train.py (as train.py resolves it)."""
-    root = os.environ.get("PROJECT_ROOT") or str(Path(__file__).resolve().parents[1])
-    return Path(root) / "cache"
+    """``$PROJECT_ROOT/cache``, else ``cache`` in this clone, else in the working directory (as train.py resolves
+    it: ``pate.pipeline.paths``)."""
+    return Path(os.environ.get("PROJECT_ROOT") or CHECKOUT or Path.cwd()) / "cache"
 
 
 def _size(path: Path) -> int:
@@ -152,7 +154,7 @@ def describe(entries: list[CacheEntry], now: float | None = None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pate.cache", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog=command_name("pate-cache", "pate.cache"), description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=("list", "prune"), nargs="?", default="list")
     parser.add_argument("--cache-dir", type=Path, default=None, help="default: $PROJECT_ROOT/cache or ./cache of "
                                                                      "this checkout")

@@ -9,7 +9,9 @@ runs on import, but what it imports is followed only when the code reads its nam
 inside functions count like any other; relative imports are refused (the project uses absolute ones), and so is
 an import of a project module that has no file.
 
-A project package is a folder at the repository root holding an ``__init__.py``.
+A project package is one of the layout's top-level packages (``pate``, ``teachers``, ``student``) or the
+top-level package of an entry (a user's own method module, say); ``root`` is the folder that holds them: the
+clone, or site-packages when the project is installed (``pate.locations.PACKAGE_ROOT``).
 """
 
 from __future__ import annotations
@@ -19,18 +21,19 @@ import functools
 import hashlib
 from pathlib import Path
 
+from pate.locations import PACKAGE_ROOT, TOP_LEVEL_PACKAGES
+
 __all__ = ["code_closure", "code_fingerprint", "module_file"]
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 
-
-def _project_packages(root: Path) -> frozenset[str]:
-    return frozenset(path.parent.name for path in root.glob("*/__init__.py"))
+def _project_packages(entries: tuple[str, ...]) -> frozenset[str]:
+    # Never every folder of root: installed, root is site-packages, and numpy's imports are not the project's code.
+    return frozenset({*TOP_LEVEL_PACKAGES, *(entry.split(".")[0] for entry in entries)})
 
 
 def module_file(module: str, root: Path | None = None) -> Path | None:
     """The file of a project module (``pkg/mod.py`` or ``pkg/mod/__init__.py``), None if there is none."""
-    base = (root or REPO_ROOT).joinpath(*module.split("."))
+    base = (root or PACKAGE_ROOT).joinpath(*module.split("."))
     if (base / "__init__.py").is_file():
         return base / "__init__.py"
     return base.with_suffix(".py") if base.with_suffix(".py").is_file() else None
@@ -65,8 +68,8 @@ def _imports(module: str, root: Path, packages: frozenset[str]) -> set[str]:
 def code_closure(entries: tuple[str, ...], root: Path | None = None) -> tuple[str, ...]:
     """The files (relative to the repository root, sorted) of the project modules ``entries`` import,
     transitively, with the entries and the ``__init__.py`` of every enclosing package (module docstring)."""
-    root = root or REPO_ROOT
-    packages = _project_packages(root)
+    root = root or PACKAGE_ROOT
+    packages = _project_packages(entries)
     for entry in entries:
         if module_file(entry, root) is None:
             raise FileNotFoundError(f"code entry {entry!r} of a stage is no module under {root}")
@@ -97,7 +100,7 @@ def code_fingerprint(entries: tuple[str, ...], root: Path | None = None) -> str:
     """SHA-256 (16 hex digits) of the code of ``code_closure(entries)``: each file by its path and its syntax tree
     without docstrings, so comments, docstrings and formatting do not change the fingerprint; any change to what
     runs does."""
-    root = root or REPO_ROOT
+    root = root or PACKAGE_ROOT
     digest = hashlib.sha256()
     for relative in code_closure(entries, root):
         file = root / relative

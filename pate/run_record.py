@@ -1,5 +1,5 @@
 """The run record: the one definition of what ``metrics.json`` holds, in its order, for the runner that writes it
-(``pipeline.runner``), the report that reads and checks it (``pate.report.collect``), results.csv's leading
+(``pate.pipeline.runner``), the report that reads and checks it (``pate.report.collect``), results.csv's leading
 columns (``pate.report.tables``) and the docs (``docs/run-record.md``, checked against this table by a test).
 
 A field is ``required`` of every run, or a method's own (``required=False``: PATE's aggregator and teachers,

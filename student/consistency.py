@@ -25,15 +25,15 @@ from torch.utils.data import DataLoader, RandomSampler
 
 from pate.features.views import strong_view
 from student.semi import SemiSupervision, confident_pseudo_labels
-from training.data import IndexedImages, to_float
-from training.module import MultiLabelModule, random_hflip
-from training.recipe import Recipe
+from teachers.training.data import IndexedImages, to_float
+from teachers.training.module import MultiLabelModule, random_hflip
+from teachers.training.recipe import Recipe
 
 _STEP_STRIDE = 1_000_003  # a prime: (seed, step) -> a distinct generator seed for every step of every seed
 
 
 class ConsistencyModule(MultiLabelModule):
-    """:class:`training.module.MultiLabelModule` whose training step is the FixMatch loss above; batches are
+    """:class:`teachers.training.module.MultiLabelModule` whose training step is the FixMatch loss above; batches are
     ``{"labeled": (images, labels), "unlabeled": images}``. ``confident_fraction`` is the mean share of
     unlabeled entries that carried a pseudo-label, over the steps so far."""
 

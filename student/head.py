@@ -15,7 +15,7 @@ from omegaconf import DictConfig
 
 from pate.features import fit_ridge_heads, head_scores, head_weights
 from student.semi import SemiSupervision, confident_pseudo_labels
-from training.scoring import student_scores
+from teachers.training.scoring import student_scores
 
 
 def _fit(student_cfg: DictConfig, features: torch.Tensor, targets: torch.Tensor):

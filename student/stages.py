@@ -1,4 +1,4 @@
-"""The student stage: builders for ``pate.artifacts.Stage`` (wired in ``pipeline/graph.py``).
+"""The student stage: builders for ``pate.artifacts.Stage`` (wired in ``pate/pipeline/graph.py``).
 
 Sealed off from private data by its signature: it is handed the public query images (or their features), the
 labels released for them, the public pool's unlabeled images (or features) and the evaluation images and

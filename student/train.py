@@ -1,6 +1,6 @@
 """The student stage: train on the released labels of the answered public queries, evaluate on held-out data.
 
-The student shares the teachers' building blocks in :mod:`training` -- the model zoo, the LightningModule, the
+The student shares the teachers' building blocks in :mod:`teachers.training` -- the model zoo, the LightningModule, the
 datasets and loaders, the Trainer factory -- so that a student and a teacher of the same config differ only in
 what they are trained on. By construction of the
 signatures below the student never receives the dataset, an index or a private label: it is handed the images
@@ -18,12 +18,12 @@ import torch
 from omegaconf import DictConfig
 from torch.utils.data import DataLoader
 
-from training.data import IndexedImages, check_images, check_labels, make_loader
 from student.consistency import ConsistencyModule, consistency_loaders
 from student.semi import SemiSupervision, confident_pseudo_labels
-from training.module import predict_logits
-from training.recipe import Recipe
-from training.trainer import build_trainer, expected_warnings_hidden, fit, quiet_lightning
+from teachers.training.data import IndexedImages, check_images, check_labels, make_loader
+from teachers.training.module import predict_logits
+from teachers.training.recipe import Recipe
+from teachers.training.trainer import build_trainer, expected_warnings_hidden, fit, quiet_lightning
 
 
 def student_loader(student_cfg: DictConfig, trainer_cfg: DictConfig, images: np.ndarray, labels: np.ndarray,

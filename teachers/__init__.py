@@ -1,5 +1,6 @@
 """Teachers: ensemble training with resume, the ridge heads on public features, and the vote stage's
-predictions. Shared training pieces (models, module, Trainer) live in ``training``."""
+predictions. Shared training pieces (models, module, Trainer) live in ``teachers.training``, which the student
+reuses."""
 
 from teachers.ensemble import train_teachers
 from teachers.heads import head_votes, train_head_teachers

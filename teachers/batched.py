@@ -12,7 +12,7 @@ own loss only (the summed loss has no cross terms). Nothing is coupled: each tea
   at a step it has no batch;
 * its own optimiser state: AdamW (Loshchilov & Hutter 2019, Alg. 2, as ``torch.optim.AdamW`` computes it) with a
   per-teacher step count, and the cosine decay to zero over its own number of steps that the LightningModule
-  uses (``training/module.py``);
+  uses (``teachers/training/module.py``);
 * its own augmentation: flips drawn from its own generator (the loop draws them from the global RNG, seeded
   with the same seed: the same distribution, other draws).
 
@@ -21,7 +21,7 @@ So with ``augment`` off the engine reproduces the loop's weights up to float rou
 
 Normalisation: only layers that treat each sample alone and hold no changing state stack: GroupNorm
 (``teacher.model.norm=group``, SmallCNN or a ResNet trained from scratch) and BatchNorm with frozen statistics
-(``norm=frozen``, :class:`training.models.FrozenStatsBatchNorm2d`, for a pretrained ResNet). Plain BatchNorm
+(``norm=frozen``, :class:`teachers.training.models.FrozenStatsBatchNorm2d`, for a pretrained ResNet). Plain BatchNorm
 cannot: its batch statistics would mix a teacher's padded entries into its statistics, and its running buffers
 cannot be updated in place under vmap; such a model (``norm=batch``, the default) is trained by the loop, with
 a warning. So is an optimiser other than AdamW, and a precision other than 32 and bf16-mixed (fp16 needs
@@ -52,9 +52,9 @@ from torch import nn
 from torch.func import functional_call, vmap
 from torch.nn import functional as F
 
-from training.data import to_float
-from training.models import FrozenStatsBatchNorm2d
-from training.recipe import Recipe
+from teachers.training.data import to_float
+from teachers.training.models import FrozenStatsBatchNorm2d
+from teachers.training.recipe import Recipe
 
 # torch.optim.AdamW's own defaults for the keys the engine implements, for the keys a config leaves out.
 _ADAMW_DEFAULTS = {key: inspect.signature(torch.optim.AdamW).parameters[key].default

@@ -27,9 +27,9 @@ from omegaconf import DictConfig, OmegaConf
 
 from pate.progress import progress_bar
 from teachers.batched import AdamW, refusal, train_group
-from training.data import IndexedImages, check_images, check_indices, check_labels, make_loader
-from training.recipe import Recipe
-from training.trainer import build_trainer, device_of, fit, quiet_lightning
+from teachers.training.data import IndexedImages, check_images, check_indices, check_labels, make_loader
+from teachers.training.recipe import Recipe
+from teachers.training.trainer import build_trainer, device_of, fit, quiet_lightning
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 Teachers are loaded one at a time (memory stays that of one model plus the images), run batched under
 ``torch.inference_mode`` on the trainer's device and precision. Teacher t votes for label l on query q iff
-sigmoid(logit) > 0.5, i.e. logit > 0 -- the rule :class:`training.module.MultiLabelModule` scores with.
+sigmoid(logit) > 0.5, i.e. logit > 0 -- the rule :class:`teachers.training.module.MultiLabelModule` scores with.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from torch import nn
 from torchmetrics.functional.classification import multilabel_accuracy
 
 from pate.progress import progress_bar
-from training.data import check_images, check_indices, check_labels
-from training.module import predict_logits
-from training.recipe import Recipe
-from training.trainer import autocast_for, device_of
+from teachers.training.data import check_images, check_indices, check_labels
+from teachers.training.module import predict_logits
+from teachers.training.recipe import Recipe
+from teachers.training.trainer import autocast_for, device_of
 
 
 def load_teacher(path: str | Path, recipe: Recipe) -> nn.Module:

@@ -18,7 +18,7 @@ from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 from omegaconf import DictConfig, open_dict
 
-from pipeline.runner import set_num_labels
+from pate.pipeline.runner import set_num_labels
 
 CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
 

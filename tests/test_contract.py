@@ -12,8 +12,8 @@ from pate.aggregators import GaussianPATE, StableTopK, TauPATE
 from pate.mechanisms.gap_selection import GapSelection
 from pate.mechanisms.ptr import GapTest
 from pate.mechanisms.topk import EMPeeling, Joint, LimitedDomain, PNFPeeling, StableTopKFixed, TopStable
+from pate.pipeline.methods import PATE, Method
 from pate.privacy import DEFAULT_ORDERS, Ledger, calibrate_noise, event_from_dict, price
-from pipeline.methods import PATE, Method
 from tests.pipeline.methods.noisy_prevalence import NoisyPrevalence
 
 L, T, DELTA, QUERIES = 8, 50, 1e-6, 100

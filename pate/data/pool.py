@@ -30,7 +30,7 @@ def process_pool(num_workers: int) -> Iterator[multiprocessing.pool.Pool | None]
 
 def _quiet_worker() -> None:
     """A worker leaves stopping to the parent: Ctrl-C (sent to the whole process group) is ignored, and SIGTERM or
-    SIGHUP end it quietly, with no traceback; the parent says what was saved (pipeline/cli.py) and terminates the
+    SIGHUP end it quietly, with no traceback; the parent says what was saved (pate/pipeline/cli.py) and terminates the
     pool. Forked workers would otherwise inherit the parent's handler and print a traceback each."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     for signum in (signal.SIGTERM, signal.SIGHUP):

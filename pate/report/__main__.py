@@ -1,4 +1,4 @@
-"""python -m pate.report <sweep dir> [--out DIR] [--kind NAME] [--cache-dir DIR]: write the report of a finished
+"""pate-report (or python -m pate.report) <sweep dir> [--out DIR] [--kind NAME] [--cache-dir DIR]: write the report of a finished
 Hydra multirun, of the kind its config names (``report``) unless --kind names another, with every job's epsilon
 replayed from its ledger in the cache (the one each job's config names, unless --cache-dir names another)."""
 
@@ -7,11 +7,12 @@ from __future__ import annotations
 import argparse
 import sys
 
+from pate.locations import command_name
 from pate.report.generate import REPORTS, write_report
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pate.report", description=__doc__)
+    parser = argparse.ArgumentParser(prog=command_name("pate-report", "pate.report"), description=__doc__)
     parser.add_argument("sweep_dir", help="the sweep directory (hydra.sweep.dir) of a finished multirun")
     parser.add_argument("--out", default=None, help="write the report here instead of into the sweep directory")
     parser.add_argument("--kind", default=None, help=f"the report kind, one of {sorted(REPORTS)} (default: the "

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from pate.aggregators import Aggregator
+from pate.pipeline.runner import run
 from pate.privacy import DEFAULT_ORDERS, epsilon_from_rdp, pure_dp_rdp
-from pipeline.runner import run
 from tests.aggregators.majority_rr import MajorityRandomizedResponse
 from tests.conftest import compose_config
 

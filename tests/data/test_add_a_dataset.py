@@ -1,5 +1,5 @@
 """A dataset added from a test module through config alone (a reader class and a config file found by
-hydra.searchpath; no edit under pipeline/ or conf/) runs end to end, with its own number of labels: every stage,
+hydra.searchpath; no edit under pate/pipeline/ or conf/) runs end to end, with its own number of labels: every stage,
 the aggregator, the student and the metrics take L = 5 from the data."""
 
 from pathlib import Path
@@ -8,8 +8,8 @@ import pytest
 from hydra.utils import instantiate
 
 from pate.data.readers import DatasetReader
-from pipeline.checks import UserError
-from pipeline.runner import run
+from pate.pipeline.checks import UserError
+from pate.pipeline.runner import run
 from tests.conftest import compose_config
 from tests.data.toy_shapes import SHAPES
 

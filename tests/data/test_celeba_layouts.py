@@ -14,7 +14,7 @@ import pytest
 from pate.data.celeba import load_celeba
 from pate.data.celeba_layouts import find_celeba_layout
 from pate.data.synthetic import generate_synthetic_celeba
-from pipeline.runner import run
+from pate.pipeline.runner import run
 from tests.cli import run_cli
 
 pytestmark = pytest.mark.slow  # end-to-end runs: not in the fast loop (-m 'not slow')

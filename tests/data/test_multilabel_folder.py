@@ -17,7 +17,7 @@ from pate.artifacts import ArtifactStore
 from pate.data.celeba import SPLITS
 from pate.data.multilabel_folder import MultilabelFolder, read_label_table, seeded_split
 from pate.data.partition import read_teacher_parts
-from pipeline.runner import prepare, run
+from pate.pipeline.runner import prepare, run
 from tests.cli import run_cli
 from tests.conftest import compose_config
 from tests.data.folder_data import expected_conversions, label_names, write_folder

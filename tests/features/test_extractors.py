@@ -12,7 +12,7 @@ from pate.data.celeba import SPLITS
 from pate.features import Extractor, PixelFeatures, RandomConvFeatures, RandomPatchFeatures, TorchvisionFeatures
 from pate.features.ssl import SimCLRFeatures
 from pate.features.stage import build_features
-from pipeline import run
+from pate.pipeline import run
 
 
 def _images(n=40, size=12, seed=0):

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from pate.features.precomputed import PrecomputedFeatures
-from pipeline.runner import prepare, run
+from pate.pipeline.runner import prepare, run
 from tests.cli import run_cli
 from tests.conftest import compose_config
 from tests.data.folder_data import write_folder

@@ -57,7 +57,7 @@ CONFIG_CASES = [
     (["debug=tiny_cnn", "teacher=resnet18", "teacher.model.width=null", "teacher.model.norm=frozen"],
      "norm='frozen' keeps the pretrained BatchNorm statistics"),
     (["debug=tiny_cnn", "teacher=resnet18", "teacher.model.depth=19"], "teacher.model.depth"),
-    (["debug=tiny_cnn", "teacher.model._target_=training.models.NoSuchNet"], "teacher.model"),
+    (["debug=tiny_cnn", "teacher.model._target_=teachers.training.models.NoSuchNet"], "teacher.model"),
     (["privacy.target_epsilon=0.001", "aggregator=stable_topk_paper"], "target_epsilon=0.001"),
     (["teacher.lambdas=[0.1,-1]"], "lambdas"),
     (["teacher.chunk_size=0"], "teacher.chunk_size"),

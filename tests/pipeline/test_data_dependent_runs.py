@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pipeline.runner import run
+from pate.pipeline.runner import run
 
 
 def test_binary_voting_reports_the_raw_data_dependent_epsilon_beside_the_guarantee(tiny_cfg, tmp_path):

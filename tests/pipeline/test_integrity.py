@@ -11,13 +11,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import pipeline.graph
-import pipeline.teachers
+import pate.pipeline.graph
+import pate.pipeline.teachers
 import teachers.ensemble
 from pate.data.celeba import ATTRIBUTE_FILE
+from pate.pipeline import run
+from pate.pipeline.checks import instantiate
 from pate.privacy import Ledger
-from pipeline import run
-from pipeline.checks import instantiate
 from tests.conftest import compose_config
 
 pytestmark = pytest.mark.slow  # command lines, end-to-end runs or heavy computations: not in the fast loop
@@ -45,7 +45,7 @@ def test_a_changed_sensitivity_rebuilds_the_aggregate_and_reports_the_new_epsilo
 
     real = gaussian.count_l2_sensitivity
     monkeypatch.setattr(gaussian, "count_l2_sensitivity", lambda *a: 2 * real(*a))
-    builds = _spy(monkeypatch, pipeline.graph, "build_aggregate")
+    builds = _spy(monkeypatch, pate.pipeline.graph, "build_aggregate")
     second = run(cfg, output_dir=tmp_path / "b")
     assert len(builds) == 1, "the aggregate was served from the cache after its cost changed"
     assert second["artifacts"]["aggregate"] != first["artifacts"]["aggregate"]
@@ -91,7 +91,7 @@ def test_labels_edited_in_place_retrain_the_teachers(tmp_path, monkeypatch):
     cfg = compose_config(["debug=tiny", "data=celeba", f"data.root={celeba}"], tmp_path)
     first = run(cfg, output_dir=tmp_path / "a")
     _flip_private_labels(celeba, rows=50)
-    fits = _spy(monkeypatch, pipeline.teachers, "build_head_teachers")
+    fits = _spy(monkeypatch, pate.pipeline.teachers, "build_head_teachers")
     second = run(cfg, output_dir=tmp_path / "b")
     assert len(fits) == 1, "the teachers were served from the cache after their labels changed"
     assert second["artifacts"]["teachers"] != first["artifacts"]["teachers"]

@@ -23,8 +23,8 @@ from omegaconf import OmegaConf
 
 from pate.artifacts import ArtifactStore, Stage
 from pate.io import atomic_write_json, exclusive_lock, open_npy_for_writing
+from pate.pipeline.cli import command_line_errors
 from pate.privacy import GaussianEvent, Ledger
-from pipeline.cli import command_line_errors
 from tests.cli import Completed, run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -203,7 +203,7 @@ def test_a_sweep_directory_holding_earlier_results_is_refused(tmp_path):
 
 
 def test_a_run_directory_used_again_keeps_the_earlier_result_aside(tiny_cfg, tmp_path):
-    from pipeline.runner import run
+    from pate.pipeline.runner import run
     run(tiny_cfg(), output_dir=tmp_path)
     first = (tmp_path / "metrics.json").read_text()
     run(tiny_cfg("seed=5"), output_dir=tmp_path)

@@ -11,12 +11,12 @@ import torch
 from hydra.errors import MissingConfigException
 from hydra.utils import instantiate
 
-import pipeline.graph
-import pipeline.students
+import pate.pipeline.graph
+import pate.pipeline.students
 import teachers.stages
 from pate.artifacts import Artifact
 from pate.features import read_features
-from pipeline import run
+from pate.pipeline import run
 from tests.conftest import compose_config
 
 pytestmark = pytest.mark.slow  # end-to-end runs: not in the fast loop (-m 'not slow')
@@ -33,7 +33,7 @@ def test_default_config_composes_with_every_group():
     assert cfg.privacy.neighbors == "replace"
     assert (cfg.partition.num_teachers, cfg.data.num_queries) == (800, 600)
     assert (cfg.teacher.component._target_, cfg.student.component._target_) == (
-        "pipeline.teachers.HeadTeachers", "pipeline.students.HeadStudent")
+        "pate.pipeline.teachers.HeadTeachers", "pate.pipeline.students.HeadStudent")
     assert cfg.features.extractor._target_ == "pate.features.RandomPatchFeatures"
     assert cfg.features.fit_split == "val"  # public images: never the private training split
     for experiment in ("paper_celeba", "paper_synthetic"):
@@ -66,7 +66,7 @@ def test_changing_only_the_aggregator_reuses_teachers_and_votes(tiny_cfg, tmp_pa
     first = run(tiny_cfg(), output_dir=tmp_path / "a")
     monkeypatch.setattr(teachers.stages, "train_head_teachers", _fail)
     monkeypatch.setattr(teachers.stages, "head_votes", _fail)
-    monkeypatch.setattr(pipeline.graph, "build_features", _fail)
+    monkeypatch.setattr(pate.pipeline.graph, "build_features", _fail)
     second = run(tiny_cfg("aggregator=stable_topk_paper"), output_dir=tmp_path / "b")
     assert second["artifacts"]["votes"] == first["artifacts"]["votes"]
     assert second["artifacts"]["features"] == first["artifacts"]["features"]
@@ -95,15 +95,15 @@ def test_changing_the_extractor_or_the_heads_retrains_the_teachers(tiny_cfg, tmp
 
 
 def _spy_on_student(monkeypatch, name: str) -> list:
-    """Record every argument the student stage function ``pipeline.students.<name>`` is called with."""
+    """Record every argument the student stage function ``pate.pipeline.students.<name>`` is called with."""
     calls = []
-    real = getattr(pipeline.students, name)
+    real = getattr(pate.pipeline.students, name)
 
     def spy(*args, **kwargs):
         calls.append((args, kwargs))
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(pipeline.students, name, spy)
+    monkeypatch.setattr(pate.pipeline.students, name, spy)
     return calls
 
 

@@ -93,7 +93,7 @@ def _experiment_jobs() -> list[tuple[str, list[str]]]:
         name = path.stem
         params = dict((OmegaConf.load(path).get("hydra") or {}).get("sweeper", {}).get("params", {}))
         if "compare" in params:  # the method axis: its PATE members are the aggregator axis the table was made with
-            # (DP-SGD and Private-kNN came later; tests/training/test_dp_sgd.py and test_private_knn.py price them)
+            # (DP-SGD and Private-kNN came later; tests/student/test_dp_sgd.py and test_private_knn.py price them)
             params["aggregator"] = ",".join(value for value in str(params.pop("compare")).split(",")
                                             if value not in ("dp_sgd", "private_knn"))
         grid = [[]]
@@ -107,7 +107,7 @@ def _experiment_jobs() -> list[tuple[str, list[str]]]:
 def experiment_rows() -> dict[str, float]:
     """The calibrated noise and the printed epsilon of every committed experiment job, both relations."""
     from pate.aggregate import release_ledger  # the run's own ledger of a release
-    from pipeline.methods.pate import prepare_aggregator  # the run's own calibration path
+    from pate.pipeline.methods.pate import prepare_aggregator  # the run's own calibration path
 
     rows = {}
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from pate.pipeline.runner import run
 from pate.report.collect import collect_sweep
 from pate.report.generate import write_report
-from pipeline.runner import run
 
 
 @pytest.fixture

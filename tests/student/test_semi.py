@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 import torch
 from omegaconf import OmegaConf
-
 from torch.nn import functional as F
 
 from pate.features import fit_ridge_heads, head_scores, head_weights
@@ -16,10 +15,10 @@ from student.consistency import ConsistencyModule, consistency_loaders
 from student.head import train_head_student
 from student.semi import SemiSupervision, confident_pseudo_labels
 from student.train import student_loader
-from training.data import to_float
-from training.models import SmallCNN
-from training.module import MultiLabelModule, random_hflip
-from training.recipe import Recipe
+from teachers.training.data import to_float
+from teachers.training.models import SmallCNN
+from teachers.training.module import MultiLabelModule, random_hflip
+from teachers.training.recipe import Recipe
 
 
 def test_the_threshold_is_per_attribute():

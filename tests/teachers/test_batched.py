@@ -19,9 +19,9 @@ TRAINER = OmegaConf.create({"accelerator": "cpu", "devices": 1, "precision": "32
                             "num_workers": 0, "logger": "csv"})
 
 
-SMALL_CNN = {"_target_": "training.models.SmallCNN", "num_labels": 5, "width": 4}
+SMALL_CNN = {"_target_": "teachers.training.models.SmallCNN", "num_labels": 5, "width": 4}
 # the paper's recipe with frozen statistics and the stem and layer1 frozen (frozen parameters and buffers)
-PRETRAINED_RESNET = {"_target_": "training.models.resnet", "depth": 18, "num_labels": 5, "stem": "imagenet",
+PRETRAINED_RESNET = {"_target_": "teachers.training.models.resnet", "depth": 18, "num_labels": 5, "stem": "imagenet",
                      "pretrained": "imagenet", "norm": "frozen", "frozen_stages": 2}
 
 
@@ -75,7 +75,7 @@ def _initial_head(parts):
     import pytorch_lightning as pl
 
     from teachers.ensemble import teacher_seed
-    from training.models import SmallCNN
+    from teachers.training.models import SmallCNN
 
     pl.seed_everything(teacher_seed(3, 0), workers=True, verbose=False)
     return SmallCNN(num_labels=5, width=4, norm="group").head.weight.detach()
@@ -190,7 +190,7 @@ def test_adamw_step_is_torch_adamw_per_teacher():
 
 
 def test_a_tiny_pipeline_run_with_batched_teachers(tiny_cnn_cfg, tmp_path):
-    from pipeline import run
+    from pate.pipeline import run
 
     cfg = tiny_cnn_cfg("teacher.model.norm=group", "teacher.ensemble_size=3", f"paths.cache_dir={tmp_path}")
     metrics = run(cfg, output_dir=tmp_path / "run")

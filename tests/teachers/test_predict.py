@@ -12,8 +12,8 @@ import torch
 import teachers.predict as predict_module
 from teachers.ensemble import train_teachers
 from teachers.predict import load_teacher, predict_votes
-from training.data import to_float
-from training.recipe import Recipe
+from teachers.training.data import to_float
+from teachers.training.recipe import Recipe
 
 PARTITION = [np.arange(0, 10), np.arange(10, 20), np.arange(20, 30)]
 QUERIES = np.arange(30, 43)
@@ -156,7 +156,7 @@ def test_a_loaded_teacher_is_the_saved_network(norm, fake_imagenet_resnet18, tmp
     buffer is the file's (none left on meta), and the outputs are the saved network's."""
     from omegaconf import OmegaConf
 
-    cfg = OmegaConf.create({"model": {"_target_": "training.models.resnet", "depth": 18, "num_labels": 5,
+    cfg = OmegaConf.create({"model": {"_target_": "teachers.training.models.resnet", "depth": 18, "num_labels": 5,
                                       "stem": "imagenet", "pretrained": "imagenet", "norm": norm},
                             "optimizer": {"_target_": "torch.optim.AdamW", "_partial_": True},
                             "augment": False, "batch_size": 4, "max_epochs": 1})

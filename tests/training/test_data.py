@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from training.data import IndexedImages, make_loader, to_float
+from teachers.training.data import IndexedImages, make_loader, to_float
 
 
 def test_indexed_images_holds_exactly_the_selected_rows(tiny_data):

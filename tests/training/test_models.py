@@ -10,9 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from training.models import SmallCNN, resnet
-from training.recipe import Recipe
-
+from teachers.training.models import SmallCNN, resnet
+from teachers.training.recipe import Recipe
 from tests.conftest import compose_config
 
 MODEL_CONFIGS = [
@@ -140,9 +139,9 @@ def test_frozen_stages_stay_at_their_initial_weights_in_a_lightning_fit(tiny_dat
     """The loop's optimiser sees only the trainable parameters: a frozen stage neither moves nor decays."""
     import pytorch_lightning as pl
 
-    from training.data import IndexedImages, make_loader
-    from training.module import MultiLabelModule
-    from training.trainer import fit
+    from teachers.training.data import IndexedImages, make_loader
+    from teachers.training.module import MultiLabelModule
+    from teachers.training.trainer import fit
 
     images, labels = tiny_data
     torch.manual_seed(0)
@@ -185,7 +184,7 @@ def test_small_cnn_refuses_frozen_statistics():
 
 def test_the_imagenet_weights_are_read_once_per_process(fake_imagenet_resnet18, monkeypatch):
     """Teachers built one after another share one read of the weights file; a replaced file is read again."""
-    from training import models
+    from teachers.training import models
 
     models._read_weights.cache_clear()
     reads = []

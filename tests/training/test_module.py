@@ -9,12 +9,11 @@ import numpy as np
 import pytest
 import torch
 
-from training.data import IndexedImages, make_loader, to_float
-from training.trainer import build_trainer
-from training.models import SmallCNN
-from training.module import MultiLabelModule, random_hflip
-from training.recipe import Recipe
-
+from teachers.training.data import IndexedImages, make_loader, to_float
+from teachers.training.models import SmallCNN
+from teachers.training.module import MultiLabelModule, random_hflip
+from teachers.training.recipe import Recipe
+from teachers.training.trainer import build_trainer
 from tests.conftest import compose_config
 
 

@@ -17,10 +17,10 @@ import numpy as np
 
 from pate.aggregate import write_release
 from pate.artifacts import Stage
+from pate.pipeline.checks import UserError, building
+from pate.pipeline.methods import Release, SharedStages
 from pate.privacy import GaussianEvent, Ledger, count_l2_sensitivity
 from pate.privacy.checks import positive
-from pipeline.checks import UserError, building
-from pipeline.methods import Release, SharedStages
 
 
 class NoisyPrevalence:

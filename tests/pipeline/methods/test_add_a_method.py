@@ -1,4 +1,4 @@
-"""A method added from a test module through config alone (no edit under pipeline/) runs end to end: the
+"""A method added from a test module through config alone (no edit under pate/pipeline/) runs end to end: the
 pipeline builds its stage, trains the student on what it released, replays its epsilon from its cost events and
 writes metrics.json with the keys every run has."""
 
@@ -7,10 +7,10 @@ import math
 
 import pytest
 
+from pate.pipeline.checks import UserError
+from pate.pipeline.methods import PATE, Method
+from pate.pipeline.runner import run
 from pate.privacy import DEFAULT_ORDERS, epsilon_from_rdp, gaussian_rdp
-from pipeline.checks import UserError
-from pipeline.methods import PATE, Method
-from pipeline.runner import run
 from tests.pipeline.methods.noisy_prevalence import NoisyPrevalence
 
 TOY = ["method._target_=tests.pipeline.methods.noisy_prevalence.NoisyPrevalence", "+method.sigma=5.0"]

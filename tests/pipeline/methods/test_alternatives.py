@@ -6,10 +6,10 @@ import json
 
 import pytest
 
+from pate.pipeline.checks import UserError
+from pate.pipeline.methods import DPSGD, Method, PrivateKNNMethod
+from pate.pipeline.runner import run
 from pate.privacy import Ledger, PoissonSampledGaussianEvent
-from pipeline.checks import UserError
-from pipeline.methods import DPSGD, Method, PrivateKNNMethod
-from pipeline.runner import run
 
 pytestmark = pytest.mark.slow  # end-to-end runs: not in the fast loop (-m 'not slow')
 

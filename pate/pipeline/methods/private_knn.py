@@ -24,10 +24,10 @@ from pate.artifacts import Artifact, ArtifactStore, Stage
 from pate.data.partition import read_queries
 from pate.features import read_features
 from pate.mechanisms import PrivateKNN, subsampled_knn_votes
+from pate.pipeline.checks import UserError, building
+from pate.pipeline.graph import Dataset
+from pate.pipeline.methods.base import Release, SharedStages, with_semi
 from pate.privacy import Ledger, calibrate_noise
-from pipeline.checks import UserError, building
-from pipeline.graph import Dataset
-from pipeline.methods.base import Release, SharedStages, with_semi
 
 log = logging.getLogger("train")
 
@@ -77,7 +77,7 @@ class PrivateKNNMethod:
         stage = Stage("aggregate", {"method": "private_knn", "mechanism": mechanism.name, "asked": asked,
                                     "seed": seed, "data": data.identity},
                       build, {"features": shared.features, "queries": shared.queries},
-                      code=("pipeline.methods.private_knn",))
+                      code=("pate.pipeline.methods.private_knn",))
         return Release(stage, {"aggregate": stage})
 
     def metrics(self, cfg: DictConfig, store: ArtifactStore, release: Release) -> dict[str, Any]:

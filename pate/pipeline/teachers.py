@@ -20,13 +20,13 @@ from omegaconf import DictConfig
 from pate.artifacts import Artifact, ArtifactStore, Stage
 from pate.data.partition import read_queries, read_teacher_parts
 from pate.features import read_features
-from pipeline.checks import UserError, building
-from pipeline.graph import CODE, Dataset, plain
+from pate.pipeline.checks import UserError, building
+from pate.pipeline.graph import CODE, Dataset, plain
 from teachers.ensemble import train_teachers
 from teachers.heads import check_heads_config
 from teachers.stages import build_head_teachers, build_head_votes, build_teachers, build_votes
-from training.recipe import Recipe
-from training.trainer import check_trainer_config
+from teachers.training.recipe import Recipe
+from teachers.training.trainer import check_trainer_config
 
 log = logging.getLogger("train")
 

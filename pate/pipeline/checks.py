@@ -3,7 +3,7 @@ mistake -- in the config or in the data -- reaches the console as one line (:cla
 key (or the file), the value and what was expected.
 
 ``check_config`` holds the checks of plain values; the groups that build objects (aggregator, models, trainer,
-extractor) are checked by building them once in ``pipeline.runner.prepare``, whose errors are translated here
+extractor) are checked by building them once in ``pate.pipeline.runner.prepare``, whose errors are translated here
 (:func:`as_user_error`). Data errors (a split too small, an image that does not decode) are raised by the data
 code with the file named, and arrive here the same way.
 """
@@ -15,17 +15,14 @@ import math
 import numbers
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import hydra
 from hydra.errors import InstantiationException
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from pate.locations import CONFIG_DIR
 from pate.privacy.sensitivity import RELATIONS
-
-
-CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
 
 
 class UserError(ValueError):
@@ -95,7 +92,7 @@ def check_appended_keys(cfg: DictConfig, appended: list[str]) -> None:
 
 def _is_group(key: str) -> bool:
     """Whether ``key`` names a config group (a directory of conf/)."""
-    return (CONF_DIR / key).is_dir()
+    return (CONFIG_DIR / key).is_dir()
 
 
 def as_user_error(err: Exception, group: str | None = None, node: DictConfig | None = None) -> UserError:

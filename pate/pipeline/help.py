@@ -7,10 +7,10 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-CONF_DIR = Path(__file__).resolve().parents[1] / "conf"
+from pate.locations import CONFIG_DIR
 
 
-def config_groups(entry: str = "train", conf_dir: Path = CONF_DIR) -> dict[str, list[str]]:
+def config_groups(entry: str = "train", conf_dir: Path = CONFIG_DIR) -> dict[str, list[str]]:
     """Each group named in ``conf_dir/<entry>.yaml``'s defaults list (Hydra's own excepted) -> its options."""
     groups = {}
     for item in OmegaConf.load(conf_dir / f"{entry}.yaml").get("defaults", []):
@@ -26,4 +26,4 @@ def groups_help(entry: str = "train") -> str:
     return "\n".join(f"{group}: {', '.join(options)}" for group, options in config_groups(entry).items())
 
 
-__all__ = ["CONF_DIR", "config_groups", "groups_help"]
+__all__ = ["config_groups", "groups_help"]

@@ -16,7 +16,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig
 from torch import nn
 
-from training.module import MultiLabelModule
+from teachers.training.module import MultiLabelModule
 
 
 @dataclass(frozen=True)

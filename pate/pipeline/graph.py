@@ -12,11 +12,11 @@ Privacy boundaries, by construction of the calls below:
 * the features stage fits its extractor on public (validation) images only;
 * only the teachers and votes stages touch the private training split;
 * the student stage is handed the public query images (or features), the released labels and the
-  evaluation images and labels -- sliced by the student components (pipeline/students.py), so the student
+  evaluation images and labels -- sliced by the student components (pate/pipeline/students.py), so the student
   functions never receive the dataset.
 
-The teachers' and the student's stages are wired by their components (pipeline/teachers.py,
-pipeline/students.py); the method (pipeline/methods/) decides which stages a run has.
+The teachers' and the student's stages are wired by their components (pate/pipeline/teachers.py,
+pate/pipeline/students.py); the method (pate/pipeline/methods/) decides which stages a run has.
 """
 
 from __future__ import annotations
@@ -30,14 +30,14 @@ from typing import Any
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
+from pate.aggregate import build_aggregate, build_majority_labels, build_true_labels
 from pate.artifacts import Artifact, Stage
 from pate.code_closure import module_file
 from pate.data import CelebAArrays
+from pate.data.partition import build_partition, build_queries, read_queries
 from pate.features import FeatureTable, build_features, choose_fit_rows, fit_extractor, read_features
 from pate.features.views import build_views
 from pate.privacy import DEFAULT_ORDERS
-from pate.aggregate import build_aggregate, build_majority_labels, build_true_labels
-from pate.data.partition import build_partition, build_queries, read_queries
 from pate.votes import read_votes
 
 # The modules whose builders compute each stage. The code behind a stage's key is what they import, transitively,

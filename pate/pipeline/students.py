@@ -21,8 +21,8 @@ from pate.aggregate import read_aggregate
 from pate.artifacts import Artifact, Stage
 from pate.data.partition import read_queries
 from pate.features import read_features
-from pipeline.graph import CODE, Dataset, plain
-from pipeline.teachers import check_network
+from pate.pipeline.graph import CODE, Dataset, plain
+from pate.pipeline.teachers import check_network
 from student.stages import build_head_student, build_student
 
 __all__ = ["HeadStudent", "NetworkStudent"]

@@ -15,8 +15,8 @@ from contextlib import contextmanager
 
 from omegaconf import DictConfig
 
-from pipeline.checks import UserError
-from pipeline.paths import settle_project_root
+from pate.pipeline.checks import UserError
+from pate.pipeline.paths import settle_project_root
 
 EXIT_USER_ERROR, EXIT_INTERRUPTED = 2, 130
 # What a file system says when a run cannot write where it was told to: one line naming the place, not a traceback.

@@ -1,7 +1,7 @@
 """The method protocol: how a run turns the private data into labels released for the public queries.
 
 A method is built from ``conf/method/<name>.yaml`` by its ``_target_`` and is one object per run. The runner
-(``pipeline.runner``) owns what every method shares -- the data, the public queries and evaluation rows, the
+(``pate.pipeline.runner``) owns what every method shares -- the data, the public queries and evaluation rows, the
 public features, the student, the evaluation and ``metrics.json`` -- and asks the method, in this order:
 
 1. ``check(cfg)``: everything that can fail before any data is read (its config, its noise calibration), as a

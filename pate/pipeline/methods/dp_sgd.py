@@ -30,15 +30,15 @@ from pate.aggregate import write_release
 from pate.artifacts import Artifact, ArtifactStore, Stage, atomic_write_json
 from pate.data.partition import read_queries
 from pate.features import read_features
+from pate.pipeline.checks import UserError, building
+from pate.pipeline.graph import Dataset
+from pate.pipeline.methods.base import Release, SharedStages
 from pate.privacy import Ledger, PoissonSampledGaussianEvent, calibrate, clipped_gradient_sum_sensitivity
 from pate.privacy.checks import positive, positive_int
-from pipeline.checks import UserError, building
-from pipeline.graph import Dataset
-from pipeline.methods.base import Release, SharedStages
-from training.data import to_float
-from training.dp_sgd import linear_probe, predict, score_model, train_dp_sgd
-from training.models import SmallCNN
-from training.trainer import device_of
+from student.dp_sgd import linear_probe, predict, score_model, train_dp_sgd
+from teachers.training.data import to_float
+from teachers.training.models import SmallCNN
+from teachers.training.trainer import device_of
 
 log = logging.getLogger("train")
 
@@ -147,7 +147,7 @@ class DPSGD:
         cnn = {} if self.model == "linear" else {"model": self.model, "width": self.width}
         config = {"method": "dp_sgd", "event": event.to_dict(), "settings": settings, "seed": seed,
                   "data": data.identity, **cnn}
-        stage = Stage("aggregate", config, build, upstream, code=("pipeline.methods.dp_sgd",))
+        stage = Stage("aggregate", config, build, upstream, code=("pate.pipeline.methods.dp_sgd",))
         return Release(stage, {"dp_sgd": stage}, model=stage)
 
     @property

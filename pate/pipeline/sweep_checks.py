@@ -2,7 +2,7 @@
 
 Without it a sweep such as ``-m privacy.target_epsilon=100,nan,200`` runs job 0, fails on job 1 and never starts
 job 2. The jobs' configs are built as the launcher builds them (Hydra's config loader on each job's overrides, as
-the basic sweeper splits them) and checked by ``pipeline.checks.check_config``; the first bad one ends the sweep
+the basic sweeper splits them) and checked by ``pate.pipeline.checks.check_config``; the first bad one ends the sweep
 in one line naming the job and the value, exit 2. Registered in conf/hydra/default.yaml.
 """
 
@@ -16,8 +16,8 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from pate.pipeline.checks import UserError, check_config
 from pate.report.collect import expected_overrides
-from pipeline.checks import UserError, check_config
 
 log = logging.getLogger(__name__)
 

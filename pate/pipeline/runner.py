@@ -14,17 +14,17 @@ from typing import Any
 import torch
 from omegaconf import DictConfig, open_dict
 
-from pate.artifacts import ArtifactStore, Stage, atomic_write_json, code_version
 from pate.aggregate import read_aggregate, replay_privacy
-from pate.data.readers import data_identity
+from pate.artifacts import ArtifactStore, Stage, atomic_write_json, code_version
 from pate.data.partition import check_partition_config, read_queries
+from pate.data.readers import data_identity
 from pate.evaluation import label_metrics, majority_class_accuracy
+from pate.pipeline.checks import UserError, building, check_config, instantiate
+from pate.pipeline.graph import Dataset, features_stage, plain, queries_stage, reference_stage, views_stage
+from pate.pipeline.methods.base import Release, SharedStages
 from pate.run_record import check_record, ordered
-from pipeline.checks import UserError, building, check_config, instantiate
-from pipeline.graph import Dataset, features_stage, plain, queries_stage, reference_stage, views_stage
-from pipeline.methods.base import Release, SharedStages
 from student.semi import SemiSupervision
-from training.trainer import device_of
+from teachers.training.trainer import device_of
 
 log = logging.getLogger("train")
 

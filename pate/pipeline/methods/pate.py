@@ -10,8 +10,8 @@ queries answered stop where ``privacy.budget_epsilon`` would be exceeded.
 
 from __future__ import annotations
 
-import logging
 import functools
+import logging
 from typing import Any
 
 from hydra.core.hydra_config import HydraConfig
@@ -19,11 +19,11 @@ from omegaconf import DictConfig
 
 from pate.aggregate import queries_within_budget
 from pate.artifacts import ArtifactStore, Stage
+from pate.pipeline.checks import building, instantiate
+from pate.pipeline.graph import aggregate_stage, partition_stage, reference_stage
+from pate.pipeline.methods.base import Release, SharedStages, with_semi
 from pate.privacy import DEFAULT_ORDERS, calibrate_noise
 from pate.votes import read_votes
-from pipeline.checks import building, instantiate
-from pipeline.graph import aggregate_stage, partition_stage, reference_stage
-from pipeline.methods.base import Release, SharedStages, with_semi
 
 log = logging.getLogger("train")
 
@@ -68,7 +68,7 @@ def prepare_aggregator(cfg: DictConfig):
 
 class PATE:
     """The PATE method (module docstring). ``check`` builds and calibrates the aggregator and builds the teacher
-    ensemble (``teacher.component``, pipeline/teachers.py) once; the later steps use them."""
+    ensemble (``teacher.component``, pate/pipeline/teachers.py) once; the later steps use them."""
 
     def __init__(self):
         self.aggregator, self.multiplier, self.asked, self.teachers = None, None, 0, None

@@ -19,7 +19,7 @@ from torch import nn
 from torch.nn import functional as F
 from torchmetrics.classification import MultilabelAccuracy, MultilabelF1Score
 
-from training.data import to_float
+from teachers.training.data import to_float
 
 
 def random_hflip(images: torch.Tensor) -> torch.Tensor:
