@@ -13,11 +13,8 @@ may be shared. Targets (issue 2): StableTopK at L = 40 >= 1e6 queries/s and >= 2
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -27,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a ch
 
 from pate.aggregators import GaussianPATE, StableTopK, TauPATE  # noqa: E402
 from pate.votes import PackedVotes  # noqa: E402
+from record import header, write_json  # noqa: E402
 
 TEACHERS = 800
 TARGET_QPS, TARGET_RATIO = 1e6, 20.0
@@ -103,26 +101,6 @@ def _timed(run):
     return time.perf_counter() - start
 
 
-def machine_description():
-    model = "unknown"
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
-            model = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")), model)
-    except OSError:
-        pass
-    return {
-        "cpu": model,
-        "logical_cpus": os.cpu_count(),
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-    }
-
-
-def load_average():
-    return list(os.getloadavg()) if hasattr(os, "getloadavg") else None
-
-
 # --------------------------------------------------------------------------------- cases
 def cases(scale):
     """(name, L, aggregator, vectorised queries, loop queries, data kind, loop function)."""
@@ -168,16 +146,6 @@ def _row(r):
             f"{r['speedup']:>8.1f}x")
 
 
-def write_json(path, payload):
-    """Atomic write: temporary file in the same folder, then os.replace."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}-", suffix=".tmp", delete=False)
-    with temporary as handle:
-        json.dump(payload, handle, indent=1)
-    os.replace(handle.name, path)
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON to PATH")
@@ -186,13 +154,15 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=5, help="timed calls per figure; the best is kept (default 5)")
     args = parser.parse_args(argv)
 
-    machine, load_before, started = machine_description(), load_average(), time.time()
+    started = time.time()
+    record = header("benchmarks/mechanisms.py", started)
+    machine, load_before = record["machine"], record["load_average_before"]
     print(f"{machine['cpu']} ({machine['logical_cpus']} logical CPUs), "
           f"Python {machine['python']}, numpy {machine['numpy']}")
     print(f"load average before: {load_before}; T = {TEACHERS} teachers; queries/second, best of {args.repeats}\n")
     print(f"{'aggregator':<38} {'L':>5} {'vectorised q/s':>14} {'loop q/s':>12} {'speedup':>9}")
     results = run(args.scale, args.repeats)
-    load_after = load_average()
+    load_after = list(os.getloadavg())
 
     met = []
     for r in results:
@@ -204,9 +174,7 @@ def main(argv=None):
     print(f"load average after: {load_after}; {time.time() - started:.0f} s")
     if args.json:
         write_json(args.json, {
-            "benchmark": "benchmarks/mechanisms.py",
-            "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
-            "machine": machine, "load_average_before": load_before, "load_average_after": load_after,
+            **record, "load_average_after": load_after,
             "repeats": args.repeats, "scale": args.scale,
             "targets": {"stable_topk_L40_qps": TARGET_QPS, "stable_topk_L40_speedup": TARGET_RATIO, "met": all(met)},
             "results": results,

@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import re
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
+
+from record import header, write_json
 
 ROOT = Path(__file__).resolve().parents[1]
 METHODS = {"pate (TauPATE)": ["method=pate"], "private_knn": ["method=private_knn"], "dp_sgd": ["method=dp_sgd"]}
@@ -52,7 +52,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the figures as JSON here")
     parser.add_argument("--seed", type=int, default=1000)
     args = parser.parse_args()
-    rows = []
+    rows, started = [], time.time()
     for name, overrides in METHODS.items():
         command = [sys.executable, "train.py", *overrides, f"seed={args.seed}", "progress=false"]
         start = time.perf_counter()
@@ -70,11 +70,7 @@ def main() -> None:
         print(f"| {row['method']} | {row['wall_s']:.1f} | {row['method_stage_s']} | {row['epsilon']:.3f} | "
               f"{row['student_accuracy']:.4f} |")
     if args.json:
-        record = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "machine": platform.processor()
-                  or platform.machine(), "cpus": os.cpu_count(), "python": platform.python_version(), "rows": rows}
-        tmp = args.json.with_suffix(".tmp")
-        tmp.write_text(json.dumps(record, indent=2) + "\n")
-        tmp.replace(args.json)
+        write_json(args.json, {**header("benchmarks/methods.py", started), "seed": args.seed, "rows": rows})
 
 
 if __name__ == "__main__":

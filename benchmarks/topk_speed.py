@@ -13,9 +13,7 @@ gain of batching. Target (issue 5): every mechanism handles the batch without a 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -32,6 +30,7 @@ from pate.mechanisms.topk import (  # noqa: E402
     StableTopKFixed,
     TopStable,
 )
+from record import header, write_json  # noqa: E402
 
 BATCH, BINS, EPSILON, DELTA = 1000, 15000, 1.0, 1e-6
 
@@ -68,9 +67,8 @@ def main(argv=None) -> int:
     parser.add_argument("--loop", type=int, default=50, help="histograms in the per-histogram loop (scaled to 1000)")
     args = parser.parse_args(argv)
     histograms = make_histograms(np.random.default_rng(0))
-    rows = []
-    machine = platform.processor() or platform.machine()
-    print(f"batch {BATCH} x {BINS} bins; load average {os.getloadavg()[0]:.2f}; {machine}")
+    rows, record = [], header("benchmarks/topk_speed.py", time.time())
+    print(f"batch {BATCH} x {BINS} bins; load average {os.getloadavg()[0]:.2f}; {record['machine']['cpu']}")
     print(f"{'mechanism':<18}{'k':>5}{'batch s':>10}{'hist/s':>10}{'loop s (x1000)':>16}{'ratio':>8}")
     for k in (10, 100):
         for name, mechanism in mechanisms(k).items():
@@ -84,7 +82,8 @@ def main(argv=None) -> int:
             print(f"{name:<18}{k:>5}{batch_seconds:>10.2f}{BATCH / batch_seconds:>10.0f}{loop_seconds:>16.2f}"
                   f"{row['ratio']:>8.1f}")
     if args.json:
-        args.json.write_text(json.dumps({"load_average": os.getloadavg()[0], "rows": rows}, indent=1))
+        write_json(args.json, {**record, "load_average_after": list(os.getloadavg()), "batch": BATCH, "bins": BINS,
+                               "rows": rows})
     return 0
 
 

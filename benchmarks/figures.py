@@ -1,0 +1,147 @@
+"""The figures the docs quote, rendered from the files the benchmarks write, never typed by hand.
+
+    python benchmarks/figures.py           # rewrite every marked block of the pages from its file
+    python benchmarks/figures.py --check   # exit 1 naming each block that differs from its file
+
+A page marks a block with two lines::
+
+    <!-- figures: benchmarks/results/mechanisms.json -->
+    ... what benchmarks/figures.py renders from that file ...
+    <!-- end figures -->
+
+The file's ``benchmark`` field picks the renderer; every file carries its date, commit and machine
+(benchmarks/record.py), and every block says them. tests/test_docs_figures.py runs the check.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "benchmarks" / "README.md")
+BLOCK = re.compile(r"^<!-- figures: (?P<file>\S+) -->\n(?P<body>.*?)^<!-- end figures -->$", re.MULTILINE | re.DOTALL)
+
+
+def _when_and_where(record: dict[str, Any], file: str) -> str:
+    machine = record["machine"]
+    date = record["date_utc"].replace("T", " ").removesuffix("Z")[:16]
+    return (f"Recorded {date} UTC at commit {record['commit']} (`{file}`) on {machine['cpu']}, "
+            f"{machine['logical_cpus']} logical CPUs, {machine['platform']}, Python {machine['python']}, numpy "
+            f"{machine['numpy']}; load average {record['load_average_before'][0]:.2f} before")
+
+
+def _minutes(seconds: float) -> str:
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes} min {rest:02d} s" if minutes else f"{rest} s"
+
+
+def mechanisms(record: dict[str, Any], file: str) -> list[str]:
+    targets = record["targets"]
+    lines = [f"{_when_and_where(record, file)}, {record['load_average_after'][0]:.2f} after; best of "
+             f"{record['repeats']} timed calls" + (f", queries scaled by {record['scale']}" if record["scale"] != 1 else "")
+             + ".", "", "| aggregator | L | vectorised q/s | per-query loop q/s | speedup |", "|---|---:|---:|---:|---:|"]
+    lines += [f"| {r['aggregator']} | {r['num_labels']} | {r['vectorised_qps']:,.0f} | {r['loop_qps']:,.0f} | "
+              f"{r['speedup']:.1f}x |" for r in record["results"]]
+    lines += ["", f"Target (StableTopK at L = 40: >= {targets['stable_topk_L40_qps']:,.0f} q/s and >= "
+                  f"{targets['stable_topk_L40_speedup']:.0f}x its loop, for each selection): "
+                  f"{'met' if targets['met'] else 'NOT met'} in this run."]
+    return lines
+
+
+def topk_speed(record: dict[str, Any], file: str) -> list[str]:
+    by_k: dict[str, dict[int, dict[str, Any]]] = {}
+    for row in record["rows"]:
+        by_k.setdefault(row["mechanism"], {})[row["k"]] = row
+    ks = sorted({row["k"] for row in record["rows"]})
+    header = " | ".join(f"k = {k}: batch s | histograms/s | loop s | ratio" for k in ks)
+    lines = [f"{_when_and_where(record, file)}, {record['load_average_after'][0]:.2f} after; one batch of "
+             f"{record['batch']} histograms of {record['bins']} bins.", "", f"| mechanism | {header} |",
+             "|---|" + "---:|" * (4 * len(ks))]
+    for name, rows in by_k.items():
+        cells = " | ".join(f"{rows[k]['batch_seconds']:.2f} | {rows[k]['histograms_per_second']:.0f} | "
+                           f"{rows[k]['loop_seconds']:.2f} | {rows[k]['ratio']:.1f}" for k in ks)
+        lines.append(f"| {name} | {cells} |")
+    return lines
+
+
+def methods(record: dict[str, Any], file: str) -> list[str]:
+    lines = [f"{_when_and_where(record, file)}; seed {record['seed']}.", "",
+             "| method | whole run | its own stage | epsilon (replace, delta 1e-6) | accuracy |", "|---|---:|---:|---:|---:|"]
+    for row in record["rows"]:
+        model = "the model" if row["method"].startswith("dp_sgd") else "student"
+        lines.append(f"| {row['method']} | {row['wall_s']:.1f} s | {row['method_stage_s']:.1f} s | "
+                     f"{row['epsilon']:.3f} | {row['student_accuracy']:.4f} ({model}) |")
+    return lines
+
+
+def test_suite(record: dict[str, Any], file: str) -> list[str]:
+    lines = [f"{_when_and_where(record, file)}.", "", "| command | tests passed | skipped | wall time |",
+             "|---|---:|---:|---:|"]
+    lines += [f"| `{run['command']}` | {run['passed']:,} | {run['skipped']} | {_minutes(run['wall_s'])} |"
+              for run in record["runs"]]
+    return lines
+
+
+RENDERERS: dict[str, Callable[[dict[str, Any], str], list[str]]] = {
+    "benchmarks/mechanisms.py": mechanisms, "benchmarks/topk_speed.py": topk_speed,
+    "benchmarks/methods.py": methods, "benchmarks/test_suite.py": test_suite,
+}
+
+
+def render(file: str) -> str:
+    """The block of ``file`` (a path relative to the repository root), as a page holds it."""
+    record = json.loads((ROOT / file).read_text())
+    missing = [key for key in ("benchmark", "date_utc", "commit", "machine") if key not in record]
+    if missing:
+        raise ValueError(f"{file}: no {', '.join(missing)}: a quoted figure says when, at which commit and on what "
+                         f"machine it was measured (benchmarks/record.py)")
+    if record["benchmark"] not in RENDERERS:
+        raise ValueError(f"{file}: benchmark {record['benchmark']!r} has no renderer; known: {sorted(RENDERERS)}")
+    return "\n".join(RENDERERS[record["benchmark"]](record, file)) + "\n"
+
+
+def stale_blocks(page: Path) -> list[str]:
+    """``page:line: file`` of each block of ``page`` that differs from what its file renders."""
+    text = page.read_text()
+    return [f"{page.relative_to(ROOT)}:{text[:match.start()].count(chr(10)) + 1}: {match['file']}"
+            for match in BLOCK.finditer(text) if match["body"] != render(match["file"])]
+
+
+def rewrite(page: Path) -> bool:
+    """Render every block of ``page`` from its file (atomically); whether anything changed."""
+    text = page.read_text()
+    new = BLOCK.sub(lambda m: f"<!-- figures: {m['file']} -->\n{render(m['file'])}<!-- end figures -->", text)
+    if new == text:
+        return False
+    with tempfile.NamedTemporaryFile("w", dir=page.parent, prefix=f".{page.name}-", delete=False) as handle:
+        handle.write(new)
+    os.chmod(handle.name, page.stat().st_mode)
+    os.replace(handle.name, page)
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="only report the blocks that differ from their files")
+    args = parser.parse_args(argv)
+    if args.check:
+        stale = [block for page in PAGES for block in stale_blocks(page)]
+        for block in stale:
+            print(f"stale: {block}", file=sys.stderr)
+        return 1 if stale else 0
+    for page in PAGES:
+        if rewrite(page):
+            print(f"rewrote {page.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

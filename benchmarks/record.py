@@ -1,0 +1,58 @@
+"""What every benchmark's JSON file starts with -- the benchmark, the date (UTC) and the machine -- and the atomic
+write of that file. The docs quote these files, never typed figures: benchmarks/figures.py renders each into the
+pages' marked blocks, and tests/test_docs_figures.py checks that every block is what its file renders."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["commit", "header", "machine", "write_json"]
+
+
+def machine() -> dict[str, Any]:
+    """The CPU model, the logical CPUs, the OS and the Python and numpy versions of this machine."""
+    import numpy as np
+
+    model = "unknown"
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            model = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")), model)
+    except OSError:
+        pass
+    return {"cpu": model, "logical_cpus": os.cpu_count(), "platform": platform.platform(),
+            "python": platform.python_version(), "numpy": np.__version__}
+
+
+def commit() -> str:
+    """The checkout's commit (``git describe --always --dirty``), or "unknown" outside a git checkout."""
+    try:
+        return subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=12"], cwd=Path(__file__).parent,
+                              capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def header(benchmark: str, started: float) -> dict[str, Any]:
+    """``{"benchmark", "date_utc", "commit", "machine", "load_average_before"}`` of a benchmark started at
+    ``started`` (``time.time()``)."""
+    return {"benchmark": benchmark, "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+            "commit": commit(), "machine": machine(), "load_average_before": list(os.getloadavg())}
+
+
+def write_json(path: str | os.PathLike, payload: dict[str, Any]) -> None:
+    """Atomic write: a temporary file in the same folder, then ``os.replace``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}-", suffix=".tmp",
+                                     delete=False) as handle:
+        json.dump(payload, handle, indent=1)
+        handle.write("\n")
+    os.chmod(handle.name, 0o644)  # not the temporary file's 0600
+    os.replace(handle.name, path)
