@@ -90,28 +90,54 @@ def test_suite(record: dict[str, Any], file: str) -> list[str]:
     return lines
 
 
-RENDERERS: dict[str, Callable[[dict[str, Any], str], list[str]]] = {
-    "benchmarks/mechanisms.py": mechanisms, "benchmarks/topk_speed.py": topk_speed,
-    "benchmarks/methods.py": methods, "benchmarks/test_suite.py": test_suite,
+def _gigabytes(count: int) -> str:
+    return f"{count / 1e9:.2f} GB"
+
+
+def default_run(record: dict[str, Any], file: str) -> list[str]:
+    stages = record["stages_s"]
+    return [f"{_when_and_where(record, file)}.", "",
+            f"`python train.py` from an empty data and cache directory: {_minutes(record['wall_s'])} in all; peak "
+            f"memory {_gigabytes(record['peak_memory_bytes'])} resident; student accuracy "
+            f"{record['student_accuracy']:.4f} at epsilon {record['epsilon']:.3f} ({record['neighbors']}, delta "
+            f"{record['delta']:g}). It leaves {_gigabytes(record['data_bytes'])} in data/ and "
+            f"{_gigabytes(record['cache_bytes'])} in cache/; the environment it ran in (.venv) holds "
+            f"{_gigabytes(record['environment_bytes'])}.", "",
+            "| stage | " + " | ".join(stages) + " |", "|---|" + "---:|" * len(stages),
+            "| seconds | " + " | ".join(f"{seconds:.1f}" for seconds in stages.values()) + " |"]
+
+
+def default_run_console(record: dict[str, Any], file: str) -> list[str]:
+    return ["```", *record["console"], "```"]
+
+
+# (benchmark, part) -> renderer; a block names a part after its file: ``<!-- figures: path.json#console -->``.
+RENDERERS: dict[tuple[str, str], Callable[[dict[str, Any], str], list[str]]] = {
+    ("benchmarks/mechanisms.py", ""): mechanisms, ("benchmarks/topk_speed.py", ""): topk_speed,
+    ("benchmarks/methods.py", ""): methods, ("benchmarks/test_suite.py", ""): test_suite,
+    ("benchmarks/default_run.py", ""): default_run, ("benchmarks/default_run.py", "console"): default_run_console,
 }
 
 
-def render(file: str) -> str:
-    """The block of ``file`` (a path relative to the repository root), as a page holds it."""
+def render(spec: str) -> str:
+    """The block of ``spec`` (a file's path relative to the repository root, ``#part`` optional), as a page holds
+    it."""
+    file, _, part = spec.partition("#")
     record = json.loads((ROOT / file).read_text())
     missing = [key for key in ("benchmark", "date_utc", "commit", "machine") if key not in record]
     if missing:
         raise ValueError(f"{file}: no {', '.join(missing)}: a quoted figure says when, at which commit and on what "
                          f"machine it was measured (benchmarks/record.py)")
-    if record["benchmark"] not in RENDERERS:
-        raise ValueError(f"{file}: benchmark {record['benchmark']!r} has no renderer; known: {sorted(RENDERERS)}")
-    return "\n".join(RENDERERS[record["benchmark"]](record, file)) + "\n"
+    if (record["benchmark"], part) not in RENDERERS:
+        raise ValueError(f"{spec}: benchmark {record['benchmark']!r} has no renderer of part {part!r}; known: "
+                         f"{sorted(RENDERERS)}")
+    return "\n".join(RENDERERS[record["benchmark"], part](record, file)) + "\n"
 
 
 def stale_blocks(page: Path) -> list[str]:
     """``page:line: file`` of each block of ``page`` that differs from what its file renders."""
-    text = page.read_text()
-    return [f"{page.relative_to(ROOT)}:{text[:match.start()].count(chr(10)) + 1}: {match['file']}"
+    text, name = page.read_text(), page.relative_to(ROOT) if page.is_relative_to(ROOT) else page
+    return [f"{name}:{text[:match.start()].count(chr(10)) + 1}: {match['file']}"
             for match in BLOCK.finditer(text) if match["body"] != render(match["file"])]
 
 

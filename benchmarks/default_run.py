@@ -1,0 +1,98 @@
+"""The default run from cold, as a new user meets it: ``python train.py`` with an empty data and cache directory
+(a fresh ``PROJECT_ROOT``), its wall time, the seconds of each stage, its peak memory, what it leaves on disk, the
+size of the environment it ran in, and the console's last lines.
+
+    python benchmarks/default_run.py                                        # the figures on stdout
+    python benchmarks/default_run.py --json benchmarks/results/default_run.json  # the file the docs quote
+
+A stage's seconds run from the log line that starts building it to the next such line (the data stage: from the
+run's first log line, generation and decoding together); the results line ends the last. Run it on an otherwise
+idle machine: a second process on the same cores slows both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+
+from record import header, write_json
+
+ROOT = Path(__file__).resolve().parents[1]
+LINE = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]\[[\w.]+\]\[\w+\] - (.*)$")
+BUILDING = re.compile(r"^(\w+): building ")
+
+
+def stage_seconds(log: str) -> dict[str, float]:
+    """Seconds per stage from the run's timestamped log lines (module docstring)."""
+    marks: list[tuple[str, datetime]] = []
+    for line in log.splitlines():
+        match = LINE.match(line)
+        if not match:
+            continue
+        stamp, text = datetime.strptime(match.group(1), "%Y-%m-%d %H:%M:%S,%f"), match.group(2)
+        if not marks:
+            marks.append(("data", stamp))
+        if (building := BUILDING.match(text)) and building.group(1) != "data":
+            marks.append((building.group(1), stamp))
+        elif text == "results":
+            marks.append(("results", stamp))
+    seconds: dict[str, float] = {}
+    for (stage, start), (_, end) in zip(marks, marks[1:]):
+        seconds[stage] = round(seconds.get(stage, 0.0) + (end - start).total_seconds(), 1)
+    return seconds
+
+
+def console_tail(log: str) -> list[str]:
+    """The run's calibration line, then its results as the console shows them, timestamps dropped and the run's
+    own directory written as a pattern."""
+    lines = [re.sub(r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\]", "", line) for line in log.splitlines()]
+    calibrated = next(line for line in lines if line.startswith("[train][INFO] - calibrated "))
+    start = lines.index("[train][INFO] - results")
+    end = next(i for i in range(start, len(lines)) if lines[i].startswith("[train][INFO] - metrics written to "))
+    written = "[train][INFO] - metrics written to logs/train/runs/<time>_<pid>-<random>/metrics.json"
+    return [calibrated, "...", *lines[start:end], written]
+
+
+def size_bytes(path: Path) -> int:
+    return sum(file.stat().st_size for file in path.rglob("*") if file.is_file() and not file.is_symlink())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--json", type=Path, help="also write the figures here (with the date, commit and machine)")
+    args = parser.parse_args(argv)
+    record = header("benchmarks/default_run.py", time.time())
+    with tempfile.TemporaryDirectory(prefix="pate-default-run-") as root:
+        start = time.perf_counter()
+        done = subprocess.run([sys.executable, "train.py", "progress=false"], cwd=ROOT, capture_output=True, text=True,
+                              env={**os.environ, "PROJECT_ROOT": root})
+        wall = time.perf_counter() - start
+        if done.returncode:
+            sys.exit(f"the default run failed ({done.returncode}):\n{done.stderr[-3000:]}")
+        log = done.stderr + done.stdout
+        metrics = json.loads(Path(re.findall(r"metrics written to (\S+)", log)[-1]).read_text())
+        result = {"wall_s": round(wall, 1), "stages_s": stage_seconds(log),
+                  "peak_memory_bytes": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024,
+                  "data_bytes": size_bytes(Path(root, "data")), "cache_bytes": size_bytes(Path(root, "cache")),
+                  "environment_bytes": size_bytes(Path(sys.prefix)),
+                  "epsilon": metrics["epsilon"], "delta": metrics["delta"], "neighbors": metrics["neighbors"],
+                  "student_accuracy": metrics["student_accuracy"], "teacher_accuracy": metrics["teacher_accuracy"],
+                  "console": console_tail(log)}
+    print(json.dumps(result, indent=1))
+    if args.json:
+        write_json(args.json, {**record, **result})
+        print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
