@@ -107,6 +107,11 @@ def default_run(record: dict[str, Any], file: str) -> list[str]:
             "| seconds | " + " | ".join(f"{seconds:.1f}" for seconds in stages.values()) + " |"]
 
 
+def topk_runs(record: dict[str, Any], file: str) -> list[str]:
+    return [f"{_when_and_where(record, file)}.", "", "| command | wall time |", "|---|---:|",
+            *(f"| `{row['command']}` | {_minutes(row['wall_s'])} |" for row in record["rows"])]
+
+
 def default_run_console(record: dict[str, Any], file: str) -> list[str]:
     return ["```", *record["console"], "```"]
 
@@ -115,7 +120,7 @@ def default_run_console(record: dict[str, Any], file: str) -> list[str]:
 RENDERERS: dict[tuple[str, str], Callable[[dict[str, Any], str], list[str]]] = {
     ("benchmarks/mechanisms.py", ""): mechanisms, ("benchmarks/topk_speed.py", ""): topk_speed,
     ("benchmarks/methods.py", ""): methods, ("benchmarks/test_suite.py", ""): test_suite,
-    ("benchmarks/default_run.py", ""): default_run, ("benchmarks/default_run.py", "console"): default_run_console,
+    ("benchmarks/default_run.py", ""): default_run, ("benchmarks/topk_runs.py", ""): topk_runs, ("benchmarks/default_run.py", "console"): default_run_console,
 }
 
 

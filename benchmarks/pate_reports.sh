@@ -3,7 +3,7 @@
 # (benchmarks/results/{eps_sweep,dd_sweep,paper_synthetic,semi_sweep,query_sweep}_{replace,add_remove} and
 # semi_cnn_replace) from one clean commit, one sweep at a time (two torch processes on 2 cores slow each other
 # ~10x).
-#   benchmarks/pate_reports.sh            # all eleven reports: ~4 hours on the 2-core VM
+#   benchmarks/pate_reports.sh            # all eleven reports: hours on the 2-core VM (each sweep's time is printed)
 #   benchmarks/pate_reports.sh eps_sweep  # only the sweeps whose name starts with the argument
 # Each sweep writes into logs/reports/<name>/; when all have finished, their report.md, results.csv and plots are
 # copied into benchmarks/results/<name>/ (not before: a copy dirties the tree, and the next sweep's jobs would
@@ -29,7 +29,9 @@ sweep() {  # name, then the train.py overrides
         exit 1
     fi
     echo "== $name ($commit): python train.py -m $* hydra.sweep.dir=$out"
+    local started=$SECONDS
     "$PY" train.py -m "$@" hydra.sweep.dir="$out"
+    echo "== $name: $(( (SECONDS - started) / 60 )) min $(( (SECONDS - started) % 60 )) s"
     done_sweeps+=("$name")
 }
 done_sweeps=()

@@ -1,0 +1,48 @@
+"""How long each private top-k experiment takes: ``python topk.py topk_experiment=<name>`` for flat, repeated and
+checkin (the synthetic check-in shapes), one after the other, each writing its report into a temporary folder.
+
+    python benchmarks/topk_runs.py                                       # the wall times on stdout
+    python benchmarks/topk_runs.py --json benchmarks/results/topk_runs.json   # the file docs/reports.md quotes
+
+Run it on an otherwise idle machine: a second process on the same cores slows both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from record import header, write_json
+
+ROOT = Path(__file__).resolve().parents[1]
+EXPERIMENTS = ("flat", "repeated", "checkin")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--json", type=Path, help="also write the figures here (with the date, commit and machine)")
+    args = parser.parse_args(argv)
+    record, rows = header("benchmarks/topk_runs.py", time.time()), []
+    for name in EXPERIMENTS:
+        with tempfile.TemporaryDirectory(prefix=f"topk-{name}-") as out:
+            command = [sys.executable, "topk.py", f"topk_experiment={name}", "progress=false", f"report_dir={out}",
+                       f"hydra.run.dir={out}/run"]
+            start = time.perf_counter()
+            done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+            wall = time.perf_counter() - start
+        if done.returncode:
+            sys.exit(f"{' '.join(command)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+        rows.append({"experiment": name, "command": f"python topk.py topk_experiment={name}", "wall_s": round(wall, 1)})
+        print(f"{rows[-1]['command']}: {wall:.1f} s", flush=True)
+    if args.json:
+        write_json(args.json, {**record, "rows": rows})
+        print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
