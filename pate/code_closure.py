@@ -9,9 +9,12 @@ runs on import, but what it imports is followed only when the code reads its nam
 inside functions count like any other; relative imports are refused (the project uses absolute ones), and so is
 an import of a project module that has no file.
 
-A project package is one of the layout's top-level packages (``pate``, ``teachers``, ``student``) or the
-top-level package of an entry (a user's own method module, say); ``root`` is the folder that holds them: the
-clone, or site-packages when the project is installed (``pate.locations.PACKAGE_ROOT``).
+A project package is one of the layout's top-level packages (``pate``, ``teachers``, ``student``), found in the
+folder that holds them (the clone, or site-packages when the project is installed: ``pate.locations.PACKAGE_ROOT``),
+or the top-level package of an entry: a user's own method or extractor module, found where Python finds it (a
+clone's ``tests``, a package beside the user's configs), so that editing it rebuilds what it built, installed or
+not. Code under site-packages (other than the layout's) and the standard library is not fingerprinted: a stage's
+key holds its settings, and the run records the versions.
 """
 
 from __future__ import annotations
@@ -19,11 +22,16 @@ from __future__ import annotations
 import ast
 import functools
 import hashlib
+import importlib.util
+import sysconfig
 from pathlib import Path
 
 from pate.locations import PACKAGE_ROOT, TOP_LEVEL_PACKAGES
 
 __all__ = ["code_closure", "code_fingerprint", "module_file"]
+
+# Code that pip installs or Python ships: keyed by its settings and the run's recorded versions, not fingerprinted.
+_STANDARD_LIBRARY = {Path(path).resolve() for key in ("stdlib", "platstdlib") if (path := sysconfig.get_paths().get(key))}
 
 
 def _project_packages(entries: tuple[str, ...]) -> frozenset[str]:
@@ -31,22 +39,52 @@ def _project_packages(entries: tuple[str, ...]) -> frozenset[str]:
     return frozenset({*TOP_LEVEL_PACKAGES, *(entry.split(".")[0] for entry in entries)})
 
 
+@functools.lru_cache(maxsize=None)
+def _package_root(top: str) -> Path | None:
+    """The folder holding top-level package (or module) ``top``: ``PACKAGE_ROOT`` for the layout's packages, where
+    Python finds it for a user's own (a clone's ``tests``, a package beside the user's configs); None for a package
+    under site-packages or the standard library, or one Python cannot find."""
+    if top in TOP_LEVEL_PACKAGES:
+        return PACKAGE_ROOT
+    try:
+        spec = importlib.util.find_spec(top)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        return None
+    file = Path(spec.origin).resolve()
+    if {"site-packages", "dist-packages"} & set(file.parts) or any(file.is_relative_to(lib) for lib in _STANDARD_LIBRARY):
+        return None
+    return file.parent.parent if spec.submodule_search_locations is not None else file.parent
+
+
+def _locate(module: str, root: Path | None) -> tuple[Path, str] | None:
+    """(file, its name relative to the folder holding its top-level package) of a project module, or None."""
+    base_root = root if root is not None else _package_root(module.split(".")[0])
+    if base_root is None:
+        return None
+    base = base_root.joinpath(*module.split("."))
+    for file in (base / "__init__.py", base.with_suffix(".py")):
+        if file.is_file():
+            return file, file.relative_to(base_root).as_posix()
+    return None
+
+
 def module_file(module: str, root: Path | None = None) -> Path | None:
-    """The file of a project module (``pkg/mod.py`` or ``pkg/mod/__init__.py``), None if there is none."""
-    base = (root or PACKAGE_ROOT).joinpath(*module.split("."))
-    if (base / "__init__.py").is_file():
-        return base / "__init__.py"
-    return base.with_suffix(".py") if base.with_suffix(".py").is_file() else None
+    """The file of a project module (``pkg/mod.py`` or ``pkg/mod/__init__.py``) under ``root``, or by default
+    wherever its top-level package lives outside site-packages and the standard library; None if there is none."""
+    located = _locate(module, root)
+    return located[0] if located else None
 
 
-def _imports(module: str, root: Path, packages: frozenset[str]) -> set[str]:
+def _imports(module: str, root: Path | None, packages: frozenset[str]) -> set[str]:
     """The project modules that ``module``'s own code follows (module docstring)."""
-    file = module_file(module, root)
+    file, name = _locate(module, root)
     followed: set[str] = set()
     for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"), filename=str(file))):
         if isinstance(node, ast.ImportFrom) and node.level:
-            raise ValueError(f"{file.relative_to(root)} line {node.lineno}: relative import; the project's code "
-                             f"fingerprint follows absolute imports only")
+            raise ValueError(f"{name} line {node.lineno}: relative import; the project's code fingerprint follows "
+                             f"absolute imports only")
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -58,21 +96,22 @@ def _imports(module: str, root: Path, packages: frozenset[str]) -> set[str]:
             if target.split(".")[0] not in packages:
                 continue
             if module_file(target, root) is None:
-                raise ValueError(f"{file.relative_to(root)} line {node.lineno}: imports {target!r}, which has no file "
-                                 f"under {root}")
+                raise ValueError(f"{name} line {node.lineno}: imports {target!r}, which has no file "
+                                 f"under {root or _package_root(target.split('.')[0])}")
             followed.add(target)
     return followed
 
 
 @functools.lru_cache(maxsize=None)
 def code_closure(entries: tuple[str, ...], root: Path | None = None) -> tuple[str, ...]:
-    """The files (relative to the repository root, sorted) of the project modules ``entries`` import,
-    transitively, with the entries and the ``__init__.py`` of every enclosing package (module docstring)."""
-    root = root or PACKAGE_ROOT
+    """The files (relative to the folder holding their top-level package, sorted) of the project modules
+    ``entries`` import, transitively, with the entries and the ``__init__.py`` of every enclosing package (module
+    docstring). ``root``: look every module up under this one folder instead (tests)."""
     packages = _project_packages(entries)
     for entry in entries:
         if module_file(entry, root) is None:
-            raise FileNotFoundError(f"code entry {entry!r} of a stage is no module under {root}")
+            raise FileNotFoundError(f"code entry {entry!r} of a stage is no module under "
+                                    f"{root or _package_root(entry.split('.')[0]) or PACKAGE_ROOT}")
     followed: set[str] = set()
     pending = list(entries)
     while pending:
@@ -81,8 +120,7 @@ def code_closure(entries: tuple[str, ...], root: Path | None = None) -> tuple[st
             followed.add(module)
             pending.extend(_imports(module, root, packages))
     enclosing = {".".join(module.split(".")[:depth]) for module in followed for depth in range(1, module.count(".") + 1)}
-    files = {module_file(module, root) for module in followed | enclosing}
-    return tuple(sorted(file.relative_to(root).as_posix() for file in files))
+    return tuple(sorted(_locate(module, root)[1] for module in followed | enclosing))
 
 
 def _without_docstrings(tree: ast.AST) -> ast.AST:
@@ -100,10 +138,9 @@ def code_fingerprint(entries: tuple[str, ...], root: Path | None = None) -> str:
     """SHA-256 (16 hex digits) of the code of ``code_closure(entries)``: each file by its path and its syntax tree
     without docstrings, so comments, docstrings and formatting do not change the fingerprint; any change to what
     runs does."""
-    root = root or PACKAGE_ROOT
     digest = hashlib.sha256()
     for relative in code_closure(entries, root):
-        file = root / relative
+        file = (root or _package_root(relative.split("/")[0])) / relative
         tree = _without_docstrings(ast.parse(file.read_text(encoding="utf-8"), filename=str(file)))
         digest.update(relative.encode() + b"\0")
         digest.update(ast.dump(tree, include_attributes=False).encode() + b"\0")

@@ -219,6 +219,30 @@ def test_the_real_stages_cover_the_helpers_they_import():
     assert not any(path.startswith(("teachers/", "teachers/training/")) for path in code_closure(CODE["partition"]))
 
 
+def test_a_users_own_package_outside_the_installation_is_fingerprinted_and_site_packages_are_not(tmp_path,
+                                                                                                    monkeypatch):
+    """An installed package has no clone around it: a user's method in a package beside their configs is found
+    where Python finds it, so editing it changes the key; the same package under site-packages is a library,
+    keyed by its settings."""
+    from pate.code_closure import _package_root, module_file
+
+    _project(tmp_path / "work", {"mylab/__init__.py": "", "mylab/method.py": "import mylab.util\n",
+                                 "mylab/util.py": "SCALE = 1\n"})
+    _project(tmp_path / "env" / "site-packages", {"theirlib/__init__.py": "", "theirlib/model.py": ""})
+    monkeypatch.syspath_prepend(str(tmp_path / "work"))
+    monkeypatch.syspath_prepend(str(tmp_path / "env" / "site-packages"))
+    _package_root.cache_clear()
+    assert code_closure(("mylab.method",)) == ("mylab/__init__.py", "mylab/method.py", "mylab/util.py")
+    base = _fingerprint(("mylab.method",), None)
+    (tmp_path / "work" / "mylab" / "util.py").write_text("SCALE = 2\n")
+    assert _fingerprint(("mylab.method",), None) != base
+    assert module_file("theirlib.model") is None and module_file("numpy.linalg") is None
+    assert module_file("pate.votes") is not None
+    _package_root.cache_clear()
+    code_closure.cache_clear()
+    code_fingerprint.cache_clear()
+
+
 def test_a_stage_key_covers_its_code():
     a = Stage("a", {}, Counter(), code=("pate.privacy",))
     assert a.key != Stage("a", {}, Counter()).key

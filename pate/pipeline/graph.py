@@ -41,8 +41,8 @@ from pate.privacy import DEFAULT_ORDERS
 from pate.votes import read_votes
 
 # The modules whose builders compute each stage. The code behind a stage's key is what they import, transitively,
-# within the repository (pate.code_closure), plus the module of every object a config instantiates (the extractor,
-# the aggregator): a change to what runs rebuilds the stage and everything below it.
+# within the project's packages (pate.code_closure), plus the module of every object a config instantiates (the
+# extractor, the aggregator, a user's own): a change to what runs rebuilds the stage and everything below it.
 CODE: dict[str, tuple[str, ...]] = {
     "partition": ("pate.data.partition",),
     "queries": ("pate.data.partition",),
@@ -56,8 +56,8 @@ CODE: dict[str, tuple[str, ...]] = {
 
 
 def code_of(stage: str, *instances) -> tuple[str, ...]:
-    """``CODE[stage]`` and the modules of the configured objects the stage runs (a project class's module; a
-    class from outside the repository is covered by its settings in the key)."""
+    """``CODE[stage]`` and the modules of the configured objects the stage runs (the project's or a user's own; a
+    class from an installed library or the standard library is covered by its settings in the key)."""
     modules = [type(instance).__module__ for instance in instances]
     return tuple(sorted({*CODE[stage], *(module for module in modules if module_file(module) is not None)}))
 
