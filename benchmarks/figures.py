@@ -45,9 +45,10 @@ def _minutes(seconds: float) -> str:
 
 def mechanisms(record: dict[str, Any], file: str) -> list[str]:
     targets = record["targets"]
+    scaled = f", queries scaled by {record['scale']}" if record["scale"] != 1 else ""
     lines = [f"{_when_and_where(record, file)}, {record['load_average_after'][0]:.2f} after; best of "
-             f"{record['repeats']} timed calls" + (f", queries scaled by {record['scale']}" if record["scale"] != 1 else "")
-             + ".", "", "| aggregator | L | vectorised q/s | per-query loop q/s | speedup |", "|---|---:|---:|---:|---:|"]
+             f"{record['repeats']} timed calls{scaled}.", "",
+             "| aggregator | L | vectorised q/s | per-query loop q/s | speedup |", "|---|---:|---:|---:|---:|"]
     lines += [f"| {r['aggregator']} | {r['num_labels']} | {r['vectorised_qps']:,.0f} | {r['loop_qps']:,.0f} | "
               f"{r['speedup']:.1f}x |" for r in record["results"]]
     lines += ["", f"Target (StableTopK at L = 40: >= {targets['stable_topk_L40_qps']:,.0f} q/s and >= "
@@ -74,7 +75,8 @@ def topk_speed(record: dict[str, Any], file: str) -> list[str]:
 
 def methods(record: dict[str, Any], file: str) -> list[str]:
     lines = [f"{_when_and_where(record, file)}; seed {record['seed']}.", "",
-             "| method | whole run | its own stage | epsilon (replace, delta 1e-6) | accuracy |", "|---|---:|---:|---:|---:|"]
+             "| method | whole run | its own stage | epsilon (replace, delta 1e-6) | accuracy |",
+             "|---|---:|---:|---:|---:|"]
     for row in record["rows"]:
         model = "the model" if row["method"].startswith("dp_sgd") else "student"
         lines.append(f"| {row['method']} | {row['wall_s']:.1f} s | {row['method_stage_s']:.1f} s | "
@@ -120,7 +122,8 @@ def default_run_console(record: dict[str, Any], file: str) -> list[str]:
 RENDERERS: dict[tuple[str, str], Callable[[dict[str, Any], str], list[str]]] = {
     ("benchmarks/mechanisms.py", ""): mechanisms, ("benchmarks/topk_speed.py", ""): topk_speed,
     ("benchmarks/methods.py", ""): methods, ("benchmarks/test_suite.py", ""): test_suite,
-    ("benchmarks/default_run.py", ""): default_run, ("benchmarks/topk_runs.py", ""): topk_runs, ("benchmarks/default_run.py", "console"): default_run_console,
+    ("benchmarks/default_run.py", ""): default_run, ("benchmarks/default_run.py", "console"): default_run_console,
+    ("benchmarks/topk_runs.py", ""): topk_runs,
 }
 
 

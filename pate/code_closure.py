@@ -31,7 +31,8 @@ from pate.locations import PACKAGE_ROOT, TOP_LEVEL_PACKAGES
 __all__ = ["code_closure", "code_fingerprint", "module_file"]
 
 # Code that pip installs or Python ships: keyed by its settings and the run's recorded versions, not fingerprinted.
-_STANDARD_LIBRARY = {Path(path).resolve() for key in ("stdlib", "platstdlib") if (path := sysconfig.get_paths().get(key))}
+_STANDARD_LIBRARY = {Path(path).resolve() for key in ("stdlib", "platstdlib")
+                     if (path := sysconfig.get_paths().get(key))}
 
 
 def _project_packages(entries: tuple[str, ...]) -> frozenset[str]:
@@ -53,7 +54,8 @@ def _package_root(top: str) -> Path | None:
     if spec is None or not spec.origin or not spec.origin.endswith(".py"):
         return None
     file = Path(spec.origin).resolve()
-    if {"site-packages", "dist-packages"} & set(file.parts) or any(file.is_relative_to(lib) for lib in _STANDARD_LIBRARY):
+    installed = {"site-packages", "dist-packages"} & set(file.parts)
+    if installed or any(file.is_relative_to(lib) for lib in _STANDARD_LIBRARY):
         return None
     return file.parent.parent if spec.submodule_search_locations is not None else file.parent
 

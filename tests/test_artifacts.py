@@ -213,7 +213,8 @@ def test_the_real_stages_cover_the_helpers_they_import():
     from pate.pipeline.graph import CODE
 
     teachers = code_closure(CODE["teachers"])
-    assert {"teachers/heads.py", "pate/privacy/checks.py", "pate/progress.py", "teachers/training/trainer.py"} <= set(teachers)
+    assert {"teachers/heads.py", "pate/privacy/checks.py", "pate/progress.py",
+            "teachers/training/trainer.py"} <= set(teachers)
     assert "pate/privacy/ledger.py" not in teachers  # the accountant does not retrain teachers
     assert "pate/privacy/ledger.py" in code_closure(CODE["aggregate"])
     assert not any(path.startswith(("teachers/", "teachers/training/")) for path in code_closure(CODE["partition"]))

@@ -39,7 +39,8 @@ def run(cfg: DictConfig, output_dir: str):
     return rows
 
 
-# An absolute config path: the clone's conf/ or the installed copy (pate.locations); Hydra names the job after this file.
+# An absolute config path: the clone's conf/ or the installed copy (pate.locations); Hydra names the job after this
+# file.
 @hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="topk")
 def main(cfg: DictConfig) -> None:
     run(cfg, hydra.core.hydra_config.HydraConfig.get().runtime.output_dir)
