@@ -26,7 +26,6 @@ Recorded results: benchmarks/README.md, "Teachers".
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 import time
@@ -37,7 +36,7 @@ import torch
 from hydra import compose, initialize_config_dir
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository's packages, run from anywhere
-from pate.artifacts import ArtifactStore, code_version  # noqa: E402
+from pate.artifacts import ArtifactStore  # noqa: E402
 from pate.data import partition_teachers  # noqa: E402
 from pate.data.readers import data_identity  # noqa: E402
 from pate.evaluation import majority_class_accuracy  # noqa: E402
@@ -47,6 +46,7 @@ from pate.pipeline.graph import Dataset, features_stage, plain  # noqa: E402
 from pate.pipeline.runner import set_num_labels  # noqa: E402
 from teachers.ensemble import train_teachers  # noqa: E402
 from teachers.heads import head_votes, train_head_teachers  # noqa: E402
+from record import header, write_json  # noqa: E402
 
 CONF = str(Path(__file__).resolve().parent.parent / "conf")
 EVAL_IMAGES = 2000
@@ -135,7 +135,7 @@ def main() -> None:
     parser.add_argument("--output", type=Path, default=None)
     args = parser.parse_args()
     torch.set_num_threads(2)
-    results: dict = {"versions": code_version(), "extractors": {}, "device": "cpu",
+    results: dict = {**header("benchmarks/teachers.py", time.time()), "extractors": {}, "device": "cpu",
                      "torch_threads": torch.get_num_threads()}
     for name in args.extractors:
         cfg = config(f"features={name}")
@@ -174,7 +174,7 @@ def main() -> None:
               f"{engines['batched']['teacher_epochs_per_second']:.2f} ({engines['batched']['teachers']} teachers, "
               f"{engines['batched']['seconds']:.0f} s): {engines['batched_over_loop']:.2f}x")
     if args.output:
-        args.output.write_text(json.dumps(results, indent=2) + "\n")
+        write_json(args.output, results)
 
 
 if __name__ == "__main__":
