@@ -114,6 +114,40 @@ def topk_runs(record: dict[str, Any], file: str) -> list[str]:
             *(f"| `{row['command']}` | {_minutes(row['wall_s'])} |" for row in record["rows"])]
 
 
+def teachers(record: dict[str, Any], file: str) -> list[str]:
+    ts = sorted({row["teachers"] for extractor in record["extractors"].values() for row in extractor["by_teachers"]})
+    most = ts[-1]
+    columns = " | ".join(f"T = {t}" for t in ts)
+    lines = [f"{_when_and_where(record, file)}; {record['device']}, {record['torch_threads']} torch threads.", "",
+             f"| extractor (dims) | teacher accuracy, {columns} | vote at T = {most} | heads fit at T = {most} | "
+             f"features stage |", "|---|" + "---:|" * (len(ts) + 3)]
+    for name, extractor in record["extractors"].items():
+        rows = {row["teachers"]: row for row in extractor["by_teachers"]}
+        accuracy = " | ".join(f"{100 * rows[t]['teacher_accuracy']:.1f}% (~{rows[t]['records_per_teacher']:.0f} "
+                              f"faces)" if t in rows else "not measured" for t in ts)
+        lines.append(f"| {name} ({extractor['dim']:,}) | {accuracy} | {100 * rows[most]['vote_accuracy']:.1f}% | "
+                     f"{rows[most]['teachers_per_second']:.0f} teachers/s | {extractor['features_seconds']:.1f} s |")
+    lines += ["", f"Majority class: {100 * record['majority_class_accuracy']:.1f}%."]
+    if "small_cnn_loop" in record:
+        loop = record["small_cnn_loop"]
+        lines[-1] += (f" SmallCNN Lightning loop ({loop['teachers']} teachers, {loop['max_epochs']} epochs): "
+                      f"{loop['teachers_per_second']:.2f} teachers/s; the fastest heads above fit "
+                      f"{record['heads_over_cnn']:.0f}x as many teachers per second.")
+    return lines
+
+
+def synthetic_difficulty(record: dict[str, Any], file: str) -> list[str]:
+    config = record["config"]
+    lines = [f"{_when_and_where(record, file)}; {config['num_images']:,} synthetic faces ({config['render_size']} px "
+             f"rendered, {config['image_size']} px seen), {config['steps']:,} steps of {config['batch']} for every "
+             f"model.", "", "| trained on | images | mean test accuracy |", "|---|---:|---:|"]
+    names = {"majority": "majority class (no model)", "all": "all of the training split"}
+    for name, accuracy in record["mean_accuracy"].items():
+        label = names.get(name, f"one teacher of {name.removeprefix('1/')}")
+        lines.append(f"| {label} | {record['train_images'][name]:,} | {accuracy:.3f} |")
+    return lines
+
+
 def default_run_console(record: dict[str, Any], file: str) -> list[str]:
     return ["```", *record["console"], "```"]
 
@@ -123,7 +157,8 @@ RENDERERS: dict[tuple[str, str], Callable[[dict[str, Any], str], list[str]]] = {
     ("benchmarks/mechanisms.py", ""): mechanisms, ("benchmarks/topk_speed.py", ""): topk_speed,
     ("benchmarks/methods.py", ""): methods, ("benchmarks/test_suite.py", ""): test_suite,
     ("benchmarks/default_run.py", ""): default_run, ("benchmarks/default_run.py", "console"): default_run_console,
-    ("benchmarks/topk_runs.py", ""): topk_runs,
+    ("benchmarks/topk_runs.py", ""): topk_runs, ("benchmarks/teachers.py", ""): teachers,
+    ("benchmarks/synthetic_difficulty.py", ""): synthetic_difficulty,
 }
 
 

@@ -17,7 +17,6 @@ Recorded results: benchmarks/README.md, "Is the synthetic data hard enough".
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 
@@ -34,6 +33,8 @@ from pate.data import (
 from pate.data.synthetic import MARKER
 from teachers.training.data import to_float
 from teachers.training.models import SmallCNN
+
+from record import header, write_json
 
 
 def as_float(images: np.ndarray) -> torch.Tensor:
@@ -91,6 +92,7 @@ def _arguments(argv):
 
 def main(argv=None) -> dict:
     args = _arguments(argv)
+    record = header("benchmarks/synthetic_difficulty.py", time.time())
     torch.set_num_threads(args.threads)
 
     reused = (Path(args.root) / MARKER).exists()
@@ -127,14 +129,14 @@ def main(argv=None) -> dict:
     print(f"{'MEAN':20s} {'':6s} " + " ".join(f"{per_attr[c].mean():8.4f}" for c in cols))
 
     result = {
-        "config": vars(args) | {"output": str(args.output) if args.output else None},
+        **record, "config": vars(args) | {"output": str(args.output) if args.output else None},
         "train_images": sizes, "test_images": len(test_idx),
         "mean_accuracy": {c: float(per_attr[c].mean()) for c in cols},
         "per_attribute_accuracy": {c: dict(zip(ATTRIBUTE_NAMES, per_attr[c].round(4).tolist())) for c in cols},
         "generated": not reused, "generate_seconds": generate_s, "decode_seconds": decode_s,
     }
     if args.output:
-        args.output.write_text(json.dumps(result, indent=2) + "\n")
+        write_json(args.output, result)
     return result
 
 
