@@ -17,6 +17,7 @@ Recorded results: benchmarks/README.md, "Is the synthetic data hard enough".
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
@@ -24,17 +25,18 @@ import numpy as np
 import torch
 from torch import nn
 
-from pate.data import (
+# The repository's packages first: this folder's teachers.py would otherwise stand for the teachers package.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from pate.data import (  # noqa: E402
     ATTRIBUTE_NAMES,
     generate_synthetic_celeba,
     load_celeba,
     partition_teachers,
 )
-from pate.data.synthetic import MARKER
-from teachers.training.data import to_float
-from teachers.training.models import SmallCNN
-
-from record import header, write_json
+from pate.data.synthetic import MARKER  # noqa: E402
+from record import header, write_json  # noqa: E402
+from teachers.training.data import to_float  # noqa: E402
+from teachers.training.models import SmallCNN  # noqa: E402
 
 
 def as_float(images: np.ndarray) -> torch.Tensor:
