@@ -1,0 +1,117 @@
+"""The levers of the teachers' ceiling (issue 21), measured through the pipeline itself: for each variant of the
+default run -- the random-patch filter bank, the pooling grid, the number of teachers -- ``python train.py
+<overrides> privacy.target_epsilon=E references=true`` at epsilon 2 and 8 (replace, delta 1e-6), one after the
+other, on the default data in a fresh PROJECT_ROOT (the data copied in, so every features stage is built and
+timed).
+
+    python benchmarks/teacher_levers.py                                         # the table on stdout
+    python benchmarks/teacher_levers.py --json benchmarks/results/teacher_levers.json   # the file the docs quote
+
+Per variant: teacher accuracy, the teachers' non-private majority vote on the 600 queries ("vote"), TauPATE's
+released labels and the head student at each epsilon, the student on the non-private vote, the features stage's
+seconds and its size on disk. Variants with several ``seeds`` repeat the two epsilons with those seeds of the noise
+and the student (the same teachers). A default is chosen on the vote, never on the students' accuracy on the
+evaluation images, which is reported but may not be tuned on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+
+from record import header, write_json
+
+ROOT = Path(__file__).resolve().parents[1]
+EPSILONS = (2, 8)
+# (lever, label, overrides, seeds)
+VARIANTS = [
+    ("filters", "256 filters (the default)", [], (0, 1, 2)),
+    ("filters", "512 filters", ["features.extractor.num_filters=512"], (0,)),
+    ("filters", "1,024 filters", ["features.extractor.num_filters=1024"], (0,)),
+    ("pool", "2 x 2", ["features.extractor.pool=2"], (0,)),
+    ("pool", "4 x 4", ["features.extractor.pool=4"], (0, 1, 2)),
+    ("pool", "6 x 6", ["features.extractor.pool=6"], (0,)),
+    ("pool", "8 x 8", ["features.extractor.pool=8"], (0,)),
+    ("teachers", "T = 100, 3 x 3", ["partition.num_teachers=100"], (0,)),
+    ("teachers", "T = 200, 3 x 3", ["partition.num_teachers=200"], (0,)),
+    ("teachers", "T = 400, 3 x 3", ["partition.num_teachers=400"], (0,)),
+    ("teachers", "T = 200, 4 x 4", ["partition.num_teachers=200", "features.extractor.pool=4"], (0,)),
+    ("teachers", "T = 400, 4 x 4", ["partition.num_teachers=400", "features.extractor.pool=4"], (0,)),
+]
+LINE = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]\[[\w.]+\]\[\w+\] - (.*)$")
+
+
+def features_seconds(log: str) -> float | None:
+    """Seconds from 'features: building' to the next stage's line; None when the stage came from the cache."""
+    stamps = [(datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f"), m.group(2))
+              for m in map(LINE.match, log.splitlines()) if m]
+    for (start, text), (end, _) in zip(stamps, stamps[1:]):
+        if text.startswith("features: building"):
+            return round((end - start).total_seconds(), 1)
+    return None
+
+
+def run(root: Path, overrides: list[str], epsilon: float, seed: int) -> tuple[dict, str]:
+    command = [sys.executable, "train.py", *overrides, f"privacy.target_epsilon={epsilon}", f"seed={seed}",
+               "references=true", "progress=false"]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, "PROJECT_ROOT": str(root)})
+    log = done.stderr + done.stdout
+    if done.returncode:
+        sys.exit(f"{' '.join(command)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    return json.loads(Path(re.findall(r"metrics written to (\S+)", log)[-1]).read_text()), log
+
+
+def variant(root: Path, overrides: list[str], seeds: tuple[int, ...]) -> dict:
+    result: dict = {"overrides": overrides, "seeds": list(seeds), "students": {str(e): [] for e in EPSILONS},
+                    "labels": {str(e): [] for e in EPSILONS}}
+    for seed in seeds:
+        for epsilon in EPSILONS:
+            metrics, log = run(root, overrides, epsilon, seed)
+            if "features_seconds" not in result:
+                result["features_seconds"] = features_seconds(log)
+                features = root / "cache" / "features" / metrics["artifacts"]["features"]
+                result["features_bytes"] = sum(f.stat().st_size for f in features.rglob("*") if f.is_file())
+            vote = metrics["reference"]["majority_vote"]
+            result.update(teacher=metrics["teacher_accuracy"], vote=vote["label_accuracy"],
+                          student_on_vote=vote["student_accuracy"], num_teachers=metrics["num_teachers"])
+            result["students"][str(epsilon)].append(metrics["student_accuracy"])
+            result["labels"][str(epsilon)].append(metrics["label_accuracy"])
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--json", type=Path, help="also write the figures here (with the date, commit and machine)")
+    parser.add_argument("--data", type=Path, default=ROOT / "data", help="where the default data already is "
+                        "(copied into the fresh PROJECT_ROOT; generated there when absent)")
+    args = parser.parse_args(argv)
+    record, rows = header("benchmarks/teacher_levers.py", time.time()), []
+    with tempfile.TemporaryDirectory(prefix="pate-levers-") as root:
+        if args.data.is_dir():
+            shutil.copytree(args.data, Path(root) / "data", symlinks=True)
+        for lever, label, overrides, seeds in VARIANTS:
+            rows.append({"lever": lever, "label": label, **variant(Path(root), overrides, seeds)})
+            row = rows[-1]
+            print(f"{label}: teacher {row['teacher']:.4f}, vote {row['vote']:.4f}, students "
+                  f"{[round(s, 4) for e in EPSILONS for s in row['students'][str(e)]]}, on the vote "
+                  f"{row['student_on_vote']:.4f}, features {row['features_seconds']} s", flush=True)
+            shutil.rmtree(Path(root) / "logs", ignore_errors=True)
+    if args.json:
+        write_json(args.json, {**record, "epsilons": list(EPSILONS), "delta": 1e-6, "neighbors": "replace",
+                               "rows": rows})
+        print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
