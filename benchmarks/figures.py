@@ -148,6 +148,39 @@ def synthetic_difficulty(record: dict[str, Any], file: str) -> list[str]:
     return lines
 
 
+def _over_seeds(values: list[float]) -> str:
+    if len(values) == 1:
+        return f"{values[0]:.4f}"
+    mean = sum(values) / len(values)
+    sd = (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5
+    return f"{mean:.4f} ± {sd:.4f} ({len(values)} seeds)"
+
+
+def teacher_levers(record: dict[str, Any], file: str) -> list[str]:
+    low, high = (str(e) for e in record["epsilons"])
+    lines = [f"{_when_and_where(record, file)}; {record['neighbors']}, delta {record['delta']:g}; a features stage "
+             f"read from the cache (the same features as a row above) says so."]
+    titles = {"filters": "The random-patch filter bank (3 x 3 grid):",
+              "pool": "The pooling grid (256 filters; the 3 x 3 default is the first row above):",
+              "teachers": "The number of teachers (labels: TauPATE's released labels on the queries):"}
+    for lever, title in titles.items():
+        rows = [row for row in record["rows"] if row["lever"] == lever]
+        if not rows:
+            continue
+        labels = " labels, epsilon " + f"{low} / {high} |" if lever == "teachers" else ""
+        lines += ["", title, "", f"| variant | teacher | vote |{labels} student, epsilon {low} | student, epsilon "
+                  f"{high} | student on the vote | features stage | features on disk |",
+                  "|---|" + "---:|" * (8 if lever == "teachers" else 7)]
+        for row in rows:
+            seconds = "from the cache" if row["features_seconds"] is None else f"{row['features_seconds']:.0f} s"
+            label_cells = (f" {100 * row['labels'][low][0]:.1f}% / {100 * row['labels'][high][0]:.1f}% |"
+                           if lever == "teachers" else "")
+            lines.append(f"| {row['label']} | {100 * row['teacher']:.2f}% | {100 * row['vote']:.2f}% |{label_cells} "
+                         f"{_over_seeds(row['students'][low])} | {_over_seeds(row['students'][high])} | "
+                         f"{row['student_on_vote']:.4f} | {seconds} | {_gigabytes(row['features_bytes'])} |")
+    return lines
+
+
 def default_run_console(record: dict[str, Any], file: str) -> list[str]:
     return ["```", *record["console"], "```"]
 
@@ -159,6 +192,7 @@ RENDERERS: dict[tuple[str, str], Callable[[dict[str, Any], str], list[str]]] = {
     ("benchmarks/default_run.py", ""): default_run, ("benchmarks/default_run.py", "console"): default_run_console,
     ("benchmarks/topk_runs.py", ""): topk_runs, ("benchmarks/teachers.py", ""): teachers,
     ("benchmarks/synthetic_difficulty.py", ""): synthetic_difficulty,
+    ("benchmarks/teacher_levers.py", ""): teacher_levers,
 }
 
 
