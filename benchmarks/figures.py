@@ -181,6 +181,18 @@ def teacher_levers(record: dict[str, Any], file: str) -> list[str]:
     return lines
 
 
+def teacher_engines(record: dict[str, Any], file: str) -> list[str]:
+    engines = record["cnn_engines"]
+    loop, batched = engines["loop"], engines["batched"]
+    return [f"{_when_and_where(record, file)}; {record['torch_threads']} torch threads.", "",
+            "| device | model | teachers of | loop | batched | batched / loop |", "|---|---|---:|---:|---:|---:|",
+            f"| {engines['device_name']} ({engines['precision']}) | {engines['model']}, {engines['image_size']} px | "
+            f"~{engines['records_per_teacher']:.0f} faces, 1 epoch | {loop['teacher_epochs_per_second']:.2f} "
+            f"teacher-epochs/s ({loop['teachers']} teachers) | {batched['teacher_epochs_per_second']:.2f} "
+            f"teacher-epochs/s ({batched['teachers']} teachers, G = {engines['group']}) | "
+            f"**{engines['batched_over_loop']:.2f}x** |"]
+
+
 def default_run_console(record: dict[str, Any], file: str) -> list[str]:
     return ["```", *record["console"], "```"]
 
@@ -192,7 +204,7 @@ RENDERERS: dict[tuple[str, str], Callable[[dict[str, Any], str], list[str]]] = {
     ("benchmarks/default_run.py", ""): default_run, ("benchmarks/default_run.py", "console"): default_run_console,
     ("benchmarks/topk_runs.py", ""): topk_runs, ("benchmarks/teachers.py", ""): teachers,
     ("benchmarks/synthetic_difficulty.py", ""): synthetic_difficulty,
-    ("benchmarks/teacher_levers.py", ""): teacher_levers,
+    ("benchmarks/teacher_levers.py", ""): teacher_levers, ("benchmarks/teachers.py", "engines"): teacher_engines,
 }
 
 

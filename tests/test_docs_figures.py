@@ -26,6 +26,8 @@ def test_the_benchmarks_figures_are_quoted_from_their_files():
     files = ("mechanisms", "topk_speed", "methods", "test_suite", "default_run", "topk_runs", "teachers",
              "teachers_ssl", "synthetic_difficulty", "teacher_levers")
     assert {f"benchmarks/results/{name}.json" for name in files} <= quoted
+    assert {f"benchmarks/results/{name}.json#engines" for name in ("teacher_engines", "teacher_engines_resnet18")} \
+        <= quoted
 
 
 def test_a_figure_edited_by_hand_in_a_page_is_caught(tmp_path):
