@@ -17,28 +17,21 @@ import json
 import os
 import re
 import resource
-import subprocess
 import sys
 import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
 
-from record import header, write_json
+from record import header, log_stamps, run_command, run_metrics, write_json
 
-ROOT = Path(__file__).resolve().parents[1]
-LINE = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]\[[\w.]+\]\[\w+\] - (.*)$")
 BUILDING = re.compile(r"^(\w+): building ")
 
 
 def stage_seconds(log: str) -> dict[str, float]:
     """Seconds per stage from the run's timestamped log lines (module docstring)."""
     marks: list[tuple[str, datetime]] = []
-    for line in log.splitlines():
-        match = LINE.match(line)
-        if not match:
-            continue
-        stamp, text = datetime.strptime(match.group(1), "%Y-%m-%d %H:%M:%S,%f"), match.group(2)
+    for stamp, text in log_stamps(log):
         if not marks:
             marks.append(("data", stamp))
         if (building := BUILDING.match(text)) and building.group(1) != "data":
@@ -72,14 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     record = header("benchmarks/default_run.py", time.time())
     with tempfile.TemporaryDirectory(prefix="pate-default-run-") as root:
-        start = time.perf_counter()
-        done = subprocess.run([sys.executable, "train.py", "progress=false"], cwd=ROOT, capture_output=True, text=True,
-                              env={**os.environ, "PROJECT_ROOT": root})
-        wall = time.perf_counter() - start
-        if done.returncode:
-            sys.exit(f"the default run failed ({done.returncode}):\n{done.stderr[-3000:]}")
-        log = done.stderr + done.stdout
-        metrics = json.loads(Path(re.findall(r"metrics written to (\S+)", log)[-1]).read_text())
+        log, wall = run_command([sys.executable, "train.py", "progress=false"], {**os.environ, "PROJECT_ROOT": root})
+        metrics = run_metrics(log)
         result = {"wall_s": round(wall, 1), "stages_s": stage_seconds(log),
                   "peak_memory_bytes": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024,
                   "data_bytes": size_bytes(Path(root, "data")), "cache_bytes": size_bytes(Path(root, "cache")),

@@ -15,30 +15,20 @@ aggregation, Private-kNN's neighbour search and noise, DP-SGD's calibration and 
 from __future__ import annotations
 
 import argparse
-import json
-import re
-import subprocess
 import sys
 import time
-from datetime import datetime
 from pathlib import Path
 
-from record import header, write_json
+from record import header, log_stamps, run_command, run_metrics, write_json
 
-ROOT = Path(__file__).resolve().parents[1]
 METHODS = {"pate (TauPATE)": ["method=pate"], "private_knn": ["method=private_knn"], "dp_sgd": ["method=dp_sgd"]}
-STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]\[[\w.]+\]\[\w+\] - (.*)$")
 
 
 def _seconds(log: str) -> float | None:
     """Seconds from the line that starts building the method's release ('aggregate: building') to the next of
     'student: building' and 'results' (DP-SGD trains no student)."""
     start = end = None
-    for line in log.splitlines():
-        match = STAMP.match(line)
-        if not match:
-            continue
-        stamp, text = datetime.strptime(match.group(1), "%Y-%m-%d %H:%M:%S,%f"), match.group(2)
+    for stamp, text in log_stamps(log):
         if start is None and text.startswith("aggregate: building"):
             start = stamp
         elif start is not None and (text.startswith("student: building") or text == "results"):
@@ -54,14 +44,9 @@ def main() -> None:
     args = parser.parse_args()
     rows, started = [], time.time()
     for name, overrides in METHODS.items():
-        command = [sys.executable, "train.py", *overrides, f"seed={args.seed}", "progress=false"]
-        start = time.perf_counter()
-        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
-        wall = time.perf_counter() - start
-        if done.returncode:
-            sys.exit(f"{' '.join(command)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
-        metrics = json.loads(Path(re.findall(r"metrics written to (\S+)", done.stderr + done.stdout)[-1]).read_text())
-        rows.append({"method": name, "wall_s": round(wall, 1), "method_stage_s": _seconds(done.stderr + done.stdout),
+        log, wall = run_command([sys.executable, "train.py", *overrides, f"seed={args.seed}", "progress=false"])
+        metrics = run_metrics(log)
+        rows.append({"method": name, "wall_s": round(wall, 1), "method_stage_s": _seconds(log),
                      "epsilon": metrics["epsilon"], "neighbors": metrics["neighbors"],
                      "student_accuracy": metrics["student_accuracy"]})
     print("| method | run (s) | its own stage (s) | epsilon (replace, delta 1e-6) | student accuracy |")

@@ -1,5 +1,6 @@
 """What every benchmark's JSON file starts with -- the benchmark, the date (UTC) and the machine -- and the atomic
-write of that file. The docs quote these files, never typed figures: benchmarks/figures.py renders each into the
+write of that file; and, for the benchmarks that time a command of the project, one timed run of it and the
+reading of its log. The docs quote these files, never typed figures: benchmarks/figures.py renders each into the
 pages' marked blocks, and tests/test_docs_figures.py checks that every block is what its file renders."""
 
 from __future__ import annotations
@@ -7,13 +8,20 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import subprocess
+import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-__all__ = ["commit", "header", "machine", "write_json"]
+__all__ = ["ROOT", "commit", "header", "log_stamps", "machine", "run_command", "run_metrics", "write_json"]
+
+ROOT = Path(__file__).resolve().parents[1]
+# A log line as conf/hydra/default.yaml formats it: [time][logger][level] - message.
+_LOG_LINE = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]\[[\w.]+\]\[\w+\] - (.*)$")
 
 
 def machine() -> dict[str, Any]:
@@ -56,3 +64,25 @@ def write_json(path: str | os.PathLike, payload: dict[str, Any]) -> None:
         handle.write("\n")
     os.chmod(handle.name, 0o644)  # not the temporary file's 0600
     os.replace(handle.name, path)
+
+
+def run_command(command: list[str], env: dict[str, str] | None = None) -> tuple[str, float]:
+    """Run ``command`` in the repository, its output captured: (its log, stderr then stdout; its wall seconds).
+    A failure ends the benchmark with the command and its stderr's tail: a failed run is not a figure."""
+    start = time.perf_counter()
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - start
+    if done.returncode:
+        sys.exit(f"{' '.join(command)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    return done.stderr + done.stdout, wall
+
+
+def log_stamps(log: str) -> list[tuple[datetime, str]]:
+    """(time, message) of each timestamped line of a run's log, in order."""
+    return [(datetime.strptime(match.group(1), "%Y-%m-%d %H:%M:%S,%f"), match.group(2))
+            for match in map(_LOG_LINE.match, log.splitlines()) if match]
+
+
+def run_metrics(log: str) -> dict[str, Any]:
+    """The metrics.json that a train.py run's log says it wrote."""
+    return json.loads(Path(re.findall(r"metrics written to (\S+)", log)[-1]).read_text())

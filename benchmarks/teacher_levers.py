@@ -17,20 +17,15 @@ evaluation images, which is reported but may not be tuned on.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime
 from pathlib import Path
 
-from record import header, write_json
+from record import ROOT, header, log_stamps, run_command, run_metrics, write_json
 
-ROOT = Path(__file__).resolve().parents[1]
 EPSILONS = (2, 8)
 # (lever, label, overrides, seeds)
 VARIANTS = [
@@ -47,13 +42,11 @@ VARIANTS = [
     ("teachers", "T = 200, 4 x 4", ["partition.num_teachers=200", "features.extractor.pool=4"], (0,)),
     ("teachers", "T = 400, 4 x 4", ["partition.num_teachers=400", "features.extractor.pool=4"], (0,)),
 ]
-LINE = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]\[[\w.]+\]\[\w+\] - (.*)$")
 
 
 def features_seconds(log: str) -> float | None:
     """Seconds from 'features: building' to the next stage's line; None when the stage came from the cache."""
-    stamps = [(datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f"), m.group(2))
-              for m in map(LINE.match, log.splitlines()) if m]
+    stamps = log_stamps(log)
     for (start, text), (end, _) in zip(stamps, stamps[1:]):
         if text.startswith("features: building"):
             return round((end - start).total_seconds(), 1)
@@ -61,14 +54,9 @@ def features_seconds(log: str) -> float | None:
 
 
 def run(root: Path, overrides: list[str], epsilon: float, seed: int) -> tuple[dict, str]:
-    command = [sys.executable, "train.py", *overrides, f"privacy.target_epsilon={epsilon}", f"seed={seed}",
-               "references=true", "progress=false"]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True,
-                          env={**os.environ, "PROJECT_ROOT": str(root)})
-    log = done.stderr + done.stdout
-    if done.returncode:
-        sys.exit(f"{' '.join(command)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
-    return json.loads(Path(re.findall(r"metrics written to (\S+)", log)[-1]).read_text()), log
+    log, _ = run_command([sys.executable, "train.py", *overrides, f"privacy.target_epsilon={epsilon}", f"seed={seed}",
+                          "references=true", "progress=false"], {**os.environ, "PROJECT_ROOT": str(root)})
+    return run_metrics(log), log
 
 
 def variant(root: Path, overrides: list[str], seeds: tuple[int, ...]) -> dict:

@@ -17,9 +17,8 @@ import sys
 import time
 from pathlib import Path
 
-from record import header, write_json
+from record import ROOT, header, write_json
 
-ROOT = Path(__file__).resolve().parents[1]
 RUNS = {"make test": [], "make test ARGS=\"-m 'not slow'\"": ["-m", "not slow"]}
 PYTEST = ["-m", "pytest", "-n", "auto", "--dist", "worksteal", "-q", "-p", "no:cacheprovider"]
 

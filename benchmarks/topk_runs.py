@@ -10,15 +10,13 @@ Run it on an otherwise idle machine: a second process on the same cores slows bo
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from record import header, write_json
+from record import header, run_command, write_json
 
-ROOT = Path(__file__).resolve().parents[1]
 EXPERIMENTS = ("flat", "repeated", "checkin")
 
 
@@ -29,13 +27,8 @@ def main(argv: list[str] | None = None) -> int:
     record, rows = header("benchmarks/topk_runs.py", time.time()), []
     for name in EXPERIMENTS:
         with tempfile.TemporaryDirectory(prefix=f"topk-{name}-") as out:
-            command = [sys.executable, "topk.py", f"topk_experiment={name}", "progress=false", f"report_dir={out}",
-                       f"hydra.run.dir={out}/run"]
-            start = time.perf_counter()
-            done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
-            wall = time.perf_counter() - start
-        if done.returncode:
-            sys.exit(f"{' '.join(command)} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+            _, wall = run_command([sys.executable, "topk.py", f"topk_experiment={name}", "progress=false",
+                                   f"report_dir={out}", f"hydra.run.dir={out}/run"])
         rows.append({"experiment": name, "command": f"python topk.py topk_experiment={name}", "wall_s": round(wall, 1)})
         print(f"{rows[-1]['command']}: {wall:.1f} s", flush=True)
     if args.json:
