@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pate.artifacts import MANIFEST
-from pate.locations import CHECKOUT, command_name
+from pate.locations import command_name, default_project_root
 
 __all__ = ["CacheEntry", "default_cache_dir", "main", "prune", "scan"]
 
@@ -43,7 +43,7 @@ class CacheEntry:
 def default_cache_dir() -> Path:
     """``$PROJECT_ROOT/cache``, else ``cache`` in this clone, else in the working directory (as train.py resolves
     it: ``pate.pipeline.paths``)."""
-    return Path(os.environ.get("PROJECT_ROOT") or CHECKOUT or Path.cwd()) / "cache"
+    return Path(os.environ.get("PROJECT_ROOT") or default_project_root()) / "cache"
 
 
 def _size(path: Path) -> int:
@@ -154,7 +154,8 @@ def describe(entries: list[CacheEntry], now: float | None = None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=command_name("pate-cache", "pate.cache"), description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog=command_name("pate-cache", "pate.cache"),
+                                     description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=("list", "prune"), nargs="?", default="list")
     parser.add_argument("--cache-dir", type=Path, default=None, help="default: $PROJECT_ROOT/cache or ./cache of "
                                                                      "this checkout")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-__all__ = ["CHECKOUT", "CONFIG_DIR", "PACKAGE_ROOT", "TOP_LEVEL_PACKAGES", "command_name"]
+__all__ = ["CHECKOUT", "CONFIG_DIR", "PACKAGE_ROOT", "TOP_LEVEL_PACKAGES", "command_name", "default_project_root"]
 
 # The project's top-level import names (pyproject.toml installs these and nothing else).
 TOP_LEVEL_PACKAGES = ("pate", "teachers", "student")
@@ -20,6 +20,12 @@ PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 CHECKOUT: Path | None = (PACKAGE_ROOT if (PACKAGE_ROOT / "train.py").is_file() and (PACKAGE_ROOT / "conf").is_dir()
                          else None)
 CONFIG_DIR = CHECKOUT / "conf" if CHECKOUT is not None else Path(__file__).resolve().parent / "conf"
+
+
+def default_project_root() -> Path:
+    """Where data, cache and logs go when ``PROJECT_ROOT`` is unset: the clone, else (an installed package) the
+    working directory."""
+    return CHECKOUT or Path.cwd()
 
 
 def command_name(script: str, module: str) -> str:

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import tomllib
 
+from pate import locations
 from pate.locations import CHECKOUT, CONFIG_DIR, TOP_LEVEL_PACKAGES, command_name
 from pate.pipeline import paths
 from pate.pipeline.checks import UserError
@@ -43,7 +44,7 @@ def test_a_clone_uses_its_own_conf_and_its_own_folder():
 
 def test_an_installed_package_puts_data_cache_and_logs_under_the_working_directory(monkeypatch, tmp_path):
     """No clone (``CHECKOUT`` None): PROJECT_ROOT defaults to the working directory; a set one still wins."""
-    monkeypatch.setattr(paths, "CHECKOUT", None)
+    monkeypatch.setattr(locations, "CHECKOUT", None)
     monkeypatch.chdir(tmp_path)
     environ: dict[str, str] = {}
     assert paths.settle_project_root(environ) == str(tmp_path) == environ["PROJECT_ROOT"]

@@ -11,19 +11,18 @@ from __future__ import annotations
 
 import os
 from collections.abc import MutableMapping
-from pathlib import Path
 
-from pate.locations import CHECKOUT
+from pate.locations import default_project_root
 from pate.pipeline.checks import UserError
 
 __all__ = ["settle_project_root"]
 
 
 def settle_project_root(environ: MutableMapping[str, str] = os.environ) -> str:
-    """``PROJECT_ROOT`` as the run will use it: set to the clone (``pate.locations.CHECKOUT``), or for an installed
-    package to the working directory, when absent; a set but blank value raises :class:`UserError` naming the
+    """``PROJECT_ROOT`` as the run will use it: set to ``pate.locations.default_project_root()`` (the clone, or for an
+    installed package the working directory) when absent; a set but blank value raises :class:`UserError` naming the
     variable."""
-    default = str(CHECKOUT or Path.cwd())
+    default = str(default_project_root())
     value = environ.get("PROJECT_ROOT")
     if value is None:
         environ["PROJECT_ROOT"] = default
