@@ -16,6 +16,7 @@ The file's ``benchmark`` field picks the renderer; every file carries its date, 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import re
@@ -26,7 +27,14 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "benchmarks" / "README.md")
+PAGES = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "benchmarks" / "README.md",
+         *sorted((ROOT / "benchmarks" / "results").glob("*.md")))
+# report_figures.py sits beside this file; loaded by path, not through sys.path, where this folder's teachers.py
+# would shadow the package of that name for whoever imports this module (the tests do)
+_spec = importlib.util.spec_from_file_location("benchmarks_report_figures",
+                                               Path(__file__).resolve().parent / "report_figures.py")
+report_figures = sys.modules.setdefault(_spec.name, importlib.util.module_from_spec(_spec))
+_spec.loader.exec_module(report_figures)
 BLOCK = re.compile(r"^<!-- figures: (?P<file>\S+) -->\n(?P<body>.*?)^<!-- end figures -->$", re.MULTILINE | re.DOTALL)
 
 
@@ -212,6 +220,8 @@ def render(spec: str) -> str:
     """The block of ``spec`` (a file's path relative to the repository root, ``#part`` optional), as a page holds
     it."""
     file, _, part = spec.partition("#")
+    if file.endswith(".csv"):  # a committed sweep report's rows
+        return "\n".join(report_figures.render(ROOT / file, file, part)) + "\n"
     record = json.loads((ROOT / file).read_text())
     missing = [key for key in ("benchmark", "date_utc", "commit", "machine") if key not in record]
     if missing:

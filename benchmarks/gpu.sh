@@ -6,7 +6,10 @@
 #      trainer=gpu (bf16-mixed), the loop timed on 50 of them -- ResNet-18 from ImageNet weights with frozen
 #      statistics (the issue's target: >= 10x the loop, 800 teachers in <= 10 minutes) when torchvision's
 #      resnet18-f37072fd.pth is in torch's hub cache, else ResNet-18 from scratch with GroupNorm (said so).
-#   benchmarks/gpu.sh                 # writes benchmarks/results/teacher_engines_gpu.json
+#   3. DP-SGD on a SmallCNN trained from scratch beside the linear probe (method.model=small_cnn,linear), at
+#      epsilon 1, 2 and 8, seed 0, under each relation: two sweeps whose reports benchmarks/README.md quotes.
+#   benchmarks/gpu.sh                 # writes benchmarks/results/teacher_engines_gpu.json and
+#                                     # benchmarks/results/dp_sgd_cnn_gpu_{replace,add_remove}/
 # Refuses a dirty working tree (the result names one commit) and a machine without CUDA.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,5 +41,25 @@ out=$(mktemp)  # copied into the tree only at the end: an earlier copy would dir
 echo "== benchmarks/teachers.py --engine-model $model --group $group"
 "$PY" benchmarks/teachers.py --extractors --cnn-teachers 0 --engine-model "$model" --image-size 64 \
     --engine-teachers 800 --loop-teachers 50 --group "$group" --device gpu --output "$out"
+
+for relation in replace add_remove; do
+    sweep=logs/reports/dp_sgd_cnn_gpu_$relation
+    if [ -e "$sweep" ]; then
+        echo "gpu.sh: $sweep exists; remove it to measure DP-SGD on the CNN again" >&2
+        exit 1
+    fi
+    echo "== DP-SGD, SmallCNN and linear probe, $relation: python train.py -m ... hydra.sweep.dir=$sweep"
+    "$PY" train.py -m trainer=gpu method=dp_sgd method.model=small_cnn,linear privacy.target_epsilon=1,2,8 \
+        privacy.neighbors="$relation" seed=0 progress=false hydra.sweep.dir="$sweep"
+done
+
+# every result copied into the tree only now, after the last job recorded a clean commit
 cp "$out" benchmarks/results/teacher_engines_gpu.json
 echo "wrote benchmarks/results/teacher_engines_gpu.json"
+for relation in replace add_remove; do
+    sweep=logs/reports/dp_sgd_cnn_gpu_$relation
+    mkdir -p "benchmarks/results/dp_sgd_cnn_gpu_$relation"
+    rm -f "benchmarks/results/dp_sgd_cnn_gpu_$relation"/*
+    cp "$sweep"/report.md "$sweep"/results.csv "$sweep"/*.png "benchmarks/results/dp_sgd_cnn_gpu_$relation/"
+    echo "copied $sweep -> benchmarks/results/dp_sgd_cnn_gpu_$relation"
+done

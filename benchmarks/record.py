@@ -28,13 +28,9 @@ def machine() -> dict[str, Any]:
     """The CPU model, the logical CPUs, the OS and the Python and numpy versions of this machine."""
     import numpy as np
 
-    model = "unknown"
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
-            model = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")), model)
-    except OSError:
-        pass
-    return {"cpu": model, "logical_cpus": os.cpu_count(), "platform": platform.platform(),
+    from pate.pipeline.host import cpu_model
+
+    return {"cpu": cpu_model(), "logical_cpus": os.cpu_count(), "platform": platform.platform(),
             "python": platform.python_version(), "numpy": np.__version__}
 
 

@@ -31,7 +31,8 @@ class Field:
 
 _METHOD = dict(required=False)  # a method's own key
 FIELDS: tuple[Field, ...] = (
-    Field("method", "string", "the method's name in reports (PATE: the aggregator's config name, +semi method)"),
+    Field("method", "string", "the method's name in reports (PATE: the aggregator's config name, +semi method; "
+          "DP-SGD: dp_sgd, +model unless linear)"),
     Field("aggregator", "string", "PATE: the calibrated aggregator, with its noise and relation", **_METHOD),
     Field("mechanism", "string", "DP-SGD and Private-kNN: the calibrated mechanism, with its noise and relation",
           checked=False, **_METHOD),
@@ -88,6 +89,8 @@ FIELDS: tuple[Field, ...] = (
     Field("data", "string", "the dataset's name"),
     Field("reference", "object", "reference students (references=true): name -> their metrics", nullable=True),
     Field("versions", "object", "package, git commit, torch, python"),
+    Field("host", "object", "where and when the run ended: CPU model, logical CPUs, platform, CUDA device, UTC time",
+          checked=False),
     Field("artifacts", "object", "stage -> cache key of every artifact the run read"),
 )
 _BY_NAME = {field.name: field for field in FIELDS}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -49,3 +50,99 @@ def test_a_file_that_does_not_say_when_and_where_is_refused(tmp_path):
     (tmp_path / "old.json").write_text(json.dumps(record))
     with pytest.raises(ValueError, match=r"old.json: no commit, machine: a quoted figure says when"):
         figures.render(str(tmp_path / "old.json"))
+
+
+# ---- tables quoted from the committed reports' results.csv (benchmarks/report_figures.py) ----
+
+REPORTS = sorted(path.parent.name for path in (ROOT / "benchmarks" / "results").glob("*/results.csv"))
+# pages of findings that keep a typed table, and why
+TYPED_TABLES_ALLOWED = {"benchmarks/results/history_20_cnn_teachers.md": "its reports are no longer in the tree"}
+
+
+def test_every_committed_report_is_quoted_from_its_results_csv():
+    quoted = {match["file"].partition("#")[0] for page in figures.PAGES for match in
+              figures.BLOCK.finditer(page.read_text())}
+    assert REPORTS and {f"benchmarks/results/{name}/results.csv" for name in REPORTS} <= quoted
+
+
+@pytest.mark.parametrize("page", figures.PAGES, ids=lambda page: str(page.relative_to(ROOT)))
+def test_no_page_types_a_table_of_measured_figures(page):
+    """A markdown table row with two or more figures of three decimals or more, outside a rendered block, is a
+    figure typed by hand (the report tables are rendered from their results.csv)."""
+    name = str(page.relative_to(ROOT))
+    text = figures.BLOCK.sub("", page.read_text())
+    typed = [line for line in text.splitlines() if line.startswith("|") and len(re.findall(r"\b\d\.\d{3,}\b", line))
+             >= 2]
+    assert not typed or name in TYPED_TABLES_ALLOWED, typed[:3]
+
+
+def _write_sweep(directory: Path, rows: list[dict]) -> Path:
+    directory.mkdir()
+    columns = ["job", "status", "method", "neighbors", "delta", "target_epsilon", "seed", "answered_fraction",
+               "student_accuracy", "majority_class_accuracy", "versions.git"]
+    lines = [",".join(columns)] + [",".join(str(row.get(c, "")) for c in columns) for row in rows]
+    (directory / "results.csv").write_text("\n".join(lines) + "\n")
+    return directory / "results.csv"
+
+
+def _job(method, epsilon, seed, accuracy, answered=1.0, status="finished"):
+    return {"status": status, "method": method, "neighbors": "replace", "delta": "1e-06", "target_epsilon": epsilon,
+            "seed": seed, "answered_fraction": answered, "student_accuracy": accuracy,
+            "majority_class_accuracy": 0.5, "versions.git": "abc123"}
+
+
+def test_a_report_table_is_the_mean_over_seeds_with_its_gaps_said(tmp_path):
+    csv_path = _write_sweep(tmp_path / "sweep", [
+        _job("a", 1, 0, 0.70), _job("a", 1, 1, 0.80), _job("a", 2, 0, 0.90), _job("a", 2, 1, 0.90),
+        _job("b", 1, 0, "", answered=0.0), _job("b", 1, 1, "", answered=0.0),
+        _job("b", 2, 0, 0.95, answered=0.5), _job("b", 2, 1, "", answered=0.0),
+        _job("b", 2, 2, 0.10, status="failed"),  # a failed job is not a figure
+    ])
+    lines = figures.report_figures.render(csv_path, "sweep/results.csv", "")
+    assert lines[0].startswith("From `sweep/results.csv` (8 finished jobs; commit abc123; neighbors=replace; delta "
+                               "1e-06; date and machine not recorded")
+    assert "mean over seeds 0, 1 (largest sd 0.0707)" in lines[0]
+    assert lines[2:] == ["| method | 1 | 2 |", "|---|---:|---:|", "| `a` | 0.7500 | 0.9000 |",  # bold only among two or more means
+                         "| `b` | no answer | **0.9500** (25% answered, 1 of 2 seeds) |", "",
+                         "References (no privacy cost, the same queries and evaluation images): majority class "
+                         "0.5000."]
+    only = figures.report_figures.render(csv_path, "sweep/results.csv", "only=2&methods=b,a&sd=cell")
+    assert only[2:5] == ["| method | 2 |", "|---|---:|", "| `b` | **0.9500** (25% answered, 1 of 2 seeds) |"]
+    assert only[5] == "| `a` | 0.9000 ± 0.0000 |"
+
+
+@pytest.mark.parametrize("part, message", [
+    ("value=recall", r"value='recall', expected one of"),
+    ("colour=red", r"unknown option\(s\) \['colour'\]"),
+    ("only=3", r"not in the file: target_epsilon \['3'\]; the file has target_epsilon \['1'\]"),
+    ("methods=c", r"not in the file: methods \['c'\]"),
+    ("sd", r"expected key=value pairs"),
+])
+def test_a_report_table_that_asks_for_what_the_file_lacks_is_refused(tmp_path, part, message):
+    csv_path = _write_sweep(tmp_path / "sweep", [_job("a", 1, 0, 0.7)])
+    with pytest.raises(ValueError, match=message):
+        figures.report_figures.render(csv_path, "sweep/results.csv", part)
+
+
+def test_a_report_table_without_its_commit_is_refused(tmp_path):
+    job = _job("a", 1, 0, 0.7)
+    del job["versions.git"]
+    csv_path = _write_sweep(tmp_path / "sweep", [job])
+    with pytest.raises(ValueError, match="says which commit"):
+        figures.report_figures.render(csv_path, "sweep/results.csv", "")
+    (tmp_path / "sweep" / "report.md").write_text("# r\n\n- Versions: git 0123abc.\n")
+    assert "commit 0123abc" in figures.report_figures.render(csv_path, "sweep/results.csv", "")[0]
+
+
+def test_a_topk_table_is_the_recall_of_each_cell(tmp_path):
+    (tmp_path / "t").mkdir()
+    rows = ["setting,mechanism,k,neighbors,trials,recall_mean", "x,em,10,add_remove,5,0.5", "x,st,10,add_remove,5,1",
+            "y,em,10,add_remove,5,0.25", "y,st,10,add_remove,5,0.125", "y,em,50,add_remove,5,0.9"]
+    (tmp_path / "t" / "results.csv").write_text("\n".join(rows) + "\n")
+    (tmp_path / "t" / "report.md").write_text("# t\n\nVersions: git 0123abc; pate 0.1.0.\n")
+    lines = figures.report_figures.render(tmp_path / "t" / "results.csv", "t/results.csv", "where=k:10")
+    assert lines[0].startswith("From `t/results.csv` (commit 0123abc; neighbors=add_remove; 5 trials per cell, k = 10")
+    assert lines[2:] == ["| mechanism | x | y |", "|---|---:|---:|", "| `em` | 0.500 | **0.250** |",
+                         "| `st` | **1.000** | 0.125 |"]
+    with pytest.raises(ValueError, match="several cells"):
+        figures.report_figures.render(tmp_path / "t" / "results.csv", "t/results.csv", "")

@@ -21,6 +21,7 @@ from pate.data.readers import data_identity
 from pate.evaluation import label_metrics, majority_class_accuracy
 from pate.pipeline.checks import UserError, building, check_config, instantiate
 from pate.pipeline.graph import Dataset, features_stage, plain, queries_stage, reference_stage, views_stage
+from pate.pipeline.host import host
 from pate.pipeline.methods.base import Release, SharedStages
 from pate.run_record import check_record, ordered
 from student.semi import SemiSupervision
@@ -157,6 +158,7 @@ def evaluate(cfg: DictConfig, store: ArtifactStore, graph: Graph, data: Dataset,
         "data": str(cfg.data.name),
         "reference": None,
         "versions": {**code_version(), "torch": torch.__version__, "python": platform.python_version()},
+        "host": host(),
         "artifacts": {**graph.keys(), "student": main["student_key"]},
         **method.metrics(cfg, store, graph.release),
     }

@@ -102,8 +102,22 @@ def _what_was_run(summary: Summary) -> list[str]:
         f"- Sweep overrides: {' '.join(f'`{o}`' for o in sweep.overrides) or 'none'}.",
         "- Versions: " + "; ".join(f"{key} {_listing(runs, lambda run: run.metrics['versions'].get(key))}"
                                    for key in versions) + ".",
+        _where_and_when(runs),
     ]
     return lines
+
+
+def _where_and_when(runs) -> str:
+    """The machines the jobs ran on and the days they ended (metrics.json's ``host``; runs before it have none)."""
+    hosts = [run.metrics["host"] for run in runs if isinstance(run.metrics.get("host"), dict)]
+    if not hosts:
+        return "- Machines: not recorded by these runs."
+    machines = sorted({f"{h['cpu']} ({h['logical_cpus']} logical CPUs" + (f", {h['accelerator']}" if h.get(
+        "accelerator") else "") + ")" for h in hosts})
+    days = sorted(h["finished_utc"][:10] for h in hosts)
+    span = days[0] if days[0] == days[-1] else f"{days[0]} to {days[-1]}"
+    unrecorded = f" ({len(runs) - len(hosts)} jobs did not record theirs)" if len(hosts) < len(runs) else ""
+    return f"- Machines: {'; '.join(machines)}; finished {span} (UTC){unrecorded}."
 
 
 def _headline(summary: Summary, lines: tuple[Headline, ...]) -> list[str]:

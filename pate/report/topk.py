@@ -3,7 +3,8 @@
 The rows come from ``pate.experiments.topk.run_grid``. Panels (one table block and one subplot each) are
 the distinct values of the config's ``panel_by`` keys; within a panel the x-axis is ``x_axis`` (k or
 the setting) and there is one series per mechanism, with +- one standard deviation over trials.
-Output is deterministic: no timestamps, no timings (speed lives in ``benchmarks/``), rows in grid order.
+Output is deterministic for a given commit (named in the report's Versions line): no timestamps, no timings (speed
+lives in ``benchmarks/``), rows in grid order.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import yaml
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from pate.artifacts import code_version
 from pate.io import atomic_write_bytes
 
 __all__ = ["CSV_COLUMNS", "write_topk_report"]
@@ -166,6 +168,7 @@ def write_topk_report(rows: list[dict], config: dict[str, Any], out_dir) -> dict
         "Data: " + "; ".join(sources) + ".", "",
         f"Mechanisms: {', '.join(mechanisms)}. Unknown-domain cut-off kbar = {config['kbar_factor']} x k "
         "(LD, TS, StableTopK).", "",
+        "Versions: " + "; ".join(f"{key} {value}" for key, value in sorted(code_version().items())) + ".", "",
         f"![recall]({FIGURE})", "",
         "## Recall", "",
         *_table(rows, panel_by, x_axis),

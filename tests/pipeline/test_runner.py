@@ -172,7 +172,7 @@ def test_same_config_and_seed_give_identical_metrics(tiny_cfg, tmp_path):
     is what makes two sweeps with the same configs and seeds give identical report tables."""
     runs = [run(tiny_cfg(f"paths.cache_dir={tmp_path / name}"), output_dir=tmp_path / name / "run")
             for name in ("a", "b")]
-    drop = ("versions",)
+    drop = ("versions", "host")
     a, b = ({k: v for k, v in m.items() if k not in drop} for m in runs)
     assert a == b
 
@@ -242,7 +242,7 @@ def test_a_tiny_semi_supervised_run_is_deterministic(make_name, method, request,
     make = request.getfixturevalue(make_name)
     runs = [run(make(f"student.semi.method={method}", f"paths.cache_dir={tmp_path / name}"),
                 output_dir=tmp_path / name / "run") for name in ("a", "b")]
-    drop = ("versions",)
+    drop = ("versions", "host")
     assert [{k: v for k, v in r.items() if k not in drop} for r in runs][0] == \
         {k: v for k, v in runs[1].items() if k not in drop}
     assert runs[0]["student_accuracy"] is not None and runs[0]["method"].endswith(f"+{method}")

@@ -161,7 +161,9 @@ class DPSGD:
 
     def metrics(self, cfg: DictConfig, store: ArtifactStore, release: Release) -> dict[str, Any]:
         event = self.event
-        return {"method": "dp_sgd", "mechanism": self.name(event), "target_epsilon": cfg.privacy.target_epsilon,
+        # the linear probe keeps the plain name its committed reports use; a CNN gets its own row in a report
+        method = "dp_sgd" if self.model == "linear" else f"dp_sgd+{self.model}"
+        return {"method": method, "mechanism": self.name(event), "target_epsilon": cfg.privacy.target_epsilon,
                 "noise": {"noise_multiplier": event.noise_multiplier, "clip_norm": self.clip_norm},
                 "noise_multiplier": event.noise_multiplier, "sampling_rate": event.sampling_rate,
                 "steps": event.steps,

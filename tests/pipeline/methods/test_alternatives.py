@@ -41,7 +41,7 @@ def test_dp_sgd_runs_end_to_end_and_releases_its_model(tiny_cfg, tmp_path, relat
 
 def test_dp_sgd_trains_a_cnn_from_scratch_on_the_images(tiny_cfg, tmp_path):
     metrics = run(tiny_cfg(*DP_SGD, "method.model=small_cnn", "method.width=4", "method.lr=0.5"), output_dir=tmp_path)
-    assert "DP-SGD(small_cnn, width 4" in metrics["privacy"]
+    assert "DP-SGD(small_cnn, width 4" in metrics["privacy"] and metrics["method"] == "dp_sgd+small_cnn"
     assert 0 <= metrics["student_accuracy"] <= 1 and metrics["answered"] == 40
 
 
