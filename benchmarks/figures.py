@@ -166,26 +166,35 @@ def _over_seeds(values: list[float]) -> str:
 
 def teacher_levers(record: dict[str, Any], file: str) -> list[str]:
     low, high = (str(e) for e in record["epsilons"])
-    lines = [f"{_when_and_where(record, file)}; {record['neighbors']}, delta {record['delta']:g}; a features stage "
-             f"read from the cache (the same features as a row above) says so."]
+    lines = [f"{_when_and_where(record, file)}; {record['neighbors']}, delta {record['delta']:g}; a stage read from "
+             f"the cache (built by a row above) says so."]
     titles = {"filters": "The random-patch filter bank (3 x 3 grid):",
               "pool": "The pooling grid (256 filters; the 3 x 3 default is the first row above):",
-              "teachers": "The number of teachers (labels: TauPATE's released labels on the queries):"}
+              "teachers": "The number of teachers (labels: TauPATE's released labels on the queries):",
+              "faces": "More faces per teacher: CelebA's scale (labels: TauPATE's released labels on the queries; "
+                       "the data stage generates and decodes the images; the first run builds every stage):"}
+
+    def seconds(value: float | None) -> str:
+        return "from the cache" if value is None else f"{value:.0f} s"
+
     for lever, title in titles.items():
         rows = [row for row in record["rows"] if row["lever"] == lever]
         if not rows:
             continue
-        labels = " labels, epsilon " + f"{low} / {high} |" if lever == "teachers" else ""
-        lines += ["", title, "", f"| variant | teacher | vote |{labels} student, epsilon {low} | student, epsilon "
-                  f"{high} | student on the vote | features stage | features on disk |",
-                  "|---|" + "---:|" * (8 if lever == "teachers" else 7)]
+        labelled, timed = lever in ("teachers", "faces"), lever == "faces"
+        header = (f"| variant | teacher | vote |{' labels, epsilon ' + f'{low} / {high} |' if labelled else ''} "
+                  f"student, epsilon {low} | student, epsilon {high} | student on the vote | "
+                  f"{'data stage | ' if timed else ''}features stage | features on disk |"
+                  f"{' first run |' if timed else ''}")
+        lines += ["", title, "", header, "|---|" + "---:|" * header.count(" | ")]
         for row in rows:
-            seconds = "from the cache" if row["features_seconds"] is None else f"{row['features_seconds']:.0f} s"
             label_cells = (f" {100 * row['labels'][low][0]:.1f}% / {100 * row['labels'][high][0]:.1f}% |"
-                           if lever == "teachers" else "")
+                           if labelled else "")
             lines.append(f"| {row['label']} | {100 * row['teacher']:.2f}% | {100 * row['vote']:.2f}% |{label_cells} "
                          f"{_over_seeds(row['students'][low])} | {_over_seeds(row['students'][high])} | "
-                         f"{row['student_on_vote']:.4f} | {seconds} | {_gigabytes(row['features_bytes'])} |")
+                         f"{row['student_on_vote']:.4f} | {seconds(row['data_seconds']) + ' | ' if timed else ''}"
+                         f"{seconds(row['features_seconds'])} | {_gigabytes(row['features_bytes'])} |"
+                         f"{' ' + _minutes(row['first_run_s']) + ' |' if timed else ''}")
     return lines
 
 

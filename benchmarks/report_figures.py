@@ -13,7 +13,8 @@ which table, as ``key=value`` pairs joined by ``&``::
   caption).
 
 The caption says which file, which jobs, which commit(s), relation and delta, and -- where the runs recorded them
-(metrics.json's ``host``) -- the date and the machine.
+(metrics.json's ``host``) -- the date and the machine. A top-k experiment's results.csv (``python topk.py``) has its
+own table, of recall: :func:`render_topk`.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["VALUES", "render"]
+__all__ = ["VALUES", "render", "render_topk"]
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,8 @@ AXES = {"target_epsilon": "target epsilon", "queries": "public queries Q"}
 OPTIONS = ("value", "by", "only", "methods", "sd")
 
 
-def _options(part: str, file: str) -> dict[str, str]:
+def _pairs(part: str, file: str, allowed: tuple[str, ...]) -> dict[str, str]:
+    """The ``key=value`` pairs of a block's part, each key one of ``allowed`` and given once."""
     pairs = [pair.partition("=") for pair in part.split("&")] if part else []
     malformed = [key for key, equals, _ in pairs if not equals]
     if malformed:
@@ -59,14 +61,18 @@ def _options(part: str, file: str) -> dict[str, str]:
     parsed: dict[str, list[str]] = {}
     for key, _, text in pairs:
         parsed.setdefault(key, []).append(text)
-    unknown = sorted(set(parsed) - set(OPTIONS))
+    unknown = sorted(set(parsed) - set(allowed))
     if unknown:
-        raise ValueError(f"{file}#{part}: unknown option(s) {unknown}; expected some of {list(OPTIONS)}")
+        raise ValueError(f"{file}#{part}: unknown option(s) {unknown}; expected some of {list(allowed)}")
     repeated = sorted(key for key, values in parsed.items() if len(values) > 1)
     if repeated:
         raise ValueError(f"{file}#{part}: option(s) {repeated} given twice")
+    return {key: values[0] for key, values in parsed.items()}
+
+
+def _options(part: str, file: str) -> dict[str, str]:
     options = {"value": "student_accuracy", "by": "target_epsilon", "only": "", "methods": "", "sd": "caption"}
-    options.update({key: values[0] for key, values in parsed.items()})
+    options.update(_pairs(part, file, OPTIONS))
     if options["value"] not in VALUES:
         raise ValueError(f"{file}#{part}: value={options['value']!r}, expected one of {sorted(VALUES)}")
     if options["by"] not in AXES:
@@ -262,11 +268,7 @@ def render_topk(rows: list[dict[str, str]], path: Path, file: str, part: str) ->
     (comma-separated, default ``setting``), over the cells that match ``where`` (``column:value`` pairs joined by
     commas, e.g. ``where=k:10``); ``mechanisms`` picks and orders the rows. The recall of a cell is a fixed function
     of the commit and the seeds (no timing), so the caption names the commit, not a machine."""
-    pairs = [pair.partition("=") for pair in part.split("&")] if part else []
-    options = {key: text for key, _, text in pairs}
-    unknown = sorted(set(options) - set(TOPK_OPTIONS)) + [key for key, equals, _ in pairs if not equals]
-    if unknown or len(options) < len(pairs):
-        raise ValueError(f"{file}#{part}: expected key=value pairs of {list(TOPK_OPTIONS)}, each once; got {unknown}")
+    options = _pairs(part, file, TOPK_OPTIONS)
     by = options.get("by", "setting").split(",")
     where = dict(condition.partition(":")[::2] for condition in options["where"].split(",")) \
         if options.get("where") else {}

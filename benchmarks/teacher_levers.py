@@ -6,11 +6,14 @@ timed).
 
     python benchmarks/teacher_levers.py                                         # the table on stdout
     python benchmarks/teacher_levers.py --json benchmarks/results/teacher_levers.json   # the file the docs quote
+    python benchmarks/teacher_levers.py --levers faces --json benchmarks/results/teacher_levers_faces.json
 
 Per variant: teacher accuracy, the teachers' non-private majority vote on the 600 queries ("vote"), TauPATE's
-released labels and the head student at each epsilon, the student on the non-private vote, the features stage's
-seconds and its size on disk. Variants with several ``seeds`` repeat the two epsilons with those seeds of the noise
-and the student (the same teachers). A default is chosen on the vote, never on the students' accuracy on the
+released labels and the head student at each epsilon, the student on the non-private vote, the data and features
+stages' seconds where the variant built them, the features' size on disk, and the wall time of the variant's first
+run. The ``faces`` lever generates its larger data set in the fresh root (only the default data is copied in), so
+its data stage is timed from scratch. Variants with several ``seeds`` repeat the two epsilons with those seeds of
+the noise and the student (the same teachers). A default is chosen on the vote, never on the students' accuracy on the
 evaluation images, which is reported but may not be tuned on.
 """
 
@@ -41,22 +44,38 @@ VARIANTS = [
     ("teachers", "T = 400, 3 x 3", ["partition.num_teachers=400"], (0,)),
     ("teachers", "T = 200, 4 x 4", ["partition.num_teachers=200", "features.extractor.pool=4"], (0,)),
     ("teachers", "T = 400, 4 x 4", ["partition.num_teachers=400", "features.extractor.pool=4"], (0,)),
+    # CelebA's scale: 200,000 images in CelebA's proportions give 160,680 private faces
+    ("faces", "200,000 images, T = 800, 4 x 4", ["data.synthetic.num_images=200000", "features.extractor.pool=4"],
+     (0, 1, 2)),
+    ("faces", "200,000 images, T = 400, 4 x 4", ["data.synthetic.num_images=200000", "features.extractor.pool=4",
+                                                 "partition.num_teachers=400"], (0, 1, 2)),
+    ("faces", "200,000 images, T = 800, 3 x 3", ["data.synthetic.num_images=200000"], (0,)),
+    ("faces", "150,000 images, T = 400, 4 x 4", ["data.synthetic.num_images=150000", "features.extractor.pool=4",
+                                                 "partition.num_teachers=400"], (0,)),
 ]
+DEFAULT_DATA = "synthetic_celeba_n100000_px64_seed0"  # conf/data/synthetic.yaml's root at its defaults
+LEVERS = tuple(dict.fromkeys(lever for lever, *_ in VARIANTS))
 
 
-def features_seconds(log: str) -> float | None:
-    """Seconds from 'features: building' to the next stage's line; None when the stage came from the cache."""
+def stage_seconds(log: str, stage: str) -> float | None:
+    """Seconds from '<stage>: building' to the next stage's line; None when the stage came from the cache. The data
+    stage (generating and decoding the images, or finding them on disk) has no such line: it runs from the run's
+    first line to 'partition: building' (None when the partition came from the cache)."""
     stamps = log_stamps(log)
+    if stage == "data":
+        data = [end for end, text in stamps if text.startswith("partition: building")]
+        return round((data[0] - stamps[0][0]).total_seconds(), 1) if data else None
     for (start, text), (end, _) in zip(stamps, stamps[1:]):
-        if text.startswith("features: building"):
+        if text.startswith(f"{stage}: building"):
             return round((end - start).total_seconds(), 1)
     return None
 
 
-def run(root: Path, overrides: list[str], epsilon: float, seed: int) -> tuple[dict, str]:
-    log, _ = run_command([sys.executable, "train.py", *overrides, f"privacy.target_epsilon={epsilon}", f"seed={seed}",
-                          "references=true", "progress=false"], {**os.environ, "PROJECT_ROOT": str(root)})
-    return run_metrics(log), log
+def run(root: Path, overrides: list[str], epsilon: float, seed: int) -> tuple[dict, str, float]:
+    log, wall = run_command([sys.executable, "train.py", *overrides, f"privacy.target_epsilon={epsilon}",
+                             f"seed={seed}", "references=true", "progress=false"],
+                            {**os.environ, "PROJECT_ROOT": str(root)})
+    return run_metrics(log), log, wall
 
 
 def variant(root: Path, overrides: list[str], seeds: tuple[int, ...]) -> dict:
@@ -64,9 +83,10 @@ def variant(root: Path, overrides: list[str], seeds: tuple[int, ...]) -> dict:
                     "labels": {str(e): [] for e in EPSILONS}}
     for seed in seeds:
         for epsilon in EPSILONS:
-            metrics, log = run(root, overrides, epsilon, seed)
+            metrics, log, wall = run(root, overrides, epsilon, seed)
             if "features_seconds" not in result:
-                result["features_seconds"] = features_seconds(log)
+                result.update(first_run_s=round(wall, 1), data_seconds=stage_seconds(log, "data"),
+                              features_seconds=stage_seconds(log, "features"))
                 features = root / "cache" / "features" / metrics["artifacts"]["features"]
                 result["features_bytes"] = sum(f.stat().st_size for f in features.rglob("*") if f.is_file())
             vote = metrics["reference"]["majority_vote"]
@@ -80,14 +100,17 @@ def variant(root: Path, overrides: list[str], seeds: tuple[int, ...]) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", type=Path, help="also write the figures here (with the date, commit and machine)")
+    parser.add_argument("--levers", nargs="+", choices=LEVERS, default=list(LEVERS),
+                        help="measure only these levers (default: all)")
     parser.add_argument("--data", type=Path, default=ROOT / "data", help="where the default data already is "
                         "(copied into the fresh PROJECT_ROOT; generated there when absent)")
     args = parser.parse_args(argv)
     record, rows = header("benchmarks/teacher_levers.py", time.time()), []
     with tempfile.TemporaryDirectory(prefix="pate-levers-") as root:
-        if args.data.is_dir():
-            shutil.copytree(args.data, Path(root) / "data", symlinks=True)
-        for lever, label, overrides, seeds in VARIANTS:
+        default_data = args.data / DEFAULT_DATA
+        if default_data.is_dir():  # only the default set: a lever's own data is generated, and timed, here
+            shutil.copytree(default_data, Path(root) / "data" / DEFAULT_DATA, symlinks=True)
+        for lever, label, overrides, seeds in (v for v in VARIANTS if v[0] in args.levers):
             rows.append({"lever": lever, "label": label, **variant(Path(root), overrides, seeds)})
             row = rows[-1]
             print(f"{label}: teacher {row['teacher']:.4f}, vote {row['vote']:.4f}, students "

@@ -102,7 +102,8 @@ def test_a_report_table_is_the_mean_over_seeds_with_its_gaps_said(tmp_path):
     assert lines[0].startswith("From `sweep/results.csv` (8 finished jobs; commit abc123; neighbors=replace; delta "
                                "1e-06; date and machine not recorded")
     assert "mean over seeds 0, 1 (largest sd 0.0707)" in lines[0]
-    assert lines[2:] == ["| method | 1 | 2 |", "|---|---:|---:|", "| `a` | 0.7500 | 0.9000 |",  # bold only among two or more means
+    # a column's best is bold only among two or more means
+    assert lines[2:] == ["| method | 1 | 2 |", "|---|---:|---:|", "| `a` | 0.7500 | 0.9000 |",
                          "| `b` | no answer | **0.9500** (25% answered, 1 of 2 seeds) |", "",
                          "References (no privacy cost, the same queries and evaluation images): majority class "
                          "0.5000."]
