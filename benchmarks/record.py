@@ -5,6 +5,7 @@ pages' marked blocks, and tests/test_docs_figures.py checks that every block is 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import platform
@@ -28,9 +29,12 @@ def machine() -> dict[str, Any]:
     """The CPU model, the logical CPUs, the OS and the Python and numpy versions of this machine."""
     import numpy as np
 
-    from pate.pipeline.host import cpu_model
-
-    return {"cpu": cpu_model(), "logical_cpus": os.cpu_count(), "platform": platform.platform(),
+    # pate/host.py by path, not by import: a benchmark run from a worktree reads that tree's file, whatever
+    # checkout the environment's editable install points at (the module imports nothing of pate)
+    spec = importlib.util.spec_from_file_location("pate_host", ROOT / "pate" / "host.py")
+    host = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(host)
+    return {"cpu": host.cpu_model(), "logical_cpus": os.cpu_count(), "platform": platform.platform(),
             "python": platform.python_version(), "numpy": np.__version__}
 
 

@@ -19,9 +19,9 @@ from pate.artifacts import ArtifactStore, Stage, atomic_write_json, code_version
 from pate.data.partition import check_partition_config, read_queries
 from pate.data.readers import data_identity
 from pate.evaluation import label_metrics, majority_class_accuracy
+from pate.host import host
 from pate.pipeline.checks import UserError, building, check_config, instantiate
 from pate.pipeline.graph import Dataset, features_stage, plain, queries_stage, reference_stage, views_stage
-from pate.pipeline.host import host
 from pate.pipeline.methods.base import Release, SharedStages
 from pate.run_record import check_record, ordered
 from student.semi import SemiSupervision

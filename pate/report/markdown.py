@@ -116,7 +116,9 @@ def _where_and_when(runs) -> str:
         "accelerator") else "") + ")" for h in hosts})
     days = sorted(h["finished_utc"][:10] for h in hosts)
     span = days[0] if days[0] == days[-1] else f"{days[0]} to {days[-1]}"
-    unrecorded = f" ({len(runs) - len(hosts)} jobs did not record theirs)" if len(hosts) < len(runs) else ""
+    missing = len(runs) - len(hosts)
+    unrecorded = f" ({missing} job{'s' if missing > 1 else ''} did not record {'theirs' if missing > 1 else 'its'})" \
+        if missing else ""
     return f"- Machines: {'; '.join(machines)}; finished {span} (UTC){unrecorded}."
 
 

@@ -1,6 +1,7 @@
 """The whole report, through write_report and the CLI: files, content, determinism, relation, errors."""
 
 import csv
+import json
 import struct
 import subprocess
 import sys
@@ -133,3 +134,18 @@ def test_the_report_kind_is_named_by_the_sweep_never_guessed(sweep_dir, tmp_path
     assert write_report(sweep_dir, tmp_path / "out", kind="accuracy_vs_epsilon").files
     with pytest.raises(ValueError, match=r"report kind 'vibes' is unknown; expected one of \['accuracy_vs_epsilon'"):
         write_report(sweep_dir, kind="vibes")
+
+
+def test_the_report_says_where_and_when_its_jobs_ran(sweep_factory, tmp_path):
+    sweep = sweep_factory(tmp_path / "s")
+    write_report(sweep)
+    assert "- Machines: not recorded by these runs.\n" in (sweep / "report.md").read_text()
+    jobs = sorted(sweep.glob("*/metrics.json"))
+    for index, path in enumerate(jobs[:-1]):  # the last job predates the host record
+        metrics = json.loads(path.read_text())
+        metrics["host"] = {"cpu": "AMD EPYC", "logical_cpus": 2, "platform": "Linux", "finished_utc":
+                           f"2026-11-2{4 + index % 2}T10:00:00Z", "accelerator": "NVIDIA H100" if index == 0 else None}
+        path.write_text(json.dumps(metrics))
+    write_report(sweep)
+    assert (f"- Machines: AMD EPYC (2 logical CPUs); AMD EPYC (2 logical CPUs, NVIDIA H100); finished 2026-11-24 to "
+            f"2026-11-25 (UTC) (1 job did not record its).\n") in (sweep / "report.md").read_text()
