@@ -112,7 +112,11 @@ class _Cell:
     values: tuple[float, ...]  # the seeds that have a value
     answered: float | None  # mean fraction of the queries answered
 
-    def text(self, value: Value, with_sd: bool, best: bool) -> str:
+    def mean(self, digits: int) -> float:
+        return round(_mean_sd(list(self.values))[0], digits)
+
+    def text(self, value: Value, with_sd: bool, best: float | None) -> str:
+        """The cell as a page shows it; bold where its mean, as shown, is the column's ``best``."""
         answered = f"{100 * self.answered:.2g}% answered" if self.answered is not None and self.answered < 0.995 \
             else ""
         if not self.values:
@@ -121,7 +125,7 @@ class _Cell:
             return f"no value ({answered})" if answered else "no value"
         mean, sd = _mean_sd(list(self.values))
         number = f"{mean:.{value.digits}f}"
-        text = f"**{number}**" if best else number
+        text = f"**{number}**" if best is not None and self.mean(value.digits) == best else number
         if with_sd and len(self.values) > 1:
             text += f" ± {sd:.{value.digits}f}"
         notes = [answered] if answered else []
@@ -205,6 +209,32 @@ def render(path: Path, file: str, part: str) -> list[str]:
         return render_topk(rows, path, file, part)
     options = _options(part, file)
     value, by = VALUES[options["value"]], options["by"]
+    axis, methods = _selection(rows, options, file, part)
+    shown = [row for row in rows if row["method"] in methods and _point(row[by]) in axis]
+    cells = {(method, point): _cell(shown, method, by, point, options["value"]) for method in methods
+             for point in axis}
+    best = _best(cells, methods, axis, value)
+    sds = [_mean_sd(list(c.values))[1] for c in cells.values() if len(c.values) > 1]
+    spread = f" (largest sd {max(sds):.{value.digits}f})" if sds and options["sd"] == "caption" else ""
+    spread = " ± sd" if sds and options["sd"] == "cell" else spread
+    notes = ["bold: the best mean in each column"] if best else []
+    if any(c.answered is not None and c.answered < 0.995 for c in cells.values()):
+        notes.append("in brackets the fraction of queries answered where not all (\"no answer\": none in any seed)")
+    what = value.what + (" (`dp_sgd`: the released model itself, no student)" if "dp_sgd" in methods else "")
+    caption = (f"From `{file}` ({_provenance(shown, len(rows), path, file)}): {what}, by {AXES[by]}, mean over "
+               f"seeds {', '.join(_distinct(shown, 'seed'))}{spread}" + "".join(f"; {note}" for note in notes) + ".")
+    lines = [caption, "", f"| method | {' | '.join(_axis_label(v) for v in axis)} |", "|---|" + "---:|" * len(axis)]
+    lines += [f"| `{method}` | " + " | ".join(cells[method, point].text(value, options["sd"] == "cell",
+                                                                          best.get(point)) for point in axis) + " |"
+              for method in methods]
+    references = _references(shown, options["value"])
+    return lines + (["", references] if references else [])
+
+
+def _selection(rows: list[dict[str, str]], options: dict[str, str], file: str, part: str
+               ) -> tuple[list[float | None], list[str]]:
+    """The axis values and the methods a table shows, each checked against the file."""
+    by = options["by"]
     for column in ("method", "seed", by, options["value"]):
         if not rows or column not in rows[0]:
             raise ValueError(f"{file}: no column {column!r} (or no finished job) for the table {part!r}")
@@ -218,46 +248,27 @@ def render(path: Path, file: str, part: str) -> list[str]:
         absent = ([f"{by} {missing}"] if missing else []) + ([f"methods {unknown}"] if unknown else [])
         raise ValueError(f"{file}#{part}: not in the file: {' and '.join(absent)}; the file has {by} "
                          f"{[_axis_label(v) for v in in_file]} and methods {methods_in_file}")
-    shown = [row for row in rows if row["method"] in methods and _point(row[by]) in axis]
-    cells: dict[tuple[str, float | None], _Cell] = {}
-    for method in methods:
-        for point in axis:
-            jobs = [row for row in shown if row["method"] == method and _point(row[by]) == point]
-            answered = [v for v in (_number(row.get("answered_fraction")) for row in jobs) if v is not None
-                        and options["value"] not in ("answered_fraction", "released_label_fraction")]
-            cells[method, point] = _Cell(len(jobs), tuple(v for v in (_number(row[options["value"]]) for row in jobs)
-                                                         if v is not None),
-                                         sum(answered) / len(answered) if answered else None)
+    return axis, methods
+
+
+def _cell(rows: list[dict[str, str]], method: str, by: str, point: float | None, column: str) -> _Cell:
+    jobs = [row for row in rows if row["method"] == method and _point(row[by]) == point]
+    # the answered fraction qualifies a score, not a count of what was released
+    answered = [] if column in ("answered_fraction", "released_label_fraction") else \
+        [v for v in (_number(row.get("answered_fraction")) for row in jobs) if v is not None]
+    return _Cell(len(jobs), tuple(v for v in (_number(row[column]) for row in jobs) if v is not None),
+                 sum(answered) / len(answered) if answered else None)
+
+
+def _best(cells: dict[tuple[str, float | None], _Cell], methods: list[str], axis: list[float | None], value: Value
+          ) -> dict[float | None, float]:
+    """Per axis value, the best mean as shown (rounded), where two or more methods have one and higher is better."""
     best: dict[float | None, float] = {}
-    if value.higher_is_better:
-        for point in axis:
-            means = [round(_mean_sd(list(cells[m, point].values))[0], value.digits) for m in methods
-                     if cells[m, point].values]
-            if len(means) > 1:
-                best[point] = max(means)
-
-    def is_best(method: str, point: float | None) -> bool:
-        cell = cells[method, point]
-        return point in best and bool(cell.values) and round(_mean_sd(list(cell.values))[0], value.digits) == \
-            best[point]
-
-    seeds = ", ".join(_distinct(shown, "seed"))
-    sds = [_mean_sd(list(c.values))[1] for c in cells.values() if len(c.values) > 1]
-    spread = f" (largest sd {max(sds):.{value.digits}f})" if sds and options["sd"] == "caption" else ""
-    spread = " ± sd" if sds and options["sd"] == "cell" else spread
-    notes = ["bold: the best mean in each column"] if best else []
-    if any(c.answered is not None and c.answered < 0.995 for c in cells.values()):
-        notes.append("in brackets the fraction of queries answered where not all (\"no answer\": none in any seed)")
-    what = value.what + (" (`dp_sgd`: the released model itself, no student)" if "dp_sgd" in methods else "")
-    caption = (f"From `{file}` ({_provenance(shown, len(rows), path, file)}): {what}, by {AXES[by]}, mean over "
-               f"seeds {seeds}{spread}" + "".join(f"; {note}" for note in notes) + ".")
-    lines = [caption, "", f"| method | {' | '.join(_axis_label(v) for v in axis)} |", "|---|" + "---:|" * len(axis)]
-    def cell_text(method: str, point: float | None) -> str:
-        return cells[method, point].text(value, options["sd"] == "cell", is_best(method, point))
-
-    lines += [f"| `{method}` | {' | '.join(cell_text(method, point) for point in axis)} |" for method in methods]
-    references = _references(shown, options["value"])
-    return lines + (["", references] if references else [])
+    for point in axis:
+        means = [cells[m, point].mean(value.digits) for m in methods if cells[m, point].values]
+        if value.higher_is_better and len(means) > 1:
+            best[point] = max(means)
+    return best
 
 
 TOPK_OPTIONS = ("by", "where", "mechanisms")
