@@ -147,5 +147,5 @@ def test_the_report_says_where_and_when_its_jobs_ran(sweep_factory, tmp_path):
                            f"2026-11-2{4 + index % 2}T10:00:00Z", "accelerator": "NVIDIA H100" if index == 0 else None}
         path.write_text(json.dumps(metrics))
     write_report(sweep)
-    assert (f"- Machines: AMD EPYC (2 logical CPUs); AMD EPYC (2 logical CPUs, NVIDIA H100); finished 2026-11-24 to "
-            f"2026-11-25 (UTC) (1 job did not record its).\n") in (sweep / "report.md").read_text()
+    assert ("- Machines: AMD EPYC (2 logical CPUs); AMD EPYC (2 logical CPUs, NVIDIA H100); finished 2026-11-24 to "
+            "2026-11-25 (UTC) (1 job did not record its).\n") in (sweep / "report.md").read_text()
