@@ -172,7 +172,8 @@ def teacher_levers(record: dict[str, Any], file: str) -> list[str]:
               "pool": "The pooling grid (256 filters; the 3 x 3 default is the first row above):",
               "teachers": "The number of teachers (labels: TauPATE's released labels on the queries):",
               "faces": "More faces per teacher: CelebA's scale (labels: TauPATE's released labels on the queries; "
-                       "the data stage generates and decodes the images; the first run builds every stage):"}
+                       "the data stage generates and decodes a new data set, or reads one a row above made; the first run "
+                       "builds every stage not in the cache):"}
 
     def seconds(value: float | None) -> str:
         return "from the cache" if value is None else f"{value:.0f} s"
