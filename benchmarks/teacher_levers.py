@@ -13,8 +13,9 @@ released labels and the head student at each epsilon, the student on the non-pri
 stages' seconds where the variant built them, the features' size on disk, and the wall time of the variant's first
 run. The ``faces`` lever generates its larger data set in the fresh root (only the default data is copied in), so
 its data stage is timed from scratch. Variants with several ``seeds`` repeat the two epsilons with those seeds of
-the noise and the student (the same teachers). A default is chosen on the vote, never on the students' accuracy on the
-evaluation images, which is reported but may not be tuned on.
+the noise and the student (the same teachers). A default is chosen on the public queries (the accuracy of the vote
+and of the released labels there) and on the time budget, never on the students' accuracy on the evaluation
+images, which is reported but may not be tuned on.
 """
 
 from __future__ import annotations
