@@ -164,6 +164,10 @@ def _over_seeds(values: list[float]) -> str:
     return f"{mean:.4f} ± {sd:.4f} ({len(values)} seeds)"
 
 
+def _percent(fraction: float | None, digits: int = 2) -> str:
+    return "-" if fraction is None else f"{100 * fraction:.{digits}f}%"
+
+
 def teacher_levers(record: dict[str, Any], file: str) -> list[str]:
     low, high = (str(e) for e in record["epsilons"])
     lines = [f"{_when_and_where(record, file)}; {record['neighbors']}, delta {record['delta']:g}; a stage read from "
@@ -172,8 +176,8 @@ def teacher_levers(record: dict[str, Any], file: str) -> list[str]:
               "pool": "The pooling grid (256 filters; the 3 x 3 default is the first row above):",
               "teachers": "The number of teachers (labels: TauPATE's released labels on the queries):",
               "faces": "More faces per teacher: CelebA's scale (labels: TauPATE's released labels on the queries; "
-                       "the data stage generates and decodes a new data set, or reads one a row above made; the first run "
-                       "builds every stage not in the cache):"}
+                       "the data stage generates and decodes a new data set, or reads one a row above made; the "
+                       "first run builds every stage not in the cache):"}
 
     def seconds(value: float | None) -> str:
         return "from the cache" if value is None else f"{value:.0f} s"
@@ -189,13 +193,17 @@ def teacher_levers(record: dict[str, Any], file: str) -> list[str]:
                   f"{' first run |' if timed else ''}")
         lines += ["", title, "", header, "|---|" + "---:|" * header.count(" | ")]
         for row in rows:
-            label_cells = (f" {100 * row['labels'][low][0]:.1f}% / {100 * row['labels'][high][0]:.1f}% |"
-                           if labelled else "")
-            lines.append(f"| {row['label']} | {100 * row['teacher']:.2f}% | {100 * row['vote']:.2f}% |{label_cells} "
-                         f"{_over_seeds(row['students'][low])} | {_over_seeds(row['students'][high])} | "
-                         f"{row['student_on_vote']:.4f} | {seconds(row['data_seconds']) + ' | ' if timed else ''}"
+            lines.append(f"| {row['label']} | {_percent(row['teacher'])} | {_percent(row['vote'])} |"
+                         + (f" {_percent(row['labels'][low][0], 1)} / {_percent(row['labels'][high][0], 1)} |"
+                            if labelled else "")
+                         + f" {_over_seeds(row['students'][low])} | {_over_seeds(row['students'][high])} | "
+                         f"{'-' if row['student_on_vote'] is None else format(row['student_on_vote'], '.4f')} | "
+                         f"{seconds(row['data_seconds']) + ' | ' if timed else ''}"
                          f"{seconds(row['features_seconds'])} | {_gigabytes(row['features_bytes'])} |"
                          f"{' ' + _minutes(row['first_run_s']) + ' |' if timed else ''}")
+    if any(row.get("method", "").startswith("dp_sgd") for row in record["rows"]):
+        lines += ["", "A DP-SGD row has no teachers, vote or released labels (\"-\"); its students are the released "
+                      "linear probe itself, trained on every private record (docs/methods.md)."]
     return lines
 
 
