@@ -14,8 +14,10 @@ METHODS, EPSILONS, SEEDS = ("gaussian_pate", "tau_pate"), (100.0, 200.0), (0, 1)
 
 
 @pytest.fixture(scope="module")
-def sweep_dir(shared_root) -> Path:
-    out = shared_root / "sweep"
+def sweep_dir(shared_root, tmp_path_factory) -> Path:
+    # a fresh sweep directory each time the fixture is set up: pytest-xdist's worksteal may split this module's
+    # tests so that one worker sets it up twice, and a second sweep into the first one's directory is refused
+    out = tmp_path_factory.mktemp("sweep")
     args = ["-m", "debug=tiny", "references=true", f"aggregator={','.join(METHODS)}",
             f"privacy.target_epsilon={','.join(map(str, EPSILONS))}", f"seed={','.join(map(str, SEEDS))}",
             f"paths.root_dir={shared_root}", f"hydra.sweep.dir={out}"]
