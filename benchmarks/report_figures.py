@@ -33,14 +33,15 @@ class Value:
     what: str
     higher_is_better: bool | None  # None: not a score, no column has a best
     digits: int = 4
+    on_answered: bool = False  # scored on the answered queries only: a best among different sets is no best
 
 
 # what a column means in a caption; a value that is not a DP guarantee says so here
 VALUES = {
     "student_accuracy": Value("student accuracy on the evaluation images", True),
     "student_f1": Value("student macro F1 on the evaluation images", True),
-    "label_accuracy": Value("accuracy of the released labels on the answered queries", True),
-    "label_f1": Value("micro F1 of the released labels on the answered queries", True),
+    "label_accuracy": Value("accuracy of the released labels on the answered queries", True, on_answered=True),
+    "label_f1": Value("micro F1 of the released labels on the answered queries", True, on_answered=True),
     "mean_k": Value("mean number of labels released per answered query", None, 2),
     "answered_fraction": Value("fraction of the queries answered", None, 3),
     "released_label_fraction": Value("fraction of the (query, label) pairs released", None, 3),
@@ -112,20 +113,25 @@ class _Cell:
     values: tuple[float, ...]  # the seeds that have a value
     answered: float | None  # mean fraction of the queries answered
 
+    @property
+    def partial(self) -> bool:
+        """Some queries went unanswered (in the mean over seeds)."""
+        return self.answered is not None and self.answered < 0.995
+
     def mean(self, digits: int) -> float:
         return round(_mean_sd(list(self.values))[0], digits)
 
     def text(self, value: Value, with_sd: bool, best: float | None) -> str:
         """The cell as a page shows it; bold where its mean, as shown, is the column's ``best``."""
-        answered = f"{100 * self.answered:.2g}% answered" if self.answered is not None and self.answered < 0.995 \
-            else ""
+        answered = f"{100 * self.answered:.2g}% answered" if self.partial else ""
         if not self.values:
             if self.answered == 0:
                 return "no answer"
             return f"no value ({answered})" if answered else "no value"
         mean, sd = _mean_sd(list(self.values))
         number = f"{mean:.{value.digits}f}"
-        text = f"**{number}**" if best is not None and self.mean(value.digits) == best else number
+        eligible = not (value.on_answered and self.partial)  # as _best decides
+        text = f"**{number}**" if eligible and best is not None and self.mean(value.digits) == best else number
         if with_sd and len(self.values) > 1:
             text += f" ± {sd:.{value.digits}f}"
         notes = [answered] if answered else []
@@ -217,8 +223,9 @@ def render(path: Path, file: str, part: str) -> list[str]:
     sds = [_mean_sd(list(c.values))[1] for c in cells.values() if len(c.values) > 1]
     spread = f" (largest sd {max(sds):.{value.digits}f})" if sds and options["sd"] == "caption" else ""
     spread = " ± sd" if sds and options["sd"] == "cell" else spread
-    notes = ["bold: the best mean in each column"] if best else []
-    if any(c.answered is not None and c.answered < 0.995 for c in cells.values()):
+    among = " among the methods that answered every query" if value.on_answered else ""
+    notes = [f"bold: the best mean in each column{among}"] if best else []
+    if any(c.partial for c in cells.values()):
         notes.append("in brackets the fraction of queries answered where not all (\"no answer\": none in any seed)")
     what = value.what + (" (`dp_sgd`: the released model itself, no student)" if "dp_sgd" in methods else "")
     caption = (f"From `{file}` ({_provenance(shown, len(rows), path, file)}): {what}, by {AXES[by]}, mean over "
@@ -262,10 +269,12 @@ def _cell(rows: list[dict[str, str]], method: str, by: str, point: float | None,
 
 def _best(cells: dict[tuple[str, float | None], _Cell], methods: list[str], axis: list[float | None], value: Value
           ) -> dict[float | None, float]:
-    """Per axis value, the best mean as shown (rounded), where two or more methods have one and higher is better."""
+    """Per axis value, the best mean as shown (rounded), where two or more methods have one and higher is better; for a
+    value scored on the answered queries, only among the methods that answered them all."""
     best: dict[float | None, float] = {}
     for point in axis:
-        means = [cells[m, point].mean(value.digits) for m in methods if cells[m, point].values]
+        means = [cells[m, point].mean(value.digits) for m in methods if cells[m, point].values
+                 and not (value.on_answered and cells[m, point].partial)]
         if value.higher_is_better and len(means) > 1:
             best[point] = max(means)
     return best

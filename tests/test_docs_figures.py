@@ -79,7 +79,7 @@ def test_no_page_types_a_table_of_measured_figures(page):
 def _write_sweep(directory: Path, rows: list[dict]) -> Path:
     directory.mkdir()
     columns = ["job", "status", "method", "neighbors", "delta", "target_epsilon", "seed", "answered_fraction",
-               "student_accuracy", "majority_class_accuracy", "versions.git"]
+               "student_accuracy", "label_accuracy", "majority_class_accuracy", "versions.git"]
     lines = [",".join(columns)] + [",".join(str(row.get(c, "")) for c in columns) for row in rows]
     (directory / "results.csv").write_text("\n".join(lines) + "\n")
     return directory / "results.csv"
@@ -110,6 +110,17 @@ def test_a_report_table_is_the_mean_over_seeds_with_its_gaps_said(tmp_path):
     only = figures.report_figures.render(csv_path, "sweep/results.csv", "only=2&methods=b,a&sd=cell")
     assert only[2:5] == ["| method | 2 |", "|---|---:|", "| `b` | **0.9500** (25% answered, 1 of 2 seeds) |"]
     assert only[5] == "| `a` | 0.9000 ± 0.0000 |"
+
+
+def test_a_score_on_the_answered_queries_is_best_only_among_methods_that_answered_them_all(tmp_path):
+    partial = {**_job("b", 1, 0, 0.8, answered=0.2), "label_accuracy": 0.99}  # more accurate, on a fifth of them
+    csv_path = _write_sweep(tmp_path / "sweep", [{**_job("a", 1, 0, 0.7), "label_accuracy": 0.9},
+                                                 {**_job("c", 1, 0, 0.6), "label_accuracy": 0.85}, partial])
+    lines = figures.report_figures.render(csv_path, "sweep/results.csv", "value=label_accuracy")
+    assert "bold: the best mean in each column among the methods that answered every query" in lines[0]
+    assert lines[4:7] == ["| `a` | **0.9000** |", "| `c` | 0.8500 |", "| `b` | 0.9900 (20% answered) |"]
+    # a student is scored on every evaluation image, whatever its labels covered: there the partial one may win
+    assert "| `b` | **0.8000** (20% answered) |" in figures.report_figures.render(csv_path, "sweep/results.csv", "")
 
 
 @pytest.mark.parametrize("part, message", [
