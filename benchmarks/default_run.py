@@ -20,29 +20,9 @@ import resource
 import sys
 import tempfile
 import time
-from datetime import datetime
 from pathlib import Path
 
-from record import header, log_stamps, run_command, run_metrics, write_json
-
-BUILDING = re.compile(r"^(\w+): building ")
-
-
-def stage_seconds(log: str) -> dict[str, float]:
-    """Seconds per stage from the run's timestamped log lines (module docstring)."""
-    marks: list[tuple[str, datetime]] = []
-    for stamp, text in log_stamps(log):
-        if not marks:
-            marks.append(("data", stamp))
-        if (building := BUILDING.match(text)) and building.group(1) != "data":
-            marks.append((building.group(1), stamp))
-        elif text == "results":
-            marks.append(("results", stamp))
-    seconds: dict[str, float] = {}
-    for (stage, start), (_, end) in zip(marks, marks[1:]):
-        seconds[stage] = round(seconds.get(stage, 0.0) + (end - start).total_seconds(), 1)
-    return seconds
-
+from record import header, run_command, run_metrics, stage_seconds, write_json
 
 def console_tail(log: str) -> list[str]:
     """The run's calibration line, then its results as the console shows them, timestamps dropped and the run's

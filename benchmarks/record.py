@@ -18,11 +18,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ROOT", "commit", "header", "log_stamps", "machine", "run_command", "run_metrics", "write_json"]
+__all__ = ["ROOT", "commit", "header", "log_stamps", "machine", "run_command", "run_metrics", "stage_seconds",
+           "write_json"]
 
 ROOT = Path(__file__).resolve().parents[1]
 # A log line as conf/hydra/default.yaml formats it: [time][logger][level] - message.
 _LOG_LINE = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]\[[\w.]+\]\[\w+\] - (.*)$")
+_BUILDING = re.compile(r"^(\w+): building ")
 
 
 def machine() -> dict[str, Any]:
@@ -81,6 +83,25 @@ def log_stamps(log: str) -> list[tuple[datetime, str]]:
     """(time, message) of each timestamped line of a run's log, in order."""
     return [(datetime.strptime(match.group(1), "%Y-%m-%d %H:%M:%S,%f"), match.group(2))
             for match in map(_LOG_LINE.match, log.splitlines()) if match]
+
+
+def stage_seconds(log: str) -> dict[str, float]:
+    """Seconds per stage of a train.py run, from its timestamped log lines: a stage runs from the line that starts
+    building it ('<stage>: building') to the next such line, the last to the 'results' line; the data stage
+    (generating and decoding the images, or finding them on disk) from the run's first line. A stage the run read
+    from the cache has no entry (but data, which always has one)."""
+    marks: list[tuple[str, datetime]] = []
+    for stamp, text in log_stamps(log):
+        if not marks:
+            marks.append(("data", stamp))
+        if (building := _BUILDING.match(text)) and building.group(1) != "data":
+            marks.append((building.group(1), stamp))
+        elif text == "results":
+            marks.append(("results", stamp))
+    seconds: dict[str, float] = {}
+    for (stage, start), (_, end) in zip(marks, marks[1:]):
+        seconds[stage] = round(seconds.get(stage, 0.0) + (end - start).total_seconds(), 1)
+    return seconds
 
 
 def run_metrics(log: str) -> dict[str, Any]:

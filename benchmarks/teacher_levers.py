@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from record import ROOT, header, log_stamps, run_command, run_metrics, write_json
+from record import ROOT, header, run_command, run_metrics, stage_seconds, write_json
 
 EPSILONS = (2, 8)
 # (lever, label, overrides, seeds)
@@ -63,20 +63,6 @@ DEFAULT_DATA = "synthetic_celeba_n100000_px64_seed0"  # conf/data/synthetic.yaml
 LEVERS = tuple(dict.fromkeys(lever for lever, *_ in VARIANTS))
 
 
-def stage_seconds(log: str, stage: str) -> float | None:
-    """Seconds from '<stage>: building' to the next stage's line; None when the stage came from the cache. The data
-    stage (generating and decoding the images, or finding them on disk) has no such line: it runs from the run's
-    first line to 'partition: building' (None when the partition came from the cache)."""
-    stamps = log_stamps(log)
-    if stage == "data":
-        data = [end for end, text in stamps if text.startswith("partition: building")]
-        return round((data[0] - stamps[0][0]).total_seconds(), 1) if data else None
-    for (start, text), (end, _) in zip(stamps, stamps[1:]):
-        if text.startswith(f"{stage}: building"):
-            return round((end - start).total_seconds(), 1)
-    return None
-
-
 def run(root: Path, overrides: list[str], epsilon: float, seed: int) -> tuple[dict, str, float]:
     log, wall = run_command([sys.executable, "train.py", *overrides, f"privacy.target_epsilon={epsilon}",
                              f"seed={seed}", "references=true", "progress=false"],
@@ -91,8 +77,10 @@ def variant(root: Path, overrides: list[str], seeds: tuple[int, ...]) -> dict:
         for epsilon in EPSILONS:
             metrics, log, wall = run(root, overrides, epsilon, seed)
             if "features_seconds" not in result:
-                result.update(first_run_s=round(wall, 1), data_seconds=stage_seconds(log, "data"),
-                              features_seconds=stage_seconds(log, "features"))
+                stages = stage_seconds(log)
+                # the data stage counts only where the variant built its own partition: else it only read them
+                result.update(first_run_s=round(wall, 1), features_seconds=stages.get("features"),
+                              data_seconds=stages["data"] if "partition" in stages else None)
                 features = root / "cache" / "features" / metrics["artifacts"]["features"]
                 result["features_bytes"] = sum(f.stat().st_size for f in features.rglob("*") if f.is_file())
             # DP-SGD has no teachers, no vote and no released labels: its "student" is the released model itself
