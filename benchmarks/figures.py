@@ -26,6 +26,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pate.report.summary import Stat
+
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "benchmarks" / "README.md",
          *sorted((ROOT / "benchmarks" / "results").glob("*.md")))
@@ -157,11 +159,8 @@ def synthetic_difficulty(record: dict[str, Any], file: str) -> list[str]:
 
 
 def _over_seeds(values: list[float]) -> str:
-    if len(values) == 1:
-        return f"{values[0]:.4f}"
-    mean = sum(values) / len(values)
-    sd = (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5
-    return f"{mean:.4f} ± {sd:.4f} ({len(values)} seeds)"
+    stat = Stat.of(values)
+    return f"{stat.mean:.4f}" if stat.std is None else f"{stat.mean:.4f} ± {stat.std:.4f} ({stat.n} seeds)"
 
 
 def _percent(fraction: float | None, digits: int = 2) -> str:

@@ -20,10 +20,11 @@ own table, of recall: :func:`render_topk`.
 from __future__ import annotations
 
 import csv
-import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from pate.report.summary import Stat  # the reports' own mean and sample sd over seeds
 
 __all__ = ["VALUES", "render", "render_topk"]
 
@@ -101,12 +102,6 @@ def _axis_label(point: float | None) -> str:
     return "none (the configured noise)" if point is None else f"{point:g}"
 
 
-def _mean_sd(values: list[float]) -> tuple[float, float]:
-    mean = sum(values) / len(values)
-    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1)) if len(values) > 1 else 0.0
-    return mean, sd
-
-
 @dataclass(frozen=True)
 class _Cell:
     jobs: int
@@ -119,7 +114,7 @@ class _Cell:
         return self.answered is not None and self.answered < 0.995
 
     def mean(self, digits: int) -> float:
-        return round(_mean_sd(list(self.values))[0], digits)
+        return round(Stat.of(self.values).mean, digits)
 
     def text(self, value: Value, with_sd: bool, best: float | None) -> str:
         """The cell as a page shows it; bold where its mean, as shown, is the column's ``best``."""
@@ -128,12 +123,12 @@ class _Cell:
             if self.answered == 0:
                 return "no answer"
             return f"no value ({answered})" if answered else "no value"
-        mean, sd = _mean_sd(list(self.values))
-        number = f"{mean:.{value.digits}f}"
+        stat = Stat.of(self.values)
+        number = f"{stat.mean:.{value.digits}f}"
         eligible = not (value.on_answered and self.partial)  # as _best decides
         text = f"**{number}**" if eligible and best is not None and self.mean(value.digits) == best else number
         if with_sd and len(self.values) > 1:
-            text += f" ± {sd:.{value.digits}f}"
+            text += f" ± {stat.std:.{value.digits}f}"
         notes = [answered] if answered else []
         if len(self.values) < self.jobs:
             notes.append(f"{len(self.values)} of {self.jobs} seeds")
@@ -220,7 +215,7 @@ def render(path: Path, file: str, part: str) -> list[str]:
     cells = {(method, point): _cell(shown, method, by, point, options["value"]) for method in methods
              for point in axis}
     best = _best(cells, methods, axis, value)
-    sds = [_mean_sd(list(c.values))[1] for c in cells.values() if len(c.values) > 1]
+    sds = [Stat.of(c.values).std for c in cells.values() if len(c.values) > 1]
     spread = f" (largest sd {max(sds):.{value.digits}f})" if sds and options["sd"] == "caption" else ""
     spread = " ± sd" if sds and options["sd"] == "cell" else spread
     among = " among the methods that answered every query" if value.on_answered else ""
