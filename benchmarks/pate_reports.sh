@@ -8,6 +8,9 @@
 # Each sweep writes into logs/reports/<name>/; when all have finished, their report.md, results.csv and plots are
 # copied into benchmarks/results/<name>/ (not before: a copy dirties the tree, and the next sweep's jobs would
 # record a -dirty version). Refuses a dirty working tree: a committed report names exactly one commit.
+# Resumes: run it again after an interruption (a session's end, a node's) and a sweep whose report.md names this
+# commit is kept, not rerun; an interrupted sweep (its directory without a report.md) is moved aside to
+# logs/reports/<name>.interrupted-<UTC time> and run again, its finished stages read from the artifact cache.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
@@ -24,9 +27,23 @@ sweep() {  # name, then the train.py overrides
     local name=$1; shift
     case $name in "$only"*) ;; *) return 0 ;; esac
     local out=logs/reports/$name
-    if [ -e "$out" ]; then
-        echo "pate_reports.sh: $out exists; remove it to regenerate $name" >&2
+    if [ -e "$out/report.md" ]; then
+        # the report's "Versions: git <commits>" line lists every commit its jobs ran; only this one is kept
+        if grep -Eq "^- Versions: git $commit[;.]" "$out/report.md"; then
+            echo "== $name: finished at $commit already ($out/report.md); kept"
+            done_sweeps+=("$name")
+            return 0
+        fi
+        echo "pate_reports.sh: $out holds a report of another commit ($(grep -m1 '^- Versions:' "$out/report.md"));" \
+             "move it away to regenerate $name at $commit" >&2
         exit 1
+    fi
+    if [ -e "$out" ]; then
+        local aside
+        aside=$out.interrupted-$(date -u +%Y%m%dT%H%M%SZ)
+        mv "$out" "$aside"
+        echo "== $name: $out has no report.md (an interrupted sweep): moved to $aside; running it again, its" \
+             "finished stages from the cache"
     fi
     echo "== $name ($commit): python train.py -m $* hydra.sweep.dir=$out"
     local started=$SECONDS
