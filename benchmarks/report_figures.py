@@ -5,10 +5,13 @@ which table, as ``key=value`` pairs joined by ``&``::
     <!-- figures: benchmarks/results/eps_sweep_replace/results.csv#value=student_accuracy&by=target_epsilon -->
 
 - ``value``: the column averaged over seeds (default ``student_accuracy``; any of :data:`VALUES`);
-- ``by``: the column axis, ``target_epsilon`` (default) or ``queries``;
+- ``by``: the column axis, ``target_epsilon`` (default), ``queries`` or ``num_teachers``;
 - ``only``: the axis values shown, comma-separated (default: every value in the file; ``none``: the runs without a
   target epsilon, at their configured noise);
 - ``methods``: the methods shown, comma-separated, in that order (default: every method, in the file's order);
+- ``at``: with another axis than ``target_epsilon``, the target epsilons shown, comma-separated (default: every one
+  in the file); each (method, target epsilon) is one row, and the reference figures, which vary along such an axis
+  (the vote of T teachers, the true labels of Q queries), are rows of the table too;
 - ``sd``: ``cell`` puts each cell's standard deviation over seeds beside its mean (default: the largest one in the
   caption).
 
@@ -50,8 +53,8 @@ VALUES = {
     "epsilon_data_dependent": Value("the raw data-dependent epsilon (Papernot et al. 2018) of the same votes, NOT "
                                     "itself a DP guarantee (a diagnostic)", None, 2),
 }
-AXES = {"target_epsilon": "target epsilon", "queries": "public queries Q"}
-OPTIONS = ("value", "by", "only", "methods", "sd")
+AXES = {"target_epsilon": "target epsilon", "queries": "public queries Q", "num_teachers": "teachers T"}
+OPTIONS = ("value", "by", "only", "methods", "at", "sd")
 
 
 def _pairs(part: str, file: str, allowed: tuple[str, ...]) -> dict[str, str]:
@@ -73,8 +76,12 @@ def _pairs(part: str, file: str, allowed: tuple[str, ...]) -> dict[str, str]:
 
 
 def _options(part: str, file: str) -> dict[str, str]:
-    options = {"value": "student_accuracy", "by": "target_epsilon", "only": "", "methods": "", "sd": "caption"}
+    options = {"value": "student_accuracy", "by": "target_epsilon", "only": "", "methods": "", "at": "",
+               "sd": "caption"}
     options.update(_pairs(part, file, OPTIONS))
+    if options["at"] and options["by"] == "target_epsilon":
+        raise ValueError(f"{file}#{part}: at={options['at']!r} picks target epsilons as rows, which a table by "
+                         f"target epsilon has as columns: use only=")
     if options["value"] not in VALUES:
         raise ValueError(f"{file}#{part}: value={options['value']!r}, expected one of {sorted(VALUES)}")
     if options["by"] not in AXES:
@@ -182,23 +189,50 @@ REFERENCES = {
 }
 
 
-def _references(rows: list[dict[str, str]], value: str) -> str:
-    """The reference figures of ``value`` over ``rows``; one set per student kind where the rows train several (each
-    kind has its own reference students)."""
+def _reference_groups(rows: list[dict[str, str]], value: str
+                      ) -> list[tuple[str, list[tuple[str, str]], list[dict[str, str]]]]:
+    """(student kind, [(column, what)], rows) of the reference figures of ``value``: one set per student kind where
+    the rows train several (each kind has its own reference students; the kind is "" where there is one)."""
     kinds = _distinct(rows, "student_semi")
     groups = [(kind, [row for row in rows if row.get("student_semi") == kind]) for kind in kinds] \
         if len(kinds) > 1 else [("", rows)]
-    sentences = []
-    for kind, group in groups:
-        parts = []
-        for column, name in REFERENCES.get(value, ()):
-            values = [v for v in (_number(row.get(column)) for row in group) if v is not None]
-            if values:
-                parts.append(f"{name} {sum(values) / len(values):.4f}")
-        if parts:
-            sentences.append((f"{kind} students: " if kind else "") + "; ".join(parts))
+    return [(kind, [(column, name) for column, name in REFERENCES.get(value, ())
+                    if any(_number(row.get(column)) is not None for row in group)], group) for kind, group in groups]
+
+
+def _mean(rows: list[dict[str, str]], column: str) -> float | None:
+    values = [v for v in (_number(row.get(column)) for row in rows) if v is not None]
+    return sum(values) / len(values) if values else None
+
+
+def _references(rows: list[dict[str, str]], value: str) -> str:
+    """The reference figures of ``value`` over ``rows``, as a sentence (a table by target epsilon: the same at every
+    epsilon)."""
+    sentences = [(f"{kind} students: " if kind else "") + "; ".join(f"{what} {_mean(group, column):.4f}"
+                                                                     for column, what in references)
+                 for kind, references, group in _reference_groups(rows, value) if references]
     return f"References (no privacy cost, the same queries and evaluation images): {'. '.join(sentences)}." \
         if sentences else ""
+
+
+def _reference_rows(rows: list[dict[str, str]], value: str, by: str, axis: list[float | None]) -> list[str]:
+    """The reference figures of ``value`` as table rows, one mean per column: along another axis than the target
+    epsilon they change (the vote of T teachers, the true labels of Q queries)."""
+    lines = []
+    for kind, references, group in _reference_groups(rows, value):
+        for column, what in references:
+            means = [_mean([row for row in group if _point(row[by]) == point], column) for point in axis]
+            lines.append(f"| reference: {what}{f', {kind} students' if kind else ''} | "
+                         + " | ".join("" if m is None else f"{m:.4f}" for m in means) + " |")
+    return lines
+
+
+Row = tuple[str, "float | None"]  # (method, target epsilon; None in a table by target epsilon)
+
+
+def _row_label(row: Row) -> str:
+    method, epsilon = row
+    return f"`{method}`" if epsilon is None else f"`{method}`, epsilon {epsilon:g}"
 
 
 def render(path: Path, file: str, part: str) -> list[str]:
@@ -210,32 +244,42 @@ def render(path: Path, file: str, part: str) -> list[str]:
         return render_topk(rows, path, file, part)
     options = _options(part, file)
     value, by = VALUES[options["value"]], options["by"]
-    axis, methods = _selection(rows, options, file, part)
-    shown = [row for row in rows if row["method"] in methods and _point(row[by]) in axis]
-    cells = {(method, point): _cell(shown, method, by, point, options["value"]) for method in methods
-             for point in axis}
-    best = _best(cells, methods, axis, value)
+    axis, table_rows = _selection(rows, options, file, part)
+    shown = [row for row in rows if (row["method"], _row_epsilon(row, by)) in table_rows and _point(row[by]) in axis]
+    cells = {(key, point): _cell(shown, key, by, point, options["value"]) for key in table_rows for point in axis}
+    best = _best(cells, table_rows, axis, value)
     sds = [Stat.of(c.values).std for c in cells.values() if len(c.values) > 1]
     spread = f" (largest sd {max(sds):.{value.digits}f})" if sds and options["sd"] == "caption" else ""
     spread = " ± sd" if sds and options["sd"] == "cell" else spread
     among = " among the methods that answered every query" if value.on_answered else ""
-    notes = [f"bold: the best mean in each column{among}"] if best else []
+    at = " at the same target epsilon" if len({epsilon for _, epsilon in table_rows}) > 1 else ""
+    notes = [f"bold: the best mean in each column{at}{among}"] if best else []
     if any(c.partial for c in cells.values()):
         notes.append("in brackets the fraction of queries answered where not all (\"no answer\": none in any seed)")
+    methods = list(dict.fromkeys(method for method, _ in table_rows))
     what = value.what + (" (`dp_sgd`: the released model itself, no student)" if "dp_sgd" in methods else "")
     caption = (f"From `{file}` ({_provenance(shown, len(rows), path, file)}): {what}, by {AXES[by]}, mean over "
                f"seeds {', '.join(_distinct(shown, 'seed'))}{spread}" + "".join(f"; {note}" for note in notes) + ".")
-    lines = [caption, "", f"| method | {' | '.join(_axis_label(v) for v in axis)} |", "|---|" + "---:|" * len(axis)]
-    lines += [f"| `{method}` | " + " | ".join(cells[method, point].text(value, options["sd"] == "cell",
-                                                                          best.get(point)) for point in axis) + " |"
-              for method in methods]
+    label = "method" if by == "target_epsilon" else "method, target epsilon"
+    lines = [caption, "", f"| {label} | {' | '.join(_axis_label(v) for v in axis)} |", "|---|" + "---:|" * len(axis)]
+    lines += [f"| {_row_label(key)} | " + " | ".join(cells[key, point].text(value, options["sd"] == "cell",
+                                                                             best.get((key[1], point)))
+                                                  for point in axis) + " |"
+              for key in table_rows]
+    if by != "target_epsilon":
+        return lines + _reference_rows(shown, options["value"], by, axis)
     references = _references(shown, options["value"])
     return lines + (["", references] if references else [])
 
 
+def _row_epsilon(row: dict[str, str], by: str) -> float | None:
+    """The row a job belongs to: its target epsilon, along another axis than the target epsilon."""
+    return None if by == "target_epsilon" else _point(row["target_epsilon"])
+
+
 def _selection(rows: list[dict[str, str]], options: dict[str, str], file: str, part: str
-               ) -> tuple[list[float | None], list[str]]:
-    """The axis values and the methods a table shows, each checked against the file."""
+               ) -> tuple[list[float | None], list[Row]]:
+    """The axis values and the table's rows, (method, target epsilon), each checked against the file."""
     by = options["by"]
     for column in ("method", "seed", by, options["value"]):
         if not rows or column not in rows[0]:
@@ -246,15 +290,20 @@ def _selection(rows: list[dict[str, str]], options: dict[str, str], file: str, p
     methods_in_file = list(dict.fromkeys(row["method"] for row in rows))
     methods = options["methods"].split(",") if options["methods"] else methods_in_file
     unknown = [m for m in methods if m not in methods_in_file]
-    if missing or unknown:
-        absent = ([f"{by} {missing}"] if missing else []) + ([f"methods {unknown}"] if unknown else [])
+    epsilons_in_file = sorted({_row_epsilon(row, by) for row in rows}, key=_axis_order)
+    epsilons = [_point(v) for v in options["at"].split(",")] if options["at"] else epsilons_in_file
+    absent_epsilons = [_axis_label(v) for v in epsilons if v not in epsilons_in_file]
+    if missing or unknown or absent_epsilons:
+        absent = ([f"{by} {missing}"] if missing else []) + ([f"methods {unknown}"] if unknown else []) \
+            + ([f"target epsilons {absent_epsilons}"] if absent_epsilons else [])
         raise ValueError(f"{file}#{part}: not in the file: {' and '.join(absent)}; the file has {by} "
                          f"{[_axis_label(v) for v in in_file]} and methods {methods_in_file}")
-    return axis, methods
+    present = {(row["method"], _row_epsilon(row, by)) for row in rows}
+    return axis, [(method, epsilon) for method in methods for epsilon in epsilons if (method, epsilon) in present]
 
 
-def _cell(rows: list[dict[str, str]], method: str, by: str, point: float | None, column: str) -> _Cell:
-    jobs = [row for row in rows if row["method"] == method and _point(row[by]) == point]
+def _cell(rows: list[dict[str, str]], key: Row, by: str, point: float | None, column: str) -> _Cell:
+    jobs = [row for row in rows if (row["method"], _row_epsilon(row, by)) == key and _point(row[by]) == point]
     # the answered fraction qualifies a score, not a count of what was released
     answered = [] if column in ("answered_fraction", "released_label_fraction") else \
         [v for v in (_number(row.get("answered_fraction")) for row in jobs) if v is not None]
@@ -262,16 +311,19 @@ def _cell(rows: list[dict[str, str]], method: str, by: str, point: float | None,
                  sum(answered) / len(answered) if answered else None)
 
 
-def _best(cells: dict[tuple[str, float | None], _Cell], methods: list[str], axis: list[float | None], value: Value
-          ) -> dict[float | None, float]:
-    """Per axis value, the best mean as shown (rounded), where two or more methods have one and higher is better; for a
-    value scored on the answered queries, only among the methods that answered them all."""
-    best: dict[float | None, float] = {}
-    for point in axis:
-        means = [cells[m, point].mean(value.digits) for m in methods if cells[m, point].values
-                 and not (value.on_answered and cells[m, point].partial)]
-        if value.higher_is_better and len(means) > 1:
-            best[point] = max(means)
+def _best(cells: dict[tuple[Row, float | None], _Cell], table_rows: list[Row], axis: list[float | None],
+          value: Value) -> dict[tuple[float | None, float | None], float]:
+    """Per (target epsilon of the rows, axis value), the best mean as shown (rounded), where two or more rows have
+    one and higher is better; for a value scored on the answered queries, only among the rows that answered them
+    all. A table by target epsilon has one group of rows (epsilon None)."""
+    best: dict[tuple[float | None, float | None], float] = {}
+    for epsilon in dict.fromkeys(e for _, e in table_rows):
+        group = [key for key in table_rows if key[1] == epsilon]
+        for point in axis:
+            means = [cells[key, point].mean(value.digits) for key in group if cells[key, point].values
+                     and not (value.on_answered and cells[key, point].partial)]
+            if value.higher_is_better and len(means) > 1:
+                best[epsilon, point] = max(means)
     return best
 
 

@@ -88,10 +88,10 @@ def test_a_typed_table_is_caught_and_a_rendered_one_is_not():
     assert typed_table_rows("| piece | learnt from |\n|---|---|\n| q | 0.051 of the records |\n") == []
 
 
-def _write_sweep(directory: Path, rows: list[dict]) -> Path:
+def _write_sweep(directory: Path, rows: list[dict], extra: tuple[str, ...] = ()) -> Path:
     directory.mkdir()
     columns = ["job", "status", "method", "neighbors", "delta", "target_epsilon", "seed", "answered_fraction",
-               "student_accuracy", "label_accuracy", "majority_class_accuracy", "versions.git"]
+               "student_accuracy", "label_accuracy", "majority_class_accuracy", "versions.git", *extra]
     lines = [",".join(columns)] + [",".join(str(row.get(c, "")) for c in columns) for row in rows]
     (directory / "results.csv").write_text("\n".join(lines) + "\n")
     return directory / "results.csv"
@@ -135,7 +135,31 @@ def test_a_score_on_the_answered_queries_is_best_only_among_methods_that_answere
     assert "| `b` | **0.8000** (20% answered) |" in figures.report_figures.render(csv_path, "sweep/results.csv", "")
 
 
+def test_a_table_by_the_number_of_teachers_has_a_row_per_epsilon_and_its_references_per_column(tmp_path):
+    vote = "reference.majority_vote.student_accuracy"
+    rows = [{**_job(method, epsilon, seed, accuracy + 0.01 * seed), "num_teachers": teachers,
+             vote: 0.9 - teachers / 1000}
+            for method, epsilon, teachers, accuracy in [("a", 1, 100, 0.70), ("a", 1, 400, 0.80), ("a", 8, 100, 0.85),
+                                                        ("a", 8, 400, 0.82), ("b", 1, 100, 0.75), ("b", 1, 400, 0.78),
+                                                        ("b", 8, 100, 0.84), ("b", 8, 400, 0.81)]
+            for seed in (0, 1)]
+    csv_path = _write_sweep(tmp_path / "sweep", rows, extra=("num_teachers", vote))
+    lines = figures.report_figures.render(csv_path, "sweep/results.csv", "by=num_teachers")
+    assert "by teachers T" in lines[0] and "bold: the best mean in each column at the same target epsilon" in lines[0]
+    assert lines[2:] == [
+        "| method, target epsilon | 100 | 400 |", "|---|---:|---:|",
+        "| `a`, epsilon 1 | 0.7050 | **0.8050** |", "| `a`, epsilon 8 | **0.8550** | **0.8250** |",
+        "| `b`, epsilon 1 | **0.7550** | 0.7850 |", "| `b`, epsilon 8 | 0.8450 | 0.8150 |",
+        "| reference: majority class | 0.5000 | 0.5000 |",
+        "| reference: student on the teachers' non-private majority vote | 0.8000 | 0.5000 |"]
+    one = figures.report_figures.render(csv_path, "sweep/results.csv", "by=num_teachers&methods=b&at=8&only=400")
+    assert one[2:5] == ["| method, target epsilon | 400 |", "|---|---:|", "| `b`, epsilon 8 | 0.8150 |"]
+    with pytest.raises(ValueError, match=r"not in the file: target epsilons \['2'\]"):
+        figures.report_figures.render(csv_path, "sweep/results.csv", "by=num_teachers&at=2")
+
+
 @pytest.mark.parametrize("part, message", [
+    ("at=1", r"at='1' picks target epsilons as rows"),
     ("value=recall", r"value='recall', expected one of"),
     ("colour=red", r"unknown option\(s\) \['colour'\]"),
     ("only=3", r"not in the file: target_epsilon \['3'\]; the file has target_epsilon \['1'\]"),

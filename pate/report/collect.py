@@ -132,13 +132,20 @@ def _single(values: dict[Any, list[str]], what: str, directory: Path) -> Any:
     return next(iter(values))
 
 
-def collect_sweep(sweep_dir: str | Path, mixed_queries: bool = False, cache_dir: str | Path | None = None) -> Sweep:
+# Run-record fields a report's cells must not mix: the tables average the runs of one (method, epsilon) over seeds,
+# so runs with another query count or another number of teachers must not join them (an axis report names the one
+# it plots against). A run without the field (num_teachers: DP-SGD, Private-kNN) takes no part.
+SINGLE_VALUED = ("queries", "num_teachers")
+
+
+def collect_sweep(sweep_dir: str | Path, axis: str | None = None, cache_dir: str | Path | None = None) -> Sweep:
     """Read every job of the Hydra multirun at ``sweep_dir``.
 
     Job directories are the sub-directories holding ``.hydra/`` (so launcher folders such as
     ``.submitit/`` are not jobs). Raises ValueError when ``sweep_dir`` is not a multirun directory, when a
-    metrics.json breaks the schema, when no job finished, when finished runs mix relations, deltas or
-    (unless ``mixed_queries``: the query-budget report) query counts, or when a job's recorded epsilon disagrees
+    metrics.json breaks the schema, when no job finished, when finished runs mix relations, deltas or a
+    field of ``SINGLE_VALUED`` (except ``axis``, the field an axis report plots against: ``pate.report.axis``), or
+    when a job's recorded epsilon disagrees
     with the replay of its ledger (``pate.report.verify``) in ``cache_dir`` (default: each job's own
     ``paths.cache_dir``, resolved from the working directory as the run resolved it).
     """
@@ -166,16 +173,21 @@ def collect_sweep(sweep_dir: str | Path, mixed_queries: bool = False, cache_dir:
     if not runs:
         raise ValueError(f"sweep_dir={str(sweep_dir)!r}: no finished job (no metrics.json); "
                          f"failed jobs: {[f.job for f in failed]}")
+    if axis is not None and axis not in SINGLE_VALUED:
+        raise ValueError(f"axis={axis!r}: expected one of {list(SINGLE_VALUED)} (the run-record field an axis report "
+                         f"plots against) or None")
     relations: dict[str, list[str]] = {}
     deltas: dict[float, list[str]] = {}
-    query_counts: dict[int, list[str]] = {}
     for run in runs:
         relations.setdefault(run.metrics["neighbors"], []).append(run.job)
         deltas.setdefault(float(run.metrics["delta"]), []).append(run.job)
-        query_counts.setdefault(int(run.metrics["queries"]), []).append(run.job)
-    # the tables average runs of one (method, epsilon) over seeds: runs with other query counts must not join them
-    if not mixed_queries:
-        _single(query_counts, "queries", directory)
+    for field in SINGLE_VALUED:
+        values: dict[int, list[str]] = {}
+        for run in runs:
+            if run.metrics.get(field) is not None:
+                values.setdefault(int(run.metrics[field]), []).append(run.job)
+        if field != axis and values:
+            _single(values, field, directory)
     never_started = max(0, len(expected) - (len(jobs) - len(foreign))) if expected is not None else 0
     # every finished job took part in the checks above (a foreign one mixing relations is refused all the same);
     # the report's tables leave the foreign ones out, and its notices name them

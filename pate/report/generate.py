@@ -2,7 +2,8 @@
 
 A sweep names its report by the ``report`` key of its config (``conf/train.yaml``; an experiment sets it): a
 name in ``REPORTS``, the registry of report kinds. ``accuracy_vs_epsilon`` (the default) compares methods at the
-same (epsilon, delta) and relation; ``accuracy_vs_queries`` is the query-budget report (``pate.report.queries``).
+same (epsilon, delta) and relation; ``accuracy_vs_queries`` and ``accuracy_vs_teachers`` plot student accuracy
+against the number of queries or of teachers at a fixed epsilon (``pate.report.axis``).
 The kind is read from the sweep's ``multirun.yaml``, never guessed from the results."""
 
 from __future__ import annotations
@@ -15,11 +16,10 @@ from typing import Callable, Mapping
 import yaml
 
 from pate.io import atomic_write_bytes
+from pate.report.axis import AXES, AxisSummary, axis_csv, axis_plot, render_axis_report, summarize_axis
 from pate.report.collect import collect_sweep
 from pate.report.markdown import render_report
 from pate.report.plots import make_plots
-from pate.report.queries import PLOT_NAME as QUERY_PLOT
-from pate.report.queries import QuerySummary, query_csv, query_plot, render_query_report, summarize_queries
 from pate.report.summary import CALIBRATION_TOLERANCE, Summary, calibration_miss, headline, summarize
 from pate.report.tables import results_csv
 
@@ -32,7 +32,7 @@ class Report:
     """What write_report wrote (file name -> path) and the summary it was computed from."""
 
     files: Mapping[str, Path]
-    summary: Summary | QuerySummary
+    summary: Summary | AxisSummary
 
     def notices(self) -> list[str]:
         """One line per thing a reader must not miss: failed jobs, calibration misses, warnings."""
@@ -57,10 +57,16 @@ def _epsilon_report(sweep_dir, cache_dir=None) -> tuple[Summary, dict, dict]:
     return summary, contents, make_plots(summary)
 
 
-def _query_report(sweep_dir, cache_dir=None) -> tuple[QuerySummary, dict, dict]:
-    summary = summarize_queries(collect_sweep(sweep_dir, mixed_queries=True, cache_dir=cache_dir))
-    contents = {REPORT_NAME: render_query_report(summary).encode(), CSV_NAME: query_csv(summary).encode()}
-    return summary, contents, {QUERY_PLOT: query_plot(summary)}
+def _axis_report(field: str) -> Callable[..., tuple[AxisSummary, dict, dict]]:
+    """The report of student accuracy against the run-record ``field`` (a key of ``pate.report.axis.AXES``)."""
+    axis = AXES[field]
+
+    def report(sweep_dir, cache_dir=None) -> tuple[AxisSummary, dict, dict]:
+        summary = summarize_axis(collect_sweep(sweep_dir, axis=field, cache_dir=cache_dir), axis)
+        contents = {REPORT_NAME: render_axis_report(summary).encode(), CSV_NAME: axis_csv(summary).encode()}
+        return summary, contents, {axis.plot_name: axis_plot(summary)}
+
+    return report
 
 
 # The report kinds a sweep can name (its config's `report` key): name -> ((sweep directory, cache directory or
@@ -68,7 +74,8 @@ def _query_report(sweep_dir, cache_dir=None) -> tuple[QuerySummary, dict, dict]:
 # one experiment config that names it.
 REPORTS: dict[str, Callable[..., tuple]] = {
     "accuracy_vs_epsilon": _epsilon_report,
-    "accuracy_vs_queries": _query_report,
+    "accuracy_vs_queries": _axis_report("queries"),
+    "accuracy_vs_teachers": _axis_report("num_teachers"),
 }
 
 

@@ -10,7 +10,7 @@ import csv
 import io
 from typing import Any, Iterable, Mapping
 
-from pate.report.collect import Sweep, job_sort_key
+from pate.report.collect import FailedJob, Run, Sweep, job_sort_key
 from pate.run_record import FIELDS
 
 # results.csv leads with the run record's checked fields, in its order
@@ -107,13 +107,17 @@ def _csv_columns(records: Iterable[Mapping[str, Any]]) -> list[str]:
 
 def results_csv(summary: Summary) -> str:
     """One row per job: finished runs in table order (method, epsilon, seed), then failed jobs in job order."""
-    records = []
-    for cell in summary.cells:
-        for run in sorted(cell.runs, key=lambda r: (r.metrics["seed"], job_sort_key(r.job))):
-            records.append({"job": run.job, "status": "finished", **_csv_record(run.metrics),
-                            "overrides": " ".join(run.overrides)})
-    for job in summary.sweep.failed:
-        records.append({"job": job.job, "status": "failed", "overrides": " ".join(job.overrides)})
+    return runs_csv([run for cell in summary.cells
+                     for run in sorted(cell.runs, key=lambda r: (r.metrics["seed"], job_sort_key(r.job)))],
+                    summary.sweep.failed)
+
+
+def runs_csv(runs: Iterable[Run], failed: Iterable[FailedJob]) -> str:
+    """results.csv of any report: one row per finished run in the given order, every field of its run record
+    (nested objects as dotted columns), then one row per failed job."""
+    records = [{"job": run.job, "status": "finished", **_csv_record(run.metrics), "overrides": " ".join(run.overrides)}
+               for run in runs]
+    records += [{"job": job.job, "status": "failed", "overrides": " ".join(job.overrides)} for job in failed]
     columns = _csv_columns(records)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")

@@ -88,6 +88,22 @@ def test_mixed_query_counts_are_refused(sweep_dir, job_factory):
         collect_sweep(sweep_dir)
 
 
+def test_mixed_teacher_counts_are_refused_unless_they_are_the_axis(sweep_dir, job_factory):
+    """Another number of teachers must not slip in among the seeds either; a run with none (DP-SGD) mixes nothing,
+    and the axis report over the number of teachers reads them all."""
+    make_metrics, write_job = job_factory
+    write_job(sweep_dir, "9", ["partition.num_teachers=40"], {**make_metrics("gaussian_pate", 1.0, 5),
+                                                              "num_teachers": 40})
+    with pytest.raises(ValueError, match=r"mixes num_teachers .*40 in jobs \['9'\]"):
+        collect_sweep(sweep_dir)
+    collect_sweep(sweep_dir, axis="num_teachers")
+    without = {key: value for key, value in make_metrics("gaussian_pate", 1.0, 5).items() if key != "num_teachers"}
+    (sweep_dir / "9" / "metrics.json").write_text(json.dumps(without))
+    collect_sweep(sweep_dir)
+    with pytest.raises(ValueError, match=r"axis='seed': expected one of \['queries', 'num_teachers'\]"):
+        collect_sweep(sweep_dir, axis="seed")
+
+
 def test_mixed_deltas_are_refused(sweep_dir, job_factory):
     make_metrics, write_job = job_factory
     write_job(sweep_dir, "9", ["delta=1e-5"], make_metrics("gaussian_pate", 1.0, 5, delta=1e-5))
