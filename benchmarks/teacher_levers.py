@@ -1,8 +1,10 @@
 """The levers of the teachers' ceiling (issue 21), measured through the pipeline itself: for each variant of the
-default run -- the random-patch filter bank, the pooling grid, the number of teachers -- ``python train.py
-<overrides> privacy.target_epsilon=E references=true`` at epsilon 2 and 8 (replace, delta 1e-6), one after the
-other, on the default data in a fresh PROJECT_ROOT (the data copied in, so every features stage is built and
-timed).
+default run as it stood before issue 21 (``BASE``: 100,000 images, 800 teachers, the 3 x 3 grid) -- the
+random-patch filter bank, the pooling grid, the number of teachers, more faces -- ``python train.py <BASE with the
+variant's overrides> privacy.target_epsilon=E references=true`` at epsilon 2 and 8 (replace, delta 1e-6), one after
+the other, in a fresh PROJECT_ROOT (the base data copied in, so every features stage is built and timed). The
+variants pin the base, so the files in benchmarks/results/ stay reproducible under today's default (150,000
+images, 400 teachers, 4 x 4: the variant "150,000 images, T = 400, 4 x 4").
 
     python benchmarks/teacher_levers.py                                         # the table on stdout
     python benchmarks/teacher_levers.py --json benchmarks/results/teacher_levers.json   # the file the docs quote
@@ -11,7 +13,7 @@ timed).
 Per variant: teacher accuracy, the teachers' non-private majority vote on the 600 queries ("vote"), TauPATE's
 released labels and the head student at each epsilon, the student on the non-private vote, the data and features
 stages' seconds where the variant built them, the features' size on disk, and the wall time of the variant's first
-run. The ``faces`` lever generates its larger data set in the fresh root (only the default data is copied in), so
+run. The ``faces`` lever generates its larger data set in the fresh root (only the base data is copied in), so
 its data stage is timed from scratch. Variants with several ``seeds`` repeat the two epsilons with those seeds of
 the noise and the student (the same teachers). A default is chosen on the public queries (the accuracy of the vote
 and of the released labels there) and on the time budget, never on the students' accuracy on the evaluation
@@ -33,7 +35,7 @@ from record import ROOT, header, run_command, run_metrics, stage_seconds, write_
 EPSILONS = (2, 8)
 # (lever, label, overrides, seeds)
 VARIANTS = [
-    ("filters", "256 filters (the default)", [], (0, 1, 2)),
+    ("filters", "256 filters (the default before issue 21)", [], (0, 1, 2)),
     ("filters", "512 filters", ["features.extractor.num_filters=512"], (0,)),
     ("filters", "1,024 filters", ["features.extractor.num_filters=1024"], (0,)),
     ("pool", "2 x 2", ["features.extractor.pool=2"], (0,)),
@@ -59,12 +61,20 @@ VARIANTS = [
     ("faces", "DP-SGD linear probe, 150,000 images, 4 x 4", ["data.synthetic.num_images=150000",
                                                              "features.extractor.pool=4", "method=dp_sgd"], (0,)),
 ]
-DEFAULT_DATA = "synthetic_celeba_n100000_px64_seed0"  # conf/data/synthetic.yaml's root at its defaults
+# the default run before issue 21, which every variant changes in one or more of its settings
+BASE = {"data.synthetic.num_images": "100000", "partition.num_teachers": "800", "features.extractor.pool": "3"}
+BASE_DATA = "synthetic_celeba_n100000_px64_seed0"  # conf/data/synthetic.yaml's root at BASE's num_images
 LEVERS = tuple(dict.fromkeys(lever for lever, *_ in VARIANTS))
 
 
+def on_base(overrides: list[str]) -> list[str]:
+    """BASE with the variant's overrides on top (Hydra refuses a key given twice)."""
+    settings = {**BASE, **dict(override.split("=", 1) for override in overrides)}
+    return [f"{key}={value}" for key, value in settings.items()]
+
+
 def run(root: Path, overrides: list[str], epsilon: float, seed: int) -> tuple[dict, str, float]:
-    log, wall = run_command([sys.executable, "train.py", *overrides, f"privacy.target_epsilon={epsilon}",
+    log, wall = run_command([sys.executable, "train.py", *on_base(overrides), f"privacy.target_epsilon={epsilon}",
                              f"seed={seed}", "references=true", "progress=false"],
                             {**os.environ, "PROJECT_ROOT": str(root)})
     return run_metrics(log), log, wall
@@ -98,14 +108,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the figures here (with the date, commit and machine)")
     parser.add_argument("--levers", nargs="+", choices=LEVERS, default=list(LEVERS),
                         help="measure only these levers (default: all)")
-    parser.add_argument("--data", type=Path, default=ROOT / "data", help="where the default data already is "
+    parser.add_argument("--data", type=Path, default=ROOT / "data", help="where the base data already is "
                         "(copied into the fresh PROJECT_ROOT; generated there when absent)")
     args = parser.parse_args(argv)
     record, rows = header("benchmarks/teacher_levers.py", time.time()), []
     with tempfile.TemporaryDirectory(prefix="pate-levers-") as root:
-        default_data = args.data / DEFAULT_DATA
-        if default_data.is_dir():  # only the default set: a lever's own data is generated, and timed, here
-            shutil.copytree(default_data, Path(root) / "data" / DEFAULT_DATA, symlinks=True)
+        base_data = args.data / BASE_DATA
+        if base_data.is_dir():  # only the base set: a lever's own data is generated, and timed, here
+            shutil.copytree(base_data, Path(root) / "data" / BASE_DATA, symlinks=True)
         for lever, label, overrides, seeds in (v for v in VARIANTS if v[0] in args.levers):
             rows.append({"lever": lever, "label": label, **variant(Path(root), overrides, seeds)})
             row = rows[-1]
