@@ -206,6 +206,17 @@ def teacher_levers(record: dict[str, Any], file: str) -> list[str]:
     return lines
 
 
+def soft_votes(record: dict[str, Any], file: str) -> list[str]:
+    lines = [f"{_when_and_where(record, file)}; {record['images']:,} images, the {record['pool']} x {record['pool']} "
+             f"grid, the teachers' non-private vote on the {record['queries']} queries (their true labels).", "",
+             "| teachers | faces per teacher | teacher | hard vote | soft vote | soft - hard |",
+             "|---:|---:|---:|---:|---:|---:|"]
+    lines += [f"| {row['teachers']} | ~{row['faces_per_teacher']:.0f} | {_percent(row['teacher_accuracy'])} | "
+              f"{_percent(row['hard_vote'])} | {_percent(row['soft_vote'])} | "
+              f"{100 * (row['soft_vote'] - row['hard_vote']):+.2f} points |" for row in record["rows"]]
+    return lines
+
+
 def teacher_engines(record: dict[str, Any], file: str) -> list[str]:
     engines = record["cnn_engines"]
     loop, batched = engines["loop"], engines["batched"]
@@ -230,6 +241,7 @@ RENDERERS: dict[tuple[str, str], Callable[[dict[str, Any], str], list[str]]] = {
     ("benchmarks/topk_runs.py", ""): topk_runs, ("benchmarks/teachers.py", ""): teachers,
     ("benchmarks/synthetic_difficulty.py", ""): synthetic_difficulty,
     ("benchmarks/teacher_levers.py", ""): teacher_levers, ("benchmarks/teachers.py", "engines"): teacher_engines,
+    ("benchmarks/soft_votes.py", ""): soft_votes,
 }
 
 

@@ -25,7 +25,7 @@ def test_every_quoted_block_is_what_its_file_renders(page):
 def test_the_benchmarks_figures_are_quoted_from_their_files():
     quoted = {match["file"] for page in figures.PAGES for match in figures.BLOCK.finditer(page.read_text())}
     files = ("mechanisms", "topk_speed", "methods", "test_suite", "default_run", "topk_runs", "teachers",
-             "teachers_ssl", "synthetic_difficulty", "teacher_levers", "teacher_levers_faces")
+             "teachers_ssl", "synthetic_difficulty", "teacher_levers", "teacher_levers_faces", "soft_votes")
     assert {f"benchmarks/results/{name}.json" for name in files} <= quoted
     assert {f"benchmarks/results/{name}.json#engines" for name in ("teacher_engines", "teacher_engines_resnet18")} \
         <= quoted
