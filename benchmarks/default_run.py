@@ -24,6 +24,7 @@ from pathlib import Path
 
 from record import header, run_command, run_metrics, stage_seconds, write_json
 
+
 def console_tail(log: str) -> list[str]:
     """The run's calibration line, then its results as the console shows them, timestamps dropped and the run's
     own directory written as a pattern."""

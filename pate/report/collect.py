@@ -149,6 +149,9 @@ def collect_sweep(sweep_dir: str | Path, axis: str | None = None, cache_dir: str
     with the replay of its ledger (``pate.report.verify``) in ``cache_dir`` (default: each job's own
     ``paths.cache_dir``, resolved from the working directory as the run resolved it).
     """
+    if axis is not None and axis not in SINGLE_VALUED:  # before any job is read or its ledger replayed
+        raise ValueError(f"axis={axis!r}: expected one of {list(SINGLE_VALUED)} (the run-record field an axis report "
+                         f"plots against) or None")
     directory = Path(sweep_dir)
     if not (directory / "multirun.yaml").is_file():
         raise ValueError(f"sweep_dir={str(sweep_dir)!r}: no multirun.yaml; expected the directory of a "
@@ -173,9 +176,6 @@ def collect_sweep(sweep_dir: str | Path, axis: str | None = None, cache_dir: str
     if not runs:
         raise ValueError(f"sweep_dir={str(sweep_dir)!r}: no finished job (no metrics.json); "
                          f"failed jobs: {[f.job for f in failed]}")
-    if axis is not None and axis not in SINGLE_VALUED:
-        raise ValueError(f"axis={axis!r}: expected one of {list(SINGLE_VALUED)} (the run-record field an axis report "
-                         f"plots against) or None")
     relations: dict[str, list[str]] = {}
     deltas: dict[float, list[str]] = {}
     for run in runs:
