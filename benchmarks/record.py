@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["ROOT", "commit", "header", "log_stamps", "machine", "run_command", "run_metrics", "stage_seconds",
-           "write_json"]
+           "train_config", "write_json"]
 
 ROOT = Path(__file__).resolve().parents[1]
 # A log line as conf/hydra/default.yaml formats it: [time][logger][level] - message.
@@ -107,3 +107,19 @@ def stage_seconds(log: str) -> dict[str, float]:
 def run_metrics(log: str) -> dict[str, Any]:
     """The metrics.json that a train.py run's log says it wrote."""
     return json.loads(Path(re.findall(r"metrics written to (\S+)", log)[-1]).read_text())
+
+
+def train_config(*overrides: str):
+    """``conf/train.yaml`` composed with ``progress=false`` and ``overrides``, ``data.num_labels`` set from the
+    reader's label names as a run sets it: the config of the benchmarks that call the pipeline's functions
+    directly. Hydra and the package are imported here, not above, because the benchmarks that only time commands
+    (default_run.py, test_suite.py) import this module without them."""
+    from hydra import compose, initialize_config_dir
+
+    from pate.pipeline.checks import instantiate
+    from pate.pipeline.runner import set_num_labels
+
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        cfg = compose(config_name="train", overrides=["progress=false", *overrides])
+    set_num_labels(cfg, instantiate(cfg.data.reader, "data.reader").label_names())
+    return cfg

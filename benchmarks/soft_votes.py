@@ -28,7 +28,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from hydra import compose, initialize_config_dir
 
 # the repository's packages first: this folder's teachers.py would shadow the package of that name
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -40,17 +39,9 @@ from pate.features import read_features  # noqa: E402
 from pate.features.ridge import fit_ridge_heads, head_scores, head_weights  # noqa: E402
 from pate.pipeline.checks import instantiate  # noqa: E402
 from pate.pipeline.graph import Dataset, features_stage, plain, queries_stage  # noqa: E402
-from pate.pipeline.runner import set_num_labels  # noqa: E402
-from record import ROOT, header, write_json  # noqa: E402
+from record import header, train_config, write_json  # noqa: E402
 
 GROUP = 25  # heads fitted at once: [GROUP, n, D] float32 stays under 1 GB at 100 teachers of the default data
-
-
-def config():
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        cfg = compose(config_name="train", overrides=["progress=false"])
-    set_num_labels(cfg, instantiate(cfg.data.reader, "data.reader").label_names())
-    return cfg
 
 
 def votes(features, labels: np.ndarray, parts: list[np.ndarray], queries: np.ndarray, lambdas) -> dict:
@@ -84,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     record = header("benchmarks/soft_votes.py", time.time())
     torch.set_num_threads(2)
-    cfg = config()
+    cfg = train_config()
     data = instantiate(cfg.data.reader, "data.reader").load(Path(cfg.paths.cache_dir) / "tensors", progress=False)
     dataset = Dataset(data, data_identity(plain(cfg.data), data))
     store = ArtifactStore(Path(cfg.paths.cache_dir))

@@ -33,7 +33,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from hydra import compose, initialize_config_dir
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository's packages, run from anywhere
 from pate.artifacts import ArtifactStore  # noqa: E402
@@ -43,20 +42,11 @@ from pate.evaluation import majority_class_accuracy  # noqa: E402
 from pate.features import read_features  # noqa: E402
 from pate.pipeline.checks import instantiate  # noqa: E402
 from pate.pipeline.graph import Dataset, features_stage, plain  # noqa: E402
-from pate.pipeline.runner import set_num_labels  # noqa: E402
 from teachers.ensemble import train_teachers  # noqa: E402
 from teachers.heads import head_votes, train_head_teachers  # noqa: E402
-from record import header, write_json  # noqa: E402
+from record import header, train_config, write_json  # noqa: E402
 
-CONF = str(Path(__file__).resolve().parent.parent / "conf")
 EVAL_IMAGES = 2000
-
-
-def config(*overrides: str):
-    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
-        cfg = compose(config_name="train", overrides=["progress=false", *overrides])
-    set_num_labels(cfg, instantiate(cfg.data.reader, "data.reader").label_names())
-    return cfg
 
 
 def heads(cfg, data, features, num_teachers: int, eval_rows) -> dict:
@@ -76,7 +66,7 @@ def heads(cfg, data, features, num_teachers: int, eval_rows) -> dict:
 
 def cnn_loop(num_teachers: int) -> dict:
     """``teacher=small_cnn`` (its config as shipped) on the first parts of the 800-teacher partition."""
-    cfg = config("teacher=small_cnn")
+    cfg = train_config("teacher=small_cnn")
     data = instantiate(cfg.data.reader, "data.reader").load(Path(cfg.paths.cache_dir) / "tensors", progress=False)
     parts = partition_teachers(data.indices("train"), int(cfg.partition.num_teachers), int(cfg.partition.seed))
     with tempfile.TemporaryDirectory() as work:
@@ -100,7 +90,8 @@ def cnn_engines(model: str, num_teachers: int, loop_teachers: int, group: int, d
     """Teacher-epochs per second of the per-teacher loop (on the first ``loop_teachers``) and of the batched
     engine (on all ``num_teachers``), 1 epoch each."""
     size = [] if image_size is None else [f"data.image_size={image_size}", f"data.synthetic.image_size={image_size}"]
-    cfg = config(*ENGINE_MODELS[model], "teacher.max_epochs=1", *(["trainer=gpu"] if device == "gpu" else []), *size)
+    gpu = ["trainer=gpu"] if device == "gpu" else []
+    cfg = train_config(*ENGINE_MODELS[model], "teacher.max_epochs=1", *gpu, *size)
     data = instantiate(cfg.data.reader, "data.reader").load(Path(cfg.paths.cache_dir) / "tensors", progress=False)
     parts = partition_teachers(data.indices("train"), int(cfg.partition.num_teachers), int(cfg.partition.seed))
     out = {"model": model, "teachers": num_teachers, "loop_teachers": loop_teachers, "group": group,
@@ -138,7 +129,7 @@ def main() -> None:
     results: dict = {**header("benchmarks/teachers.py", time.time()), "extractors": {}, "device": "cpu",
                      "torch_threads": torch.get_num_threads()}
     for name in args.extractors:
-        cfg = config(f"features={name}")
+        cfg = train_config(f"features={name}")
         data = instantiate(cfg.data.reader, "data.reader").load(Path(cfg.paths.cache_dir) / "tensors", progress=False)
         extractor = instantiate(cfg.features.extractor, "feature extractor")
         stage = features_stage(cfg, Dataset(data, data_identity(plain(cfg.data), data)), extractor)
