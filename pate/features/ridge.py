@@ -17,7 +17,9 @@ intercept's projection plus the ridge smoother on the centred data, since X_c^T 
     H_ii = 1/n + sum_j U_ij^2 s_j / (s_j + lambda),
 
 and each (head, label) keeps the lambda of its grid with the smallest mean squared e_loo -- a per-head choice
-made on that head's own rows only.
+made on that head's own rows only. The leave-one-out scores y_i - e_loo_i at that lambda (each training row's
+score by the head fitted without it) are kept too: a per-head choice that needs held-out scores, such as a
+decision threshold, can be made on them without a validation split.
 """
 
 from __future__ import annotations
@@ -38,13 +40,15 @@ def check_lambdas(lambdas) -> np.ndarray:
 @dataclass(frozen=True)
 class RidgeHeads:
     """G fitted heads in dual form: ``beta`` [G, n, L], ``ybar`` [G, L], ``lam`` [G, L] (the chosen strength),
-    ``loo_mse`` [G, L] (its leave-one-out mean squared error). The primal weights need the training features
-    again: :func:`head_weights`."""
+    ``loo_mse`` [G, L] (its leave-one-out mean squared error), ``loo_scores`` [G, n, L] (each training row's
+    leave-one-out score at that strength). The primal weights need the training features again:
+    :func:`head_weights`."""
 
     beta: torch.Tensor
     ybar: torch.Tensor
     lam: torch.Tensor
     loo_mse: torch.Tensor
+    loo_scores: torch.Tensor
 
 
 def fit_ridge_heads(features: torch.Tensor, targets: torch.Tensor, lambdas) -> RidgeHeads:
@@ -76,13 +80,15 @@ def fit_ridge_heads(features: torch.Tensor, targets: torch.Tensor, lambdas) -> R
     # residuals y - yhat for every lambda: U diag(shrink_c) z -> [G, C, n, L]
     resid = torch.einsum("gij,gjc,gjl->gcil", u, shrink, z)
     leverage = 1.0 / n + torch.einsum("gij,gjc->gci", u * u, 1 - shrink)  # H_ii, [G, C, n]
-    loo = (resid / (1 - leverage).clamp_min(1e-12)[..., None]) ** 2
-    mse = loo.mean(2)  # [G, C, L]
+    e_loo = resid / (1 - leverage).clamp_min(1e-12)[..., None]  # [G, C, n, L]
+    mse = (e_loo ** 2).mean(2)  # [G, C, L]
     best = mse.argmin(1)  # [G, L]
     chosen = torch.gather(lam, 1, best)  # [G, L]
     beta = torch.bmm(u, z / (s[:, :, None] + chosen[:, None, :]))  # [G, n, L]
+    e_chosen = torch.gather(e_loo, 1, best[:, None, None, :].expand(-1, 1, n, -1))[:, 0]  # [G, n, L]
     return RidgeHeads(beta=beta.float(), ybar=ybar.float(), lam=(chosen / scale[:, None]).float(),
-                      loo_mse=torch.gather(mse, 1, best[:, None, :])[:, 0].float())
+                      loo_mse=torch.gather(mse, 1, best[:, None, :])[:, 0].float(),
+                      loo_scores=(y - e_chosen).float())
 
 
 def head_weights(features: torch.Tensor, beta: torch.Tensor, ybar: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -32,13 +32,17 @@ def test_leave_one_out_choice_matches_brute_force():
         xc = xg - xg.mean(0)
         scale = np.trace(xc @ xc.T) / len(xg)
         errors = np.zeros((len(LAMBDAS), yg.shape[1]))
+        held_out = np.zeros((len(LAMBDAS), *yg.shape))  # [C, n, L]: row i's score by the fit without it
         for c, lam in enumerate(LAMBDAS):
             for i in range(len(xg)):  # refit without row i, predict row i
                 keep = np.arange(len(xg)) != i
                 w, b = _ridge_with_intercept(xg[keep], yg[keep], lam * scale)
-                errors[c] += (yg[i] - xg[i] @ w - b) ** 2 / len(xg)
+                held_out[c, i] = xg[i] @ w + b
+                errors[c] += (yg[i] - held_out[c, i]) ** 2 / len(xg)
         np.testing.assert_allclose(heads.loo_mse[g].numpy(), errors.min(0), rtol=1e-4)
         np.testing.assert_allclose(heads.lam[g].numpy(), np.asarray(LAMBDAS)[errors.argmin(0)], rtol=1e-5)
+        chosen = held_out[errors.argmin(0), :, np.arange(yg.shape[1])].T  # [n, L] at each label's strength
+        np.testing.assert_allclose(heads.loo_scores[g].numpy(), chosen, atol=1e-4)
 
 
 def test_primal_weights_solve_the_ridge_problem_with_the_chosen_strength():
