@@ -209,11 +209,14 @@ def teacher_levers(record: dict[str, Any], file: str) -> list[str]:
 def soft_votes(record: dict[str, Any], file: str) -> list[str]:
     lines = [f"{_when_and_where(record, file)}; {record['images']:,} images, the {record['pool']} x {record['pool']} "
              f"grid, the teachers' non-private vote on the {record['queries']} queries (their true labels).", "",
-             "| teachers | faces per teacher | teacher | hard vote | soft vote | soft - hard |",
-             "|---:|---:|---:|---:|---:|---:|"]
+             "| teachers | faces per teacher | teacher | hard vote | soft vote | soft - hard | teacher, thresholds "
+             "| vote, thresholds | thresholds - hard |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     lines += [f"| {row['teachers']} | ~{row['faces_per_teacher']:.0f} | {_percent(row['teacher_accuracy'])} | "
               f"{_percent(row['hard_vote'])} | {_percent(row['soft_vote'])} | "
-              f"{100 * (row['soft_vote'] - row['hard_vote']):+.2f} points |" for row in record["rows"]]
+              f"{100 * (row['soft_vote'] - row['hard_vote']):+.2f} points | "
+              f"{_percent(row['threshold_teacher_accuracy'])} | {_percent(row['threshold_vote'])} | "
+              f"{100 * (row['threshold_vote'] - row['hard_vote']):+.2f} points |" for row in record["rows"]]
     return lines
 
 
