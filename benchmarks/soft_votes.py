@@ -53,8 +53,9 @@ GROUP = 25  # heads fitted at once: [GROUP, n, D] float32 stays under 1 GB at 10
 
 
 def votes(features, labels: np.ndarray, parts: list[np.ndarray], queries: np.ndarray, lambdas) -> dict:
-    """Hard and soft vote counts [Q, L] and each teacher's accuracy on the queries, the heads fitted GROUP at a
-    time over teachers of the same part size."""
+    """Hard, soft and per-attribute-threshold vote counts [Q, L], and the teachers' mean accuracy on the queries
+    with each head thresholded at 1/2 and at its own thresholds; the heads fitted GROUP at a time over teachers of
+    the same part size."""
     x_queries = features.take(queries)
     hard = np.zeros((len(queries), labels.shape[1]))
     soft = np.zeros_like(hard)
