@@ -2,7 +2,8 @@
 counts. Two aggregators:
 
 * ``BinaryVoting``: every label of every query released; priced data-independently (a Gaussian on the 2L counts,
-  ``binary_vote_l2_sensitivity``: alpha L / sigma^2 per query under replace, alpha L / (2 sigma^2) under add_remove).
+  ``binary_vote_l2_sensitivity``: alpha L / sigma^2 per query under both relations, since the "no" count is
+  T - yes with T the configured number of teachers).
   It also measures, as a diagnostic that is not itself private, the data-dependent bound the PATE literature
   reports (Papernot et al. 2018, Theorem 6 per label).
 * ``DataDependentBinaryVoting``: the same votes, optionally screened per label first (Confident-GNMax, PATE 2018
@@ -14,8 +15,9 @@ counts. Two aggregators:
 Per-label composition. One teacher may change all of a query's labels at once. The labels get independent noise,
 so the joint law of a query's release is a product over labels, and the Renyi divergence of a product is the sum
 of the factors' divergences (Mironov 2017, Proposition 1, non-adaptive case). For a pair of neighbouring vote sets,
-each label's own (yes, no) pair is a pair of neighbouring two-class histograms of PATE 2018's kind (replace: one
-vote moved between the two classes; add_remove: one vote added or removed), so each factor is bounded by that
+each label's own (yes, T - yes) pair is a pair of neighbouring two-class histograms of PATE 2018's kind: one vote
+moved between the two classes, under both relations (the mechanism's input is the yes-counts with T fixed, so a
+removed yes-voter also adds one to the derived "no"; ``binary_vote_l2_sensitivity``), so each factor is bounded by that
 label's bound, data-dependent or not, whatever happens to the other labels; summing the per-label bounds is valid
 under both relations, and the data-independent sum is exactly the Gaussian on the 2L counts.
 """
@@ -53,7 +55,7 @@ __all__ = ["BinaryVoting", "DataDependentBinaryVoting"]
 
 def _label_scale(sigma: float, neighbors) -> float:
     """The per-label data-independent curve alpha / scale^2 of binary GNMax: scale = sigma sqrt(2) / Delta, Delta the
-    two-class histogram's L2 sensitivity (sqrt(2) replace, 1 add_remove)."""
+    two-class histogram's L2 sensitivity (sqrt(2) under both relations), so scale = sigma."""
     return sigma * math.sqrt(2.0) / binary_vote_l2_sensitivity(1, neighbors)
 
 
@@ -86,7 +88,7 @@ class BinaryVoting(NoisyThresholdCost):
 
     @property
     def sensitivity(self) -> float:
-        """L2 sensitivity of the 2L counts: sqrt(2L) (replace), sqrt(L) (add_remove)."""
+        """L2 sensitivity of the 2L counts (yes, T - yes): sqrt(2L) under both relations."""
         return binary_vote_l2_sensitivity(self.num_labels, self.neighbors)
 
     @property

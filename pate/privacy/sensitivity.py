@@ -99,19 +99,26 @@ def count_l2_sensitivity(num_labels: int, neighbors: str) -> float:
 
 
 def binary_vote_l2_sensitivity(num_labels: int, neighbors: str) -> float:
-    """L2 sensitivity of the L per-label (yes, no) histograms of binary voting, stacked into one vector of 2L counts:
-    sqrt(2 L) (replace), sqrt(L) (add_remove).
+    """L2 sensitivity of the L per-label (yes, no) pairs of binary voting, stacked into one vector of 2L counts, as
+    the mechanism computes them: sqrt(2 L) under both relations.
 
-    Proof sketch. replace: a teacher whose vote on label l changes moves one count from yes to no or back, so
-    that label's pair moves by (+-1, -+1), L2 norm sqrt(2), and every label may move at once: sqrt(2 L), attained by
-    the vote 0 replaced by 1. add_remove: the added (removed) teacher adds (removes) one vote per label, to yes or to
-    no, so each pair moves by a unit vector: sqrt(L). Per label (L = 1) these are the GNMax neighbours of Papernot
-    et al. 2018 (one vote moved between classes, Proposition 8: alpha / sigma^2) and one vote added (alpha /
-    (2 sigma^2)).
+    The mechanism's input is the yes-count vector y in {0..T}^L with T the CONFIGURED number of teachers, and it
+    derives each "no" count as T - y_l (``pate.mechanisms.binary_voting.binary_gnmax``). A relation is applied to
+    that input, never to a model in which "no" counts the teachers present.
+
+    Proof sketch. replace: one teacher's vote replaced moves each y_l by d_l in {-1, 0, 1}. add_remove: one
+    teacher's vote added or removed moves each y_l by d_l in {0, 1} (or {-1, 0}), and T stays the configured
+    constant, so the no-count T - y_l moves by -d_l. Under both, each label's pair moves by (d_l, -d_l), of L2
+    norm sqrt(2) |d_l|, and every label may move at once: ||.||_2 <= sqrt(2 L), attained by a teacher voting yes
+    on every label removed (add_remove) or its vote replaced by all-no (replace). Per label (L = 1) this is PATE
+    2018's GNMax neighbour "one vote moved between the two classes" (Papernot et al. 2018, Proposition 8:
+    alpha / sigma^2). The add_remove price alpha / (2 sigma^2) of one vote added to a single class would need the
+    no-count to be the number of teachers present who voted no, which the mechanism does not compute (issue 36:
+    yes = 36 against 35 of T = 40 at sigma = 1 has an exact order-16 Renyi divergence of 15.8, not 8).
     """
     num_labels = _check_num_labels(num_labels)
-    factor = {"replace": 2.0, "add_remove": 1.0}[check_relation(neighbors)]
-    return math.sqrt(factor * num_labels)
+    check_relation(neighbors)
+    return math.sqrt(2.0 * num_labels)
 
 
 def gap_sensitivity(neighbors: str) -> float:

@@ -27,7 +27,7 @@ from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 from omegaconf import OmegaConf, open_dict
 
-from pate.aggregators import GaussianPATE, StableTopK, TauPATE
+from pate.aggregators import BinaryVoting, GaussianPATE, StableTopK, TauPATE
 from pate.data.celeba import ATTRIBUTE_NAMES
 from pate.mechanisms.gap_selection import GapSelection
 from pate.mechanisms.ptr import GapTest
@@ -44,6 +44,7 @@ def _mechanisms(relation: str) -> dict[str, object]:
     return {
         "GaussianPATE(40,800,380)": GaussianPATE(40, 800, 380.0, relation),
         "GaussianPATE(5,50,12.5)": GaussianPATE(5, 50, 12.5, relation),
+        "BinaryVoting(40,400,106.793)": BinaryVoting(40, 400, 106.793, relation),
         "TauPATE(40,800,190,10,l1)": TauPATE(40, 800, 190.0, 10.0, "l1", relation),
         "TauPATE(40,800,190,10,l2)": TauPATE(40, 800, 190.0, 10.0, "l2", relation),
         "TauPATE(100,250,80,3,l2)": TauPATE(100, 250, 80.0, 3.0, "l2", relation),
