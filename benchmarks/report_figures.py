@@ -178,7 +178,7 @@ def _provenance(rows: list[dict[str, str]], total: int, path: Path, file: str) -
     return f"{jobs}; {'; '.join(where)}"
 
 
-# the reference figures (no privacy cost) a table of each value is read against: (column, what)
+# the reference figures (diagnostics no epsilon covers) a table of each value is read against: (column, what)
 REFERENCES = {
     "student_accuracy": (("majority_class_accuracy", "majority class"),
                          ("reference.majority_vote.student_accuracy",
@@ -211,8 +211,8 @@ def _references(rows: list[dict[str, str]], value: str) -> str:
     sentences = [(f"{kind} students: " if kind else "") + "; ".join(f"{what} {_mean(group, column):.4f}"
                                                                      for column, what in references)
                  for kind, references, group in _reference_groups(rows, value) if references]
-    return f"References (no privacy cost, the same queries and evaluation images): {'. '.join(sentences)}." \
-        if sentences else ""
+    return (f"References (diagnostics NOT covered by ε, left out of a publishable report; the same queries and "
+            f"evaluation images): {'. '.join(sentences)}.") if sentences else ""
 
 
 def _reference_rows(rows: list[dict[str, str]], value: str, by: str, axis: list[float | None]) -> list[str]:

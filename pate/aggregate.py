@@ -72,8 +72,9 @@ def release_ledger(aggregator, asked: int) -> Ledger:
 
 
 def build_aggregate(work: Path, aggregator, votes: Mapping[str, np.ndarray], num_labels: int, asked: int,
-                    seed: int) -> None:
-    """Release label sets for the first ``asked`` queries and record what they cost.
+                    rng: np.random.Generator) -> None:
+    """Release label sets for the first ``asked`` queries, with every random number drawn from ``rng`` (the
+    run's noise source decides whether it is seeded or secret: pate/pipeline/noise.py), and record what they cost.
 
     Writes ``aggregate.npz`` (``labels`` bool [Q, L], ``answered`` bool [Q], ``k`` int [Q]: the released set's
     size, -1 where unanswered, as in ``AggregationResult``; ``released`` bool [Q, L] when the aggregator releases
@@ -84,7 +85,6 @@ def build_aggregate(work: Path, aggregator, votes: Mapping[str, np.ndarray], num
     diagnostics (``DIAGNOSTIC_LEDGERS``), and its other details in ``details.json``. Queries past ``asked`` are not
     shown to the aggregator at all.
     """
-    rng = np.random.default_rng(seed)
     counts = votes["counts"]
     q = counts.shape[0]
     labels = np.zeros((q, num_labels), dtype=bool)

@@ -143,6 +143,8 @@ class ArtifactStore:
         self.root = Path(root)
         # artifacts this store built or verified: a stage read twice in one run is hashed once
         self._seen: dict[Path, Artifact] = {}
+        # those of them found finished rather than built (a secure release read back says it drew no new noise)
+        self._reused: set[Path] = set()
 
     def path(self, stage: Stage) -> Path:
         return self.root / stage.name / stage.key
@@ -160,11 +162,13 @@ class ArtifactStore:
         if found is not None:
             log.info("%s: reusing %s", stage.name, final)
             self._seen[final] = found
+            self._reused.add(final)
             return found
         final.parent.mkdir(parents=True, exist_ok=True)
         with exclusive_lock(final.with_name(final.name + ".lock")):
             found = self._verified(stage, final)  # another process may have built it while we waited
             if found is not None:
+                self._reused.add(final)
                 return found
             inputs = {name: self.get(up) for name, up in stage.upstream.items()}
             work = self.work_path(stage)
@@ -175,6 +179,11 @@ class ArtifactStore:
             os.replace(work, final)
         self._seen[final] = Artifact(stage.name, stage.key, final)
         return self._seen[final]
+
+    def reused(self, stage: Stage) -> bool:
+        """Whether this store found ``stage``'s artifact already built (by an earlier run or another process)
+        instead of building it."""
+        return self.path(stage) in self._reused
 
     def _verified(self, stage: Stage, final: Path) -> Artifact | None:
         """The artifact if its manifest and every file check out. Otherwise it is not used: when the manifest is

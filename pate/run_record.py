@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FIELDS", "Field", "check_record", "ordered"]
+__all__ = ["FIELDS", "Field", "NOT_COVERED_BY_EPSILON", "check_record", "not_covered_by_epsilon", "ordered"]
 
 KINDS = ("string", "number", "integer", "bool", "object")
 
@@ -43,6 +43,11 @@ FIELDS: tuple[Field, ...] = (
     Field("epsilon_order", "number", "the RDP order of the tightest conversion", nullable=True),
     Field("privacy", "string", "one line: epsilon, delta, relation, conversion, what was composed", checked=False),
     Field("privacy_accounting", "string", "how epsilon was obtained (replayed from the ledger)", checked=False),
+    Field("privacy_unit", "string", "what one neighbour of every epsilon is: one teacher's vote replaced or one "
+          "teacher added or removed (PATE), one record replaced or added or removed (DP-SGD, Private-kNN); absent "
+          "from records written before it", required=False),
+    Field("record_level", "bool", "whether every epsilon is a guarantee about one training record: false for PATE "
+          "under add_remove, a teacher-level relation (docs/concepts.md)", required=False),
     Field("epsilon_data_dependent", "number", "binary voting: the raw data-dependent epsilon (PATE 2018), NOT itself "
           "private", checked=False, **_METHOD),
     Field("privacy_data_dependent", "string", "one line for epsilon_data_dependent", checked=False, **_METHOD),
@@ -60,7 +65,10 @@ FIELDS: tuple[Field, ...] = (
     Field("sampling_rate", "number", "DP-SGD: the Poisson sampling rate q = expected batch / private records",
           checked=False, **_METHOD),
     Field("steps", "integer", "DP-SGD: the noisy gradient steps", checked=False, **_METHOD),
-    Field("seed", "integer", "the run's seed (noise, student)"),
+    Field("seed", "integer", "the run's seed (the student; the noise only where noise_source says seeded)"),
+    Field("noise_source", "string", "where the noise the guarantee rests on came from: secure (the operating "
+          "system's entropy, no seed recorded, not replayable) or seeded from seed (replayable: synthetic benchmarks "
+          "only); privacy.noise, pate/pipeline/noise.py; absent from records written before it", checked=False),
     Field("queries", "integer", "public queries asked for"),
     Field("queries_asked", "integer", "queries shown to the aggregator within the budget", checked=False,
           **_METHOD),
@@ -81,8 +89,9 @@ FIELDS: tuple[Field, ...] = (
     Field("student_unlabeled_size", "integer", "unlabeled pool images the student used", checked=False),
     Field("teacher_accuracy", "number", "PATE: mean teacher accuracy (a diagnostic, not covered by epsilon)",
           **_METHOD),
-    Field("not_covered_by_epsilon", "object", "the keys computed outside the private release, and why",
-          checked=False, **_METHOD),
+    Field("not_covered_by_epsilon", "object", "keys: the dotted paths of this record that its epsilon does not "
+          "cover (NOT_COVERED_BY_EPSILON), why: a line; never publish them (pate-report --publishable leaves them out)",
+          checked=False, required=False),
     Field("majority_class_accuracy", "number", "the best constant predictor on the evaluation images"),
     Field("num_teachers", "integer", "PATE: the number of teachers", **_METHOD),
     Field("num_labels", "integer", "labels per record, from the data"),
@@ -97,6 +106,48 @@ _BY_NAME = {field.name: field for field in FIELDS}
 # fields that are fractions: a value outside [0, 1] is a damaged or edited record
 FRACTIONS = ("answered_fraction", "released_label_fraction", "label_f1", "label_accuracy", "student_accuracy", "student_f1",
              "majority_class_accuracy")
+
+
+# The statistics a run records that its epsilon does not cover (dotted paths into the record) and why. They stay where
+# the contract puts them (``teacher_accuracy``, ``reference.majority_vote.student_accuracy``), are listed per run under
+# ``not_covered_by_epsilon``, are labelled so wherever they are printed, and the publishable form of a report leaves
+# them out: publishing one is a release no ledger priced.
+NOT_COVERED_BY_EPSILON = {
+    "teacher_accuracy": "the private teachers' accuracy on the evaluation images, computed outside the release",
+    "reference.majority_vote": "labels and a student from the teachers' non-private majority vote: no noise at all",
+    "reference.true_labels": "a student on the public queries' true labels: a diagnostic the release did not produce",
+    "epsilon_data_dependent": "the raw data-dependent bound of PATE 2018 (its ledger: ledger_data_dependent.json): a "
+                              "function of the private votes",
+    "privacy_data_dependent": "the line of epsilon_data_dependent, a function of the private votes",
+    "data_dependent_test.not_itself_private": "the propose-test-release statistics k(D), U(D,0), U(D,1): functions of "
+                                              "the private votes, released only through the noisy test",
+    "seed": "seeded noise: whoever holds the seed can replay the noise the guarantee rests on",
+    "artifacts": "seeded noise: the release's cache key hashes the seed, which a search over small seeds recovers",
+}
+# the paths that leak the noise only when it was seeded (a secure release's key and seed say nothing about its noise)
+_SEEDED_ONLY = ("seed", "artifacts")
+
+
+def _holds(record: dict[str, Any], path: str) -> bool:
+    for key in path.split("."):
+        if not isinstance(record, dict) or key not in record:
+            return False
+        record = record[key]
+    return True
+
+
+def _secure_noise(record: dict[str, Any]) -> bool:
+    """Whether the record says its noise came from the operating system's entropy (``noise_source``, written by
+    ``pate.pipeline.noise.NoiseSource.describe``, begins with its mode): only then is its seed no secret."""
+    return str(record.get("noise_source", "")).startswith("secure")
+
+
+def not_covered_by_epsilon(record: dict[str, Any]) -> list[str]:
+    """The paths of ``NOT_COVERED_BY_EPSILON`` that ``record`` holds, in that order; ``seed`` and ``artifacts`` unless
+    its noise was secure (a record that does not say is taken as seeded). Computed from the record itself, so a report
+    finds them in records written before the runner listed them."""
+    return [path for path in NOT_COVERED_BY_EPSILON
+            if _holds(record, path) and not (path in _SEEDED_ONLY and _secure_noise(record))]
 
 
 def ordered(record: dict[str, Any]) -> dict[str, Any]:

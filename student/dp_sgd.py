@@ -58,7 +58,8 @@ def train_dp_sgd(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, 
     Each of ``steps`` steps keeps every record with probability ``sampling_rate``, clips each kept record's
     gradient of its own loss to ``clip_norm``, sums, adds N(0, (noise_multiplier clip_norm)^2) per coordinate and
     divides by the expected batch size q N (Opacus' "mean" reduction), then takes an SGD step (``lr``,
-    ``momentum``). The batches and the noise come from generators seeded by ``seed``. The model trains on
+    ``momentum``). The batches and the noise come from generators seeded by ``seed`` and ``seed + 1``: the caller
+    passes a secret seed where the guarantee must hold (pate/pipeline/noise.py). The model trains on
     ``device``; ``inputs`` stay where they are and each batch is moved there (through ``transform`` when given:
     uint8 images become floats batch by batch, not all at once).
     """

@@ -117,8 +117,8 @@ def test_a_report_table_is_the_mean_over_seeds_with_its_gaps_said(tmp_path):
     # a column's best is bold only among two or more means
     assert lines[2:] == ["| method | 1 | 2 |", "|---|---:|---:|", "| `a` | 0.7500 | 0.9000 |",
                          "| `b` | no answer | **0.9500** (25% answered, 1 of 2 seeds) |", "",
-                         "References (no privacy cost, the same queries and evaluation images): majority class "
-                         "0.5000."]
+                         "References (diagnostics NOT covered by ε, left out of a publishable report; the same "
+                         "queries and evaluation images): majority class 0.5000."]
     only = figures.report_figures.render(csv_path, "sweep/results.csv", "only=2&methods=b,a&sd=cell")
     assert only[2:5] == ["| method | 2 |", "|---|---:|", "| `b` | **0.9500** (25% answered, 1 of 2 seeds) |"]
     assert only[5] == "| `a` | 0.9000 ± 0.0000 |"

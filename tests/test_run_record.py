@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pate.run_record import FIELDS, KINDS, check_record, ordered
+from pate.run_record import FIELDS, KINDS, NOT_COVERED_BY_EPSILON, check_record, not_covered_by_epsilon, ordered
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "run-record.md"
 
@@ -62,3 +62,22 @@ def test_a_missing_required_field_is_named():
     del record["student_accuracy"]
     with pytest.raises(ValueError, match=r"job/metrics.json: missing keys \['student_accuracy'\]"):
         check_record(record, "job/metrics.json")
+
+
+def test_what_epsilon_does_not_cover_is_listed_from_the_record_itself():
+    record = _record(teacher_accuracy=0.8, epsilon_data_dependent=0.5, privacy_data_dependent="raw",
+                     data_dependent_test={"passed": True, "not_itself_private": {"distance": 3}},
+                     reference={"majority_class": {"student_accuracy": 0.8},
+                                "majority_vote": {"student_accuracy": 0.85}})
+    assert not_covered_by_epsilon(record) == ["teacher_accuracy", "reference.majority_vote", "epsilon_data_dependent",
+                                              "privacy_data_dependent", "data_dependent_test.not_itself_private",
+                                              "seed", "artifacts"]  # a record that does not say: seeded
+    assert set(not_covered_by_epsilon(record)) <= set(NOT_COVERED_BY_EPSILON)
+    secure = _record(noise_source="secure: drawn from the operating system's entropy, no seed recorded")
+    assert not_covered_by_epsilon(secure) == []  # its seed replays nothing the guarantee rests on
+    assert not_covered_by_epsilon(_record(noise_source="seeded from seed=0")) == ["seed", "artifacts"]
+
+
+def test_the_docs_list_what_epsilon_does_not_cover():
+    listed = re.findall(r"^- `([\w.]+)`: (.+)\.$", DOC.read_text().partition("## Not covered by epsilon")[2], re.M)
+    assert listed == list(NOT_COVERED_BY_EPSILON.items())

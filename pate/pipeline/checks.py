@@ -22,6 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from pate.locations import CONFIG_DIR
+from pate.pipeline.noise import noise_source
 from pate.privacy.sensitivity import RELATIONS
 
 
@@ -60,6 +61,8 @@ def check_config(cfg: DictConfig) -> None:
         value = privacy[key]
         _require(value is None or (_is_number(value) and value > 0), f"privacy.{key}", value,
                  "a number > 0, or null")
+    with building(None):  # privacy.noise: its one reader names the key
+        noise_source(cfg)
     _require(isinstance(cfg.get("verbose", False), bool), "verbose", cfg.get("verbose"), "true or false")
     check_appended_keys(cfg, _appended_overrides())
 

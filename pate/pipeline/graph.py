@@ -37,6 +37,7 @@ from pate.data import CelebAArrays
 from pate.data.partition import build_partition, build_queries, read_queries
 from pate.features import FeatureTable, build_features, choose_fit_rows, fit_extractor, read_features
 from pate.features.views import build_views
+from pate.pipeline.noise import noise_source
 from pate.privacy import DEFAULT_ORDERS
 from pate.votes import read_votes
 
@@ -50,7 +51,7 @@ CODE: dict[str, tuple[str, ...]] = {
     "views": ("pate.features.views",),
     "teachers": ("teachers.stages",),
     "votes": ("teachers.stages", "pate.votes"),
-    "aggregate": ("pate.aggregate",),
+    "aggregate": ("pate.aggregate", "pate.pipeline.noise"),
     "student": ("student.stages",),
 }
 
@@ -144,14 +145,17 @@ def cost_fingerprint(aggregator) -> str:
 
 
 def aggregate_stage(cfg: DictConfig, aggregator, asked: int, votes: Stage) -> Stage:
-    """The released labels of the first ``asked`` queries and their cost events (``ledger.json``)."""
+    """The released labels of the first ``asked`` queries and their cost events (``ledger.json``), drawn from the
+    run's noise source (``privacy.noise``, pate/pipeline/noise.py), which the key names: with its seed when seeded,
+    without one when secure (a rerun reuses the release rather than drawing a second)."""
+    noise = noise_source(cfg)
     config = {"aggregator": str(cfg.aggregator._target_), "parameters": aggregator.noise_parameters(),
               "settings": plain(cfg.aggregator), "neighbors": str(aggregator.neighbors), "asked": asked,
-              "seed": int(cfg.seed), "cost": cost_fingerprint(aggregator)}
+              **noise.key(), "cost": cost_fingerprint(aggregator)}
     num_labels = int(cfg.data.num_labels)
     return Stage("aggregate", config,
                  lambda work, up: build_aggregate(work, aggregator, read_votes(up["votes"]), num_labels, asked,
-                                                  int(cfg.seed)),
+                                                  noise.generator()),
                  {"votes": votes}, code=code_of("aggregate", aggregator))
 
 

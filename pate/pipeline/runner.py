@@ -23,7 +23,9 @@ from pate.host import host
 from pate.pipeline.checks import UserError, building, check_config, instantiate
 from pate.pipeline.graph import Dataset, features_stage, plain, queries_stage, reference_stage, views_stage
 from pate.pipeline.methods.base import Release, SharedStages
-from pate.run_record import check_record, ordered
+from pate.pipeline.noise import log_reused_release, noise_source
+from pate.privacy.unit import PrivacyUnit, privacy_unit
+from pate.run_record import check_record, not_covered_by_epsilon, ordered
 from student.semi import SemiSupervision
 from teachers.training.trainer import device_of
 
@@ -131,16 +133,20 @@ def evaluate(cfg: DictConfig, store: ArtifactStore, graph: Graph, data: Dataset,
     privacy = replay_privacy(store.get(graph.release.labels), delta)
     eval_indices = read_queries(store.get(graph.shared.queries)).evaluation
     answered = main["released"]["answered"]
+    unit = privacy_unit(method.contributor, privacy["neighbors"])
     metrics: dict[str, Any] = {
         "private": True,
         "neighbors": str(privacy["neighbors"]),
         "delta": delta,
         "epsilon": privacy["epsilon"],
         "epsilon_order": privacy["epsilon_order"],
-        "privacy": privacy["description"],
+        "privacy": f"{privacy['description']}; one neighbour: {unit.text}",
         "privacy_accounting": privacy["accounting"],
+        "privacy_unit": unit.neighbour,
+        "record_level": unit.record_level,
         **data_dependent_metrics(privacy),
         "seed": int(cfg.seed),
+        "noise_source": noise_source(cfg).describe(),
         "queries": int(cfg.data.num_queries),
         "answered": int(answered.sum()),
         "answered_fraction": float(answered.mean()),
@@ -172,6 +178,10 @@ def evaluate(cfg: DictConfig, store: ArtifactStore, graph: Graph, data: Dataset,
             metrics["reference"][source] = {"label_f1": ref["label_f1"], "label_accuracy": ref["label_accuracy"],
                                             "student_accuracy": ref["student"]["student_accuracy"],
                                             "student_f1": ref["student"]["student_f1"]}
+    metrics["not_covered_by_epsilon"] = {
+        "keys": not_covered_by_epsilon(metrics),
+        "why": "statistics of the private data (or diagnostics beside the release) that no cost event priced: never "
+               "publish them; pate-report --publishable leaves them out (docs/run-record.md)"}
     check_record(metrics, "the run's metrics")  # a method that breaks the run record fails here, not in a report
     return ordered(metrics)
 
@@ -188,6 +198,7 @@ def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict[str, Any]
     if cfg.get("teacher_shard"):
         return method.train_shard(cfg, store, graph.release, data)
     metrics = evaluate(cfg, store, graph, data, method)
+    log_reused_release(store, graph.release.labels, noise_source(cfg))
     atomic_write_json(output_dir / "metrics.json", metrics)
     log.info(summary(metrics))
     log.info("metrics written to %s", output_dir / "metrics.json")
@@ -215,8 +226,11 @@ def summary(m: dict[str, Any]) -> str:
         f"aggregator        {m['aggregator']}" if m.get("aggregator") else
         f"method            {m.get('mechanism') or m['method']}",
         f"privacy           {m['privacy']}",
+        f"privacy unit      {PrivacyUnit(m['privacy_unit'], m['record_level']).text}",
+        *([f"noise source      {m['noise_source']}"] if "noise_source" in m else []),
         *([f"data-dependent    epsilon = {m['epsilon_data_dependent']:.4g} at delta = {m['delta']:.3g} (neighbours: "
-           f"{m['neighbors']}), NOT ITSELF PRIVATE (the raw bound of PATE 2018: it depends on the private votes)"]
+           f"{m['neighbors']}), NOT ITSELF PRIVATE, not covered by epsilon (the raw bound of PATE 2018: it depends "
+           f"on the private votes)"]
           if "epsilon_data_dependent" in m else []),
         *([f"data-independent  epsilon = {m['epsilon_data_independent']:.4g} at delta = {m['delta']:.3g} (neighbours: "
            f"{m['neighbors']}; the same labels priced without looking at the votes)"]
@@ -237,6 +251,9 @@ def summary(m: dict[str, Any]) -> str:
            + (f" and {m['student_unlabeled_size']} unlabeled pool images, {m['student_semi']})"
               if m["student_unlabeled_size"] else ")")),
         f"baseline          majority class accuracy {pct(m['majority_class_accuracy'])}",
+        f"not covered       by epsilon: {', '.join(m['not_covered_by_epsilon']['keys']) or 'nothing'} (in "
+        f"metrics.json, listed under not_covered_by_epsilon: never publish them; pate-report --publishable leaves "
+        f"them out)",
     ]
     return "results\n  " + "\n  ".join(lines)
 

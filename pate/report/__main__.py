@@ -1,6 +1,7 @@
-"""pate-report (or python -m pate.report) <sweep dir> [--out DIR] [--kind NAME] [--cache-dir DIR]: write the report of a finished
-Hydra multirun, of the kind its config names (``report``) unless --kind names another, with every job's epsilon
-replayed from its ledger in the cache (the one each job's config names, unless --cache-dir names another)."""
+"""pate-report (or python -m pate.report) <sweep dir> [--out DIR] [--kind NAME] [--cache-dir DIR] [--publishable]:
+write the report of a finished Hydra multirun, of the kind its config names (``report``) unless --kind names another,
+with every job's epsilon replayed from its ledger in the cache (the one each job's config names, unless --cache-dir
+names another); --publishable leaves out every statistic the epsilons do not cover (docs/reports.md)."""
 
 from __future__ import annotations
 
@@ -19,9 +20,12 @@ def main(argv: list[str] | None = None) -> int:
                                                      "one the sweep's config names)")
     parser.add_argument("--cache-dir", default=None, help="the artifact cache the sweep ran with (default: each "
                                                           "job's paths.cache_dir, from the working directory)")
+    parser.add_argument("--publishable", action="store_true",
+                        help="leave out every statistic the epsilons do not cover (teacher accuracy, the reference "
+                             "students, the data-dependent statistics, a seeded run's seed): the form to publish")
     args = parser.parse_args(argv)
     try:
-        report = write_report(args.sweep_dir, args.out, args.kind, args.cache_dir)
+        report = write_report(args.sweep_dir, args.out, args.kind, args.cache_dir, args.publishable)
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

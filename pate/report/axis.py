@@ -26,7 +26,8 @@ import numpy as np
 
 from pate.report.collect import Run, Sweep
 from pate.report.summary import HEADLINE_FRACTION, Stat, distinct
-from pate.report.tables import runs_csv
+from pate.report.tables import REFERENCES_NOT_COVERED, publishable_note, runs_csv
+from pate.report.units import TEACHER_LEVEL_NOTE, teacher_level, unit_cell, units_line
 
 
 @dataclass(frozen=True)
@@ -117,11 +118,17 @@ def summarize_axis(sweep: Sweep, axis: Axis) -> AxisSummary:
     by_value = distinct(runs, lambda run: int(run.metrics[axis.field]))
     references = {path: {value: stat for value, jobs in sorted(by_value.items())
                          if (stat := _seed_reference([by_job[j] for j in jobs], path)) is not None}
-                  for path, _ in axis.references}
+                  for path, _ in _shown_references(axis, sweep)}
     left_out = sorted({run.metrics["method"] for run in sweep.runs} - {run.metrics["method"] for run in runs})
     warnings = (f"methods {left_out} record no {axis.field}: left out of this report",) if left_out else ()
     return AxisSummary(axis, sweep, tuple(cells), references,
                        _seed_reference(list(sweep.runs), "reference.majority_class.student_accuracy"), warnings)
+
+
+def _shown_references(axis: Axis, sweep: Sweep) -> tuple[tuple[str, str], ...]:
+    """The axis's reference lines but the ones the sweep hides (its publishable form: none is covered by ε)."""
+    return tuple((path, what) for path, what in axis.references
+                 if not any(path == hidden or path.startswith(hidden + ".") for hidden in sweep.hidden))
 
 
 def _fmt(stat: Stat | None) -> str:
@@ -146,6 +153,9 @@ def query_headline(summary: AxisSummary, fraction: float = HEADLINE_FRACTION) ->
 
 
 def _query_headline_lines(summary: AxisSummary) -> list[str]:
+    if "reference.true_labels" in summary.sweep.hidden:
+        return ["Left out of this publishable form: the headline is measured against the student on the true "
+                "labels, a diagnostic not covered by ε."]
     threshold, cheapest = query_headline(summary)
     most = max(summary.values)
     if threshold is None:
@@ -194,17 +204,26 @@ TEACHERS = Axis("num_teachers", "T", "Teacher-count report", "teachers T",
 AXES = {axis.field: axis for axis in (QUERIES, TEACHERS)}
 
 
+def _seeds(sweep: Sweep) -> str:
+    """The seeds, or only how many where the report hides them (seeded noise, publishable form)."""
+    seeds = sorted({run.metrics["seed"] for run in sweep.runs})
+    if "seed" in sweep.hidden:
+        return f"{len(seeds)} (their values left out: the noise was seeded, and a published seed replays it)"
+    return ", ".join(str(seed) for seed in seeds)
+
+
 def render_axis_report(summary: AxisSummary) -> str:
     axis, sweep, values = summary.axis, summary.sweep, summary.values
     symbol = axis.symbol
     lines = [f"# {axis.title}: {summary.privacy}", "",
              f"Every ε in this report is an (ε, δ)-DP guarantee under `neighbors={sweep.relation}` with "
              f"δ = {sweep.delta:g}: each run's noise is calibrated so that all its queries together cost the "
-             f"target ε. Along the axis changes {axis.description}.", "", "## What was run", "",
+             f"target ε. Along the axis changes {axis.description}. {units_line(sweep.runs)}", "",
+             *publishable_note(sweep.hidden), "## What was run", "",
              f"- {axis.label[0].upper()}{axis.label[1:]}: {', '.join(str(v) for v in values)}.",
              f"- Methods: {', '.join(sorted({c.method for c in summary.cells}))}.",
              f"- Target ε: {', '.join(f'{e:g}' for e in sorted({c.epsilon for c in summary.cells}))}.",
-             f"- Seeds: {', '.join(str(s) for s in sorted({r.metrics['seed'] for r in sweep.runs}))}.",
+             f"- Seeds: {_seeds(sweep)}.",
              f"- Jobs: {len(sweep.runs)} finished, {len(sweep.failed)} failed.",
              f"- Versions: git {', '.join(sorted({str(r.metrics['versions'].get('git')) for r in sweep.runs}))}.",
              *(f"- Warning: {warning}." for warning in summary.warnings),
@@ -212,8 +231,8 @@ def render_axis_report(summary: AxisSummary) -> str:
              "", f"## Student accuracy by {axis.label}", "",
              f"Mean ± sample std over seeds ({summary.privacy}); in brackets the fraction of queries answered where "
              f"not all; n/a: no query answered, no student.", "",
-             "| method | target ε | " + " | ".join(f"{symbol} = {v}" for v in values) + " |",
-             "|---|---|" + "---|" * len(values)]
+             "| method | target ε | unit | " + " | ".join(f"{symbol} = {v}" for v in values) + " |",
+             "|---|---|---|" + "---|" * len(values)]
     cells = {(c.method, c.epsilon, c.value): c for c in summary.cells}
     for method, epsilon in sorted({(c.method, c.epsilon) for c in summary.cells}):
         row = []
@@ -224,11 +243,15 @@ def render_axis_report(summary: AxisSummary) -> str:
                 continue
             answered = cell.answered_fraction.mean
             row.append(_fmt(cell.student_accuracy) + (f" ({answered:.0%})" if answered < 0.995 else ""))
-        lines.append(f"| {method} | {epsilon:g} | " + " | ".join(row) + " |")
-    lines += ["", "## Reference lines (no privacy cost)", "",
+        unit = unit_cell(run for value in values if (method, epsilon, value) in cells
+                         for run in cells[method, epsilon, value].runs)
+        lines.append(f"| {method} | {epsilon:g} | {unit} | " + " | ".join(row) + " |")
+    if teacher_level(sweep.runs):
+        lines += ["", TEACHER_LEVEL_NOTE]
+    lines += ["", "## Reference lines (not covered by ε)", "", REFERENCES_NOT_COVERED, "",
               "| reference | " + " | ".join(f"{symbol} = {v}" for v in values) + " |", "|---|" + "---|" * len(values)]
     lines += [f"| {what} | " + " | ".join(_fmt(summary.references[path].get(v)) for v in values) + " |"
-              for path, what in axis.references]
+              for path, what in _shown_references(axis, sweep)]
     lines += [f"| majority class | {_fmt(summary.majority_class)} |" + " |" * (len(values) - 1), "",
               f"![student accuracy vs {axis.label}]({axis.plot_name})", ""]
     return "\n".join(lines)
@@ -238,7 +261,7 @@ def axis_csv(summary: AxisSummary) -> str:
     """results.csv: every field of each run's record (the format of the epsilon report's), in (method, target
     epsilon, axis value, seed) order, then the failed jobs."""
     return runs_csv([run for cell in summary.cells for run in sorted(cell.runs, key=lambda r: r.metrics["seed"])],
-                    summary.sweep.failed)
+                    summary.sweep)
 
 
 def axis_plot(summary: AxisSummary):
@@ -254,8 +277,10 @@ def axis_plot(summary: AxisSummary):
         if cells:
             ax.errorbar([c.value for c in cells], [c.student_accuracy.mean for c in cells],
                         yerr=[c.student_accuracy.std or 0 for c in cells], marker="o", capsize=3,
-                        label=f"{method}, ε={epsilon:g}")
-    for (path, what), style in zip((r for r in axis.references if r[1].startswith("student")), ("k-", "k--")):
+                        label=f"{method}, ε={epsilon:g}" + (" (teacher-level ε)" if teacher_level(
+                            run for c in cells for run in c.runs) else ""))
+    for (path, what), style in zip((r for r in _shown_references(axis, summary.sweep) if r[1].startswith("student")),
+                                   ("k-", "k--")):
         values = sorted(summary.references[path])
         if values:
             ax.plot(values, [summary.references[path][v].mean for v in values], style, label=f"reference: {what}")

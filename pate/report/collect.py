@@ -8,6 +8,8 @@ run record (``pate.run_record``) is a pipeline bug and raises ``ValueError`` nam
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +18,7 @@ from typing import Any
 import yaml
 
 from pate.report.verify import cache_dir_of, verify_epsilon
-from pate.run_record import check_record
+from pate.run_record import NOT_COVERED_BY_EPSILON, check_record, not_covered_by_epsilon
 
 RELATIONS = ("replace", "add_remove")
 
@@ -54,6 +56,7 @@ class Sweep:
     unverified: tuple[str, ...] = ()  # why a finished job's epsilon could not be replayed (pate.report.verify)
     never_started: int = 0  # jobs the sweep's overrides promise that have no directory (a sweep cut short)
     foreign: tuple[str, ...] = ()  # job directories whose overrides this sweep does not produce: left out
+    hidden: tuple[str, ...] = ()  # run-record paths its report leaves out: its publishable form (publishable_form)
 
 
 BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
@@ -195,3 +198,36 @@ def collect_sweep(sweep_dir: str | Path, axis: str | None = None, cache_dir: str
     return Sweep(directory, sweep_overrides, tuple(runs), tuple(failed),
                  relation=_single(relations, "neighbors", directory), delta=_single(deltas, "delta", directory),
                  unverified=tuple(unverified), never_started=never_started, foreign=tuple(foreign))
+
+
+def publishable_form(sweep: Sweep) -> Sweep:
+    """The sweep as its publishable report shows it: every statistic the runs' epsilons do not cover
+    (``pate.run_record.not_covered_by_epsilon``: the diagnostics, the reference students, the data-dependent
+    statistics) taken out of their records, and named in ``hidden``. A seeded run's seed stays in its record, since
+    the report pairs runs over seeds by it, and is hidden from everything the report prints (``shown_overrides``)."""
+    hidden = tuple(path for path in NOT_COVERED_BY_EPSILON
+                   if any(path in not_covered_by_epsilon(run.metrics) for run in sweep.runs))
+    runs = tuple(dataclasses.replace(run, metrics=_without(run.metrics, [p for p in hidden if p != "seed"]))
+                 for run in sweep.runs)
+    return dataclasses.replace(sweep, runs=runs, hidden=hidden)
+
+
+def _without(record: dict[str, Any], paths: list[str]) -> dict[str, Any]:
+    """A copy of ``record`` without the dotted ``paths`` it holds."""
+    record = copy.deepcopy(record)
+    for path in paths:
+        *parents, last = path.split(".")
+        inner = record
+        for key in parents:
+            inner = inner.get(key) if isinstance(inner, dict) else None
+        if isinstance(inner, dict):
+            inner.pop(last, None)
+    return record
+
+
+def shown_overrides(sweep: Sweep, overrides: tuple[str, ...]) -> tuple[str, ...]:
+    """The overrides a report prints: all of them, or, where the seed is hidden (``publishable_form``), all but the
+    seed's."""
+    if "seed" not in sweep.hidden:
+        return overrides
+    return tuple(o for o in overrides if o.split("=", 1)[0].lstrip("+~") != "seed")

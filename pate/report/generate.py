@@ -4,7 +4,12 @@ A sweep names its report by the ``report`` key of its config (``conf/train.yaml`
 name in ``REPORTS``, the registry of report kinds. ``accuracy_vs_epsilon`` (the default) compares methods at the
 same (epsilon, delta) and relation; ``accuracy_vs_queries`` and ``accuracy_vs_teachers`` plot student accuracy
 against the number of queries or of teachers at a fixed epsilon (``pate.report.axis``).
-The kind is read from the sweep's ``multirun.yaml``, never guessed from the results."""
+The kind is read from the sweep's ``multirun.yaml``, never guessed from the results.
+
+``publishable=True`` writes the publishable form of any kind: every statistic the epsilons do not cover
+(``pate.run_record.NOT_COVERED_BY_EPSILON``: teacher accuracy, the reference students, the data-dependent statistics,
+a seeded run's seed) is left out of results.csv, report.md and the plots
+(``pate.report.collect.publishable_form``)."""
 
 from __future__ import annotations
 
@@ -17,7 +22,7 @@ import yaml
 
 from pate.io import atomic_write_bytes
 from pate.report.axis import AXES, AxisSummary, axis_csv, axis_plot, render_axis_report, summarize_axis
-from pate.report.collect import collect_sweep
+from pate.report.collect import Sweep, collect_sweep, publishable_form
 from pate.report.markdown import render_report
 from pate.report.plots import make_plots
 from pate.report.summary import CALIBRATION_TOLERANCE, Summary, calibration_miss, headline, summarize
@@ -51,8 +56,13 @@ class Report:
         return lines + list(self.summary.warnings)
 
 
-def _epsilon_report(sweep_dir, cache_dir=None) -> tuple[Summary, dict, dict]:
-    summary = summarize(collect_sweep(sweep_dir, cache_dir=cache_dir))
+def _shown(sweep: Sweep, publishable: bool) -> Sweep:
+    """The sweep a report shows: as collected, or its publishable form."""
+    return publishable_form(sweep) if publishable else sweep
+
+
+def _epsilon_report(sweep_dir, cache_dir=None, publishable=False) -> tuple[Summary, dict, dict]:
+    summary = summarize(_shown(collect_sweep(sweep_dir, cache_dir=cache_dir), publishable))
     contents = {REPORT_NAME: render_report(summary, headline(summary)).encode(), CSV_NAME: results_csv(summary).encode()}
     return summary, contents, make_plots(summary)
 
@@ -61,8 +71,8 @@ def _axis_report(field: str) -> Callable[..., tuple[AxisSummary, dict, dict]]:
     """The report of student accuracy against the run-record ``field`` (a key of ``pate.report.axis.AXES``)."""
     axis = AXES[field]
 
-    def report(sweep_dir, cache_dir=None) -> tuple[AxisSummary, dict, dict]:
-        summary = summarize_axis(collect_sweep(sweep_dir, axis=field, cache_dir=cache_dir), axis)
+    def report(sweep_dir, cache_dir=None, publishable=False) -> tuple[AxisSummary, dict, dict]:
+        summary = summarize_axis(_shown(collect_sweep(sweep_dir, axis=field, cache_dir=cache_dir), publishable), axis)
         contents = {REPORT_NAME: render_axis_report(summary).encode(), CSV_NAME: axis_csv(summary).encode()}
         return summary, contents, {axis.plot_name: axis_plot(summary)}
 
@@ -70,8 +80,8 @@ def _axis_report(field: str) -> Callable[..., tuple[AxisSummary, dict, dict]]:
 
 
 # The report kinds a sweep can name (its config's `report` key): name -> ((sweep directory, cache directory or
-# None: each job's own) -> summary, the text files, the figures). A new kind of report is one function here and
-# one experiment config that names it.
+# None: each job's own, publishable) -> summary, the text files, the figures). A new kind of report is one function
+# here and one experiment config that names it.
 REPORTS: dict[str, Callable[..., tuple]] = {
     "accuracy_vs_epsilon": _epsilon_report,
     "accuracy_vs_queries": _axis_report("queries"),
@@ -94,10 +104,11 @@ def report_kind(sweep_dir: str | Path) -> str:
 
 
 def write_report(sweep_dir: str | Path, out_dir: str | Path | None = None, kind: str | None = None,
-                 cache_dir: str | Path | None = None) -> Report:
+                 cache_dir: str | Path | None = None, publishable: bool = False) -> Report:
     """Read the sweep at `sweep_dir` and write the report of ``kind`` (default: the one the sweep's config
     names) into `out_dir` (default: the sweep directory). Every job's epsilon is replayed from its ledger in
-    ``cache_dir`` (default: the cache each job's config names, ``pate.report.verify``).
+    ``cache_dir`` (default: the cache each job's config names, ``pate.report.verify``). ``publishable`` writes the
+    publishable form (module docstring).
 
     Everything is computed before the first file is written, so bad input (see ``collect_sweep``) raises
     ValueError without leaving a partial report.
@@ -105,7 +116,7 @@ def write_report(sweep_dir: str | Path, out_dir: str | Path | None = None, kind:
     kind = report_kind(sweep_dir) if kind is None else kind
     if kind not in REPORTS:
         raise ValueError(f"report kind {kind!r} is unknown; expected one of {sorted(REPORTS)}")
-    summary, contents, figures = REPORTS[kind](Path(sweep_dir), cache_dir)
+    summary, contents, figures = REPORTS[kind](Path(sweep_dir), cache_dir, publishable)
     for name, fig in figures.items():
         buffer = io.BytesIO()
         # No metadata: the PNG depends on the data only (matplotlib otherwise stamps its version).

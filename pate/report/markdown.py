@@ -8,18 +8,20 @@ from typing import Any, Callable, Iterable
 
 import yaml
 
-from pate.report.collect import Run
+from pate.report.collect import Run, shown_overrides
 from pate.report.plots import PLOTS
 from pate.report.summary import (CALIBRATION_TOLERANCE, HEADLINE_FRACTION, NON_PRIVATE, TARGET, Cell, Headline,
                                  Summary, calibration_error, calibration_miss, distinct, true_labels_reference)
-from pate.report.tables import format_epsilon, format_stat, format_value, jobs_table, reference_table, results_table
+from pate.report.tables import (REFERENCES_NOT_COVERED, format_epsilon, format_stat, format_value, jobs_table,
+                                publishable_note, reference_table, results_table)
+from pate.report.units import TEACHER_LEVEL_MARK, teacher_level, units_line
 
 RELATION_TEXT = {
     "replace": "one teacher's vote vector replaced: every label count may move by at most 1, in either direction; "
-               "for DP-SGD and Private-kNN, one training record replaced",
+               "for DP-SGD and Private-kNN, one training record replaced (record-level for every method)",
     "add_remove": "one teacher's vote added or removed: every label count moves by at most 1, all in the same "
-                  "direction (the accounting of the literature); for DP-SGD and Private-kNN, one training record "
-                  "added or removed",
+                  "direction (the accounting of the literature; for PATE a teacher-level relation, NOT a record-level "
+                  "guarantee); for DP-SGD and Private-kNN, one training record added or removed (record-level)",
 }
 
 
@@ -93,18 +95,26 @@ def _what_was_run(summary: Summary) -> list[str]:
         "- Methods (conf/compare: a PATE aggregator, dp_sgd or private_knn):",
         *(_method_line(method, [a for m, a in sorted(methods) if m == method])
           for method in sorted({m for m, _ in methods})),
-        f"- Seeds: {_listing(runs, lambda run: run.metrics['seed'])}.",
+        f"- Seeds: {_seeds(sweep)}.",
         f"- ε grid: {', '.join(f'{x:g}' for x in grid) or 'none (non-private runs only)'}.",
         f"- Jobs: {len(runs) + len(sweep.failed)} ({len(runs)} finished, {len(sweep.failed)} failed)"
         + (f"; {sweep.never_started} more promised by the sweep's overrides never started (the sweep was cut "
            f"short: rerun it, finished jobs come from the cache)." if sweep.never_started else "."),
         f"- Privacy verified: {_verified(sweep)}",
-        f"- Sweep overrides: {' '.join(f'`{o}`' for o in sweep.overrides) or 'none'}.",
+        f"- Sweep overrides: {' '.join(f'`{o}`' for o in shown_overrides(sweep, sweep.overrides)) or 'none'}.",
         "- Versions: " + "; ".join(f"{key} {_listing(runs, lambda run: run.metrics['versions'].get(key))}"
                                    for key in versions) + ".",
         _where_and_when(runs),
     ]
     return lines
+
+
+def _seeds(sweep) -> str:
+    """The seeds of the sweep, or only how many where the report hides them (seeded noise, publishable form)."""
+    if "seed" in sweep.hidden:
+        return (f"{len(distinct(sweep.runs, lambda run: run.metrics['seed']))} (their values left out: the noise was "
+                f"seeded, and a published seed replays it)")
+    return _listing(sweep.runs, lambda run: run.metrics["seed"])
 
 
 def _where_and_when(runs) -> str:
@@ -122,9 +132,18 @@ def _where_and_when(runs) -> str:
     return f"- Machines: {'; '.join(machines)}; finished {span} (UTC){unrecorded}."
 
 
+def _marked(summary: Summary, method: str) -> str:
+    """A method's name, marked where its epsilons are teacher-level (``pate.report.units``)."""
+    runs = [run for cell in summary.cells if cell.method == method for run in cell.runs]
+    return f"{method} {TEACHER_LEVEL_MARK}" if teacher_level(runs) else method
+
+
 def _headline(summary: Summary, lines: tuple[Headline, ...]) -> list[str]:
     out = ["## Headline", ""]
     threshold = lines[0].threshold if lines else None
+    if "reference.true_labels" in summary.sweep.hidden:
+        return out + ["Left out of this publishable form: the headline is measured against the student on the true "
+                      "labels, a diagnostic not covered by ε."]
     if threshold is None:
         return out + ["No true-labels reference in this sweep (reference runs were off), so the headline "
                       "(the ε at which the student reaches "
@@ -143,16 +162,19 @@ def _headline(summary: Summary, lines: tuple[Headline, ...]) -> list[str]:
                 + ".", ""]
     for line in lines:
         if not line.private:
-            out.append(f"- **{line.method}**: non-private runs only, no ε.")
+            out.append(f"- **{_marked(summary, line.method)}**: non-private runs only, no ε.")
         elif line.best is None:
-            out.append(f"- **{line.method}**: not reached on this grid (no query answered at any ε of the grid, "
-                       f"so no student was trained).")
+            out.append(f"- **{_marked(summary, line.method)}**: not reached on this grid (no query answered at any "
+                       f"ε of the grid, so no student was trained).")
         elif line.reached is not None:
-            out.append(f"- **{line.method}**: {_grid_point(line.reached)} (student accuracy "
+            out.append(f"- **{_marked(summary, line.method)}**: {_grid_point(line.reached)} (student accuracy "
                        f"{format_stat(line.reached.stats['student_accuracy'])}).")
         else:
-            out.append(f"- **{line.method}**: not reached on this grid (best: "
+            out.append(f"- **{_marked(summary, line.method)}**: not reached on this grid (best: "
                        f"{format_stat(line.best.stats['student_accuracy'])} at {_grid_point(line.best)}).")
+    if teacher_level(summary.sweep.runs):
+        out += ["", f"{TEACHER_LEVEL_MARK} teacher-level ε: not a record-level guarantee, not comparable with the "
+                    f"record-level methods' ε (see the note under the results table)."]
     return out
 
 
@@ -170,7 +192,8 @@ def _calibration(summary: Summary) -> list[str]:
     for run in misses:
         m, error = run.metrics, calibration_error(run.metrics)
         direction = "spent MORE than the target" if error > 0 else "spent less than the target"
-        out.append(f"- job `{run.job}` ({m['method']}, seed {m['seed']}): "
+        seed = "" if "seed" in summary.sweep.hidden else f", seed {m['seed']}"
+        out.append(f"- job `{run.job}` ({m['method']}{seed}): "
                    f"target {format_epsilon(m['target_epsilon'])}, achieved {format_epsilon(m['epsilon'])} "
                    f"({error:+.2%}): {direction}.")
     return out
@@ -182,7 +205,8 @@ def _failed(summary: Summary) -> list[str]:
         return []
     out = ["## Failed jobs", "", f"{len(failed)} job(s) wrote no metrics.json (the job raised or was killed); "
            "they are not in the tables. See each directory's log:", ""]
-    out += [f"- directory `{job.job}/`: {' '.join(f'`{o}`' for o in job.overrides) or 'no overrides'}"
+    out += [f"- directory `{job.job}/`: "
+            f"{' '.join(f'`{o}`' for o in shown_overrides(summary.sweep, job.overrides)) or 'no overrides'}"
             for job in failed]
     return out + [""]
 
@@ -202,9 +226,10 @@ def _configs(summary: Summary) -> list[str]:
             "(no `aggregator` key in the job config)"]
         out.append("")
     first = runs[0]
+    config = {key: value for key, value in first.config.items() if key not in summary.sweep.hidden}
     out += ["<details><summary>Composed config of job "
             f"<code>{first.job}</code> (the other jobs differ by their overrides, listed in the job table)</summary>",
-            "", *_yaml(first.config), "", "</details>"]
+            "", *_yaml(config), "", "</details>"]
     return out
 
 
@@ -213,7 +238,8 @@ def render_report(summary: Summary, headline: tuple[Headline, ...]) -> str:
     privacy = _privacy(summary)
     lines = [f"# Sweep report: {privacy}", "",
              f"Every ε in this report is an (ε, δ)-DP guarantee under `neighbors={summary.sweep.relation}` "
-             f"with δ = {summary.sweep.delta:g}, computed by the accountant from what each run released.", ""]
+             f"with δ = {summary.sweep.delta:g}, computed by the accountant from what each run released. "
+             f"{units_line(summary.sweep.runs)}", "", *publishable_note(summary.sweep.hidden)]
     lines += _what_was_run(summary) + [""]
     lines += _headline(summary, headline) + [""]
     lines += ["## Results", "",
@@ -222,7 +248,7 @@ def render_report(summary: Summary, headline: tuple[Headline, ...]) -> str:
               "Released-label F1 is measured on the answered queries only.", "",
               results_table(summary)]
     if summary.references:
-        lines += ["## Reference lines (no privacy cost)", "",
+        lines += ["## Reference lines (not covered by ε)", "", REFERENCES_NOT_COVERED,
                   "Identical across the jobs of one seed; mean ± std over seeds.", "", reference_table(summary)]
     lines += _calibration(summary) + [""]
     lines += _failed(summary)

@@ -2,7 +2,8 @@
 
 Figures are built on matplotlib's object API (``Figure``, no pyplot): no global state, no display needed,
 and the PNG is rendered by the Agg canvas. Error bars are the sample std over seeds; reference lines
-(no privacy cost) are drawn horizontally with a band of +- one std over seeds.
+(diagnostics not covered by epsilon) are drawn horizontally with a band of +- one std over seeds; a method whose
+epsilons are teacher-level (PATE under add_remove, ``pate.report.units``) says so in the legend.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from matplotlib.figure import Figure
 
 from pate.report.summary import ACHIEVED, HEADLINE_FRACTION, NON_PRIVATE, TARGET, Summary
 from pate.report.tables import METRIC_LABELS, reference_label
+from pate.report.units import teacher_level
 
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")
 _REFERENCE_STYLE = {"true_labels": dict(color="black", linestyle="-"),
@@ -64,7 +66,8 @@ def plot_metric_vs_epsilon(summary: Summary, spec: PlotSpec) -> Figure:
         if private:
             stats = [c.stats[spec.metric] for c in private]
             ax.errorbar([c.epsilon for c in private], [s.mean for s in stats], yerr=[s.std or 0.0 for s in stats],
-                        label=method, capsize=3, linewidth=1.5, markersize=5, **style)
+                        label=method + (" (teacher-level ε)" if teacher_level(run for c in private for run in c.runs)
+                                        else ""), capsize=3, linewidth=1.5, markersize=5, **style)
         for cell in (c for c in cells if c.axis == NON_PRIVATE and c.stats[spec.metric] is not None):
             ax.axhline(cell.stats[spec.metric].mean, linestyle=":", color=style["color"],
                        label=f"{method} (non-private)")

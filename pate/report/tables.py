@@ -10,13 +10,14 @@ import csv
 import io
 from typing import Any, Iterable, Mapping
 
-from pate.report.collect import FailedJob, Run, Sweep, job_sort_key
+from pate.report.collect import Run, Sweep, job_sort_key, shown_overrides
 from pate.run_record import FIELDS
 
 # results.csv leads with the run record's checked fields, in its order
 _LEADING_FIELDS = tuple(field.name for field in FIELDS if field.checked)
 from pate.report.summary import (ACHIEVED, NON_PRIVATE, OPTIONAL_METRICS, REFERENCE_METRICS, TABLE_METRICS, TARGET,
                                  Cell, Stat, Summary, calibration_error, calibration_miss)
+from pate.report.units import TEACHER_LEVEL_NOTE, teacher_level, unit_cell
 
 METRIC_LABELS = {
     "student_accuracy": "student accuracy",
@@ -25,13 +26,27 @@ METRIC_LABELS = {
     "answered_fraction": "answered fraction",
     "mean_k": "mean k",
     "released_label_fraction": "labels released",
-    "epsilon_data_dependent": "raw data-dependent ε (not private)",
+    "epsilon_data_dependent": "raw data-dependent ε (not private, not covered by ε)",
 }
 REFERENCE_LABELS = {
     "true_labels": "student on the true labels (non-private)",
     "majority_vote": "teacher majority vote (non-private)",
     "majority_class": "majority class (each attribute's majority value on the evaluation split)",
 }
+
+
+# what a report says of its reference lines, wherever it prints them
+REFERENCES_NOT_COVERED = ("Diagnostics beside the release, NOT covered by any ε of this report: students and labels "
+                          "computed without noise (the teachers' majority vote, the true labels of the queries). The "
+                          "publishable form of this report (`pate-report --publishable`) leaves them out.")
+
+
+def publishable_note(hidden: tuple[str, ...]) -> list[str]:
+    """The lines that open a publishable report: what it left out (``pate.report.collect.publishable_form``)."""
+    if not hidden:
+        return []
+    return [f"Publishable form (`pate-report --publishable`): every statistic no ε covers is left out "
+            f"({', '.join(f'`{path}`' for path in hidden)}).", ""]
 
 
 def reference_label(name: str) -> str:
@@ -109,16 +124,21 @@ def results_csv(summary: Summary) -> str:
     """One row per job: finished runs in table order (method, epsilon, seed), then failed jobs in job order."""
     return runs_csv([run for cell in summary.cells
                      for run in sorted(cell.runs, key=lambda r: (r.metrics["seed"], job_sort_key(r.job)))],
-                    summary.sweep.failed)
+                    summary.sweep)
 
 
-def runs_csv(runs: Iterable[Run], failed: Iterable[FailedJob]) -> str:
+def runs_csv(runs: Iterable[Run], sweep: Sweep) -> str:
     """results.csv of any report: one row per finished run in the given order, every field of its run record
-    (nested objects as dotted columns), then one row per failed job."""
-    records = [{"job": run.job, "status": "finished", **_csv_record(run.metrics), "overrides": " ".join(run.overrides)}
+    (nested objects as dotted columns) but the ones the sweep hides (its publishable form,
+    ``pate.report.collect.publishable_form``), then one row per failed job of ``sweep``."""
+    def overrides(of: tuple[str, ...]) -> str:
+        return " ".join(shown_overrides(sweep, of))
+
+    records = [{"job": run.job, "status": "finished", **_csv_record(run.metrics), "overrides": overrides(run.overrides)}
                for run in runs]
-    records += [{"job": job.job, "status": "failed", "overrides": " ".join(job.overrides)} for job in failed]
-    columns = _csv_columns(records)
+    records += [{"job": job.job, "status": "failed", "overrides": overrides(job.overrides)} for job in sweep.failed]
+    columns = [column for column in _csv_columns(records)
+               if not any(column == path or column.startswith(path + ".") for path in sweep.hidden)]
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(columns)
@@ -149,15 +169,22 @@ def _calibration_text(cell: Cell) -> str:
 
 
 def results_table(summary: Summary) -> str:
-    """Mean ± std over seeds per (method, epsilon) cell, with the achieved epsilon and the calibration check."""
+    """Mean ± std over seeds per (method, epsilon) cell, with the achieved epsilon, its unit (teacher-level rows
+    marked, and the note saying why under the table) and the calibration check."""
     metrics = TABLE_METRICS + tuple(m for m in OPTIONAL_METRICS if any(cell.stats[m] for cell in summary.cells))
-    header = ["method", "target ε", "achieved ε", "calibration", "seeds"] + [METRIC_LABELS[m] for m in metrics]
+    header = (["method", "target ε", "achieved ε", "unit", "calibration", "seeds"]
+              + [METRIC_LABELS[m] for m in metrics])
     rows = []
     for cell in summary.cells:
-        rows.append([cell.method, _target_text(cell), format_stat(cell.stats["epsilon"], 3),
+        rows.append([cell.method, _target_text(cell), format_stat(cell.stats["epsilon"], 3), unit_cell(cell.runs),
                      _calibration_text(cell), str(len(cell.runs))]
                     + [_partial(format_stat(cell.stats[m]), cell.stats[m], len(cell.runs)) for m in metrics])
-    return _markdown(header, rows)
+    return _markdown(header, rows) + _teacher_level_note(summary.sweep.runs)
+
+
+def _teacher_level_note(runs: Iterable[Run]) -> str:
+    """Under a table with teacher-level rows: why they are marked and not comparable with the others."""
+    return f"\n{TEACHER_LEVEL_NOTE}\n" if teacher_level(runs) else ""
 
 
 def _partial(text: str, stat, runs: int) -> str:
@@ -166,7 +193,7 @@ def _partial(text: str, stat, runs: int) -> str:
 
 
 def reference_table(summary: Summary) -> str:
-    """Reference lines (no privacy cost): mean ± std over seeds."""
+    """Reference lines (diagnostics NOT covered by ε, left out of the publishable form): mean ± std over seeds."""
     header = ["reference", "seeds"] + [METRIC_LABELS[m] for m in REFERENCE_METRICS]
     rows = []
     for name in sorted(summary.references):
@@ -178,12 +205,16 @@ def reference_table(summary: Summary) -> str:
 
 
 def jobs_table(sweep: Sweep) -> str:
-    """Every job directory of the sweep (relative names), finished or failed, in job order."""
+    """Every job directory of the sweep (relative names), finished or failed, in job order, with the unit of its
+    epsilon; without the seed column where the sweep hides the seed (its publishable form)."""
     entries = [(run.job, "finished", run.metrics["method"], format_value(run.metrics["seed"]),
-                format_value(run.metrics["target_epsilon"]), format_value(run.metrics["epsilon"]), run.overrides)
-               for run in sweep.runs]
-    entries += [(job.job, "**failed**", "", "", "", "", job.overrides) for job in sweep.failed]
+                format_value(run.metrics["target_epsilon"]), format_value(run.metrics["epsilon"]),
+                unit_cell([run]), run.overrides) for run in sweep.runs]
+    entries += [(job.job, "**failed**", "", "", "", "", "", job.overrides) for job in sweep.failed]
     entries.sort(key=lambda e: job_sort_key(e[0]))
-    rows = [[job, status, method, seed, target, eps, " ".join(f"`{o}`" for o in overrides)]
-            for job, status, method, seed, target, eps, overrides in entries]
-    return _markdown(["job", "status", "method", "seed", "target ε", "achieved ε", "overrides"], rows)
+    seeds = "seed" not in sweep.hidden
+    rows = [[job, status, method, *([seed] if seeds else []), target, eps, unit,
+             " ".join(f"`{o}`" for o in shown_overrides(sweep, overrides))]
+            for job, status, method, seed, target, eps, unit, overrides in entries]
+    header = ["job", "status", "method", *(["seed"] if seeds else []), "target ε", "achieved ε", "unit", "overrides"]
+    return _markdown(header, rows) + _teacher_level_note(sweep.runs)

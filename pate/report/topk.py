@@ -22,6 +22,7 @@ from matplotlib.figure import Figure
 
 from pate.artifacts import code_version
 from pate.io import atomic_write_bytes
+from pate.privacy.unit import privacy_unit
 
 __all__ = ["CSV_COLUMNS", "write_topk_report"]
 
@@ -162,7 +163,9 @@ def write_topk_report(rows: list[dict], config: dict[str, Any], out_dir) -> dict
     mechanisms = _ordered(row["mechanism"] for row in rows)
     lines = [
         f"# {experiment['title']}", "",
-        f"Relation: **{rows[0]['neighbors']}**; {rows[0]['trials']} trials per cell; recall = fraction of the true "
+        f"Relation: **{rows[0]['neighbors']}** on histograms of teacher votes (one neighbour: "
+        f"{privacy_unit('teacher', rows[0]['neighbors']).text}); {rows[0]['trials']} trials per cell; recall = "
+        "fraction of the true "
         "top-k returned (a bin tied with the k-th count counts as a true top-k bin), averaged over the queries of a "
         "trial. Entries: mean ± std over trials (mean number of indices returned). Best mean in bold.", "",
         "Data: " + "; ".join(sources) + ".", "",

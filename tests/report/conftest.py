@@ -10,6 +10,8 @@ from typing import Any, Callable
 import pytest
 import yaml
 
+from pate.privacy.unit import privacy_unit
+
 METHODS = {"stable_topk_paper": "StableTopK(selection=gaussian, test=gaussian, neighbors={relation})",
            "gaussian_pate": "GaussianPATE(sigma=calibrated, neighbors={relation})"}
 # student accuracy per (method, target epsilon) for seed 0; seed 1 adds 0.002. The true-labels student
@@ -25,9 +27,11 @@ def make_metrics(method: str, target: float | None, seed: int, relation: str = "
     eps = target if epsilon is None else epsilon
     top_k = method == "stable_topk_paper"
     answered = min(600, round(600 * ((0.55 if top_k else 0.45) + 0.08 * eps)) + 5 * seed)
+    unit = privacy_unit("teacher", relation)  # both fixture methods are PATE aggregators
     return {
         "method": method, "aggregator": METHODS[method].format(relation=relation),
         "private": True, "neighbors": relation, "delta": delta,
+        "privacy_unit": unit.neighbour, "record_level": unit.record_level,
         "epsilon": eps, "epsilon_order": 14.0, "target_epsilon": target,
         "noise": {"sigma_select": 41.2 / eps, "sigma_test": 49.4 / eps} if top_k else {"sigma": 30.0 / eps},
         "noise_multiplier": 0.82 if target is not None else None,

@@ -41,7 +41,7 @@ def test_report_content(sweep_factory, tmp_path):
     assert "- **stable_topk_paper**: target ε 4.000 (student accuracy 0.8710 ± 0.0014)." in text
     assert "- **gaussian_pate**: not reached on this grid (best: 0.8510 ± 0.0014 at target ε 4.000)." in text
     assert "(0.97 × 0.8850 = 0.8584)" in text  # 0.97 x 0.885 = 0.858449999... in binary
-    assert "| stable_topk_paper | 1.000 | 1.008 ± 0.017 | 1 of 2 runs off by >1% | 2 |" in text
+    assert "| stable_topk_paper | 1.000 | 1.008 ± 0.017 | record-level | 1 of 2 runs off by >1% | 2 |" in text
     assert "**1 of 8 runs miss their target ε by more than 1%**" in text
     assert "- job `1` (stable_topk_paper, seed 1): target 1.000, achieved 1.020 (+2.00%): spent MORE" in text
     assert "- job `0`" not in text

@@ -63,6 +63,7 @@ def test_format_stat():
 def test_results_table_rows(summary):
     lines = results_table(summary).splitlines()
     assert len(lines) == 2 + 4
-    assert lines[2].startswith("| gaussian_pate | 1.000 | 1.000 ± 0.000 | within 1% | 2 | 0.8210 ± 0.0014 |")
+    assert lines[2].startswith("| gaussian_pate | 1.000 | 1.000 ± 0.000 | record-level | within 1% | 2 | "
+                               "0.8210 ± 0.0014 |")
     assert lines[5].endswith("| 6.9500 ± 0.0707 |")  # mean k of stable_topk_paper; "n/a" for gaussian_pate
     assert lines[2].endswith("| n/a |")

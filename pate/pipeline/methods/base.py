@@ -18,6 +18,11 @@ public features, the student, the evaluation and ``metrics.json`` -- and asks th
 6. ``train_shard(cfg, store, release, data)``: a cluster shard of its training (``teacher_shard=i/n``), or a
    ``UserError`` when it has none.
 
+A method also says by its ``contributor`` attribute who contributes one unit to what its mechanism takes as input:
+``"teacher"`` (PATE: one teacher's vote) or ``"record"`` (DP-SGD, Private-kNN: one training record). The runner
+names the unit of the run's epsilon from it and the relation (``pate.privacy.unit.privacy_unit``): under
+``add_remove`` a teacher-level epsilon is not a record-level guarantee.
+
 The epsilon of a run is never the method's to state: the runner replays it from the cost events in the
 released artifact's ``ledger.json``.
 """
@@ -66,6 +71,8 @@ def with_semi(name: str, cfg: DictConfig) -> str:
 @runtime_checkable
 class Method(Protocol):
     """Structural type of the methods (see the module docstring)."""
+
+    contributor: str  # "teacher" or "record": who one neighbour adds, removes or replaces (pate.privacy.unit)
 
     def check(self, cfg: DictConfig) -> None: ...
 

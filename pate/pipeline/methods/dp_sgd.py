@@ -33,8 +33,10 @@ from pate.features import read_features
 from pate.pipeline.checks import UserError, building
 from pate.pipeline.graph import Dataset
 from pate.pipeline.methods.base import Release, SharedStages
+from pate.pipeline.noise import noise_source
 from pate.privacy import Ledger, PoissonSampledGaussianEvent, calibrate, clipped_gradient_sum_sensitivity
 from pate.privacy.checks import positive, positive_int
+from pate.privacy.unit import privacy_unit
 from student.dp_sgd import linear_probe, predict, score_model, train_dp_sgd
 from teachers.training.data import to_float
 from teachers.training.models import SmallCNN
@@ -55,6 +57,8 @@ def probe_inputs(features: torch.Tensor) -> torch.Tensor:
 
 class DPSGD:
     """``method=dp_sgd`` (module docstring); the keyword names are the config's keys."""
+
+    contributor = "record"  # every Poisson batch samples records: both relations are record-level
 
     def __init__(self, model: str = "linear", width: int = 32, expected_batch_size: int = 4096, epochs: float = 20,
                  clip_norm: float = 1.0, lr: float = 2.0, momentum: float = 0.9, noise_multiplier: float = 1.0):
@@ -108,12 +112,13 @@ class DPSGD:
             with building("privacy"):
                 multiplier = calibrate(lambda m: PoissonSampledGaussianEvent(rate, m, steps, relation),
                                        float(cfg.privacy.target_epsilon), delta, neighbors=relation)
-            log.info("calibrated DP-SGD (q=%.4g, %d steps) to epsilon=%g at delta=%g (neighbours: %s): noise "
-                     "multiplier %.4f", rate, steps, cfg.privacy.target_epsilon, delta, relation, multiplier)
+            log.info("calibrated DP-SGD (q=%.4g, %d steps) to epsilon=%g at delta=%g (neighbours: %s, one neighbour: "
+                     "%s): noise multiplier %.4f", rate, steps, cfg.privacy.target_epsilon, delta, relation,
+                     privacy_unit(self.contributor, relation).text, multiplier)
         return PoissonSampledGaussianEvent(rate, multiplier, steps, relation)
 
     def release(self, cfg: DictConfig, data: Dataset, shared: SharedStages) -> Release:
-        arrays, seed, relation = data.arrays, int(cfg.seed), str(cfg.privacy.neighbors)
+        arrays, seed, relation, noise = data.arrays, int(cfg.seed), str(cfg.privacy.neighbors), noise_source(cfg)
         private_rows = arrays.indices("train")
         event = self.event = self.calibrated_event(cfg, len(private_rows))
         settings = {"lr": self.lr, "momentum": self.momentum, "clip_norm": self.clip_norm}
@@ -133,7 +138,8 @@ class DPSGD:
             model = self.network(dim, arrays.labels.shape[1])
             train_dp_sgd(model, inputs(private_rows), torch.from_numpy(arrays.labels[private_rows]),
                          sampling_rate=event.sampling_rate, noise_multiplier=event.noise_multiplier,
-                         steps=event.steps, seed=seed, progress=bool(cfg.progress), device=device_of(cfg.trainer),
+                         steps=event.steps, seed=noise.torch_seed(), progress=bool(cfg.progress),
+                         device=device_of(cfg.trainer),
                          transform=transform, **settings)
             torch.save(model.state_dict(), work / "model.pt")
             labels = (predict(model, inputs(public.queries), transform=transform) > 0.5).numpy()
@@ -145,7 +151,9 @@ class DPSGD:
 
         upstream = {"queries": shared.queries, **({"features": shared.features} if self.model == "linear" else {})}
         cnn = {} if self.model == "linear" else {"model": self.model, "width": self.width}
-        config = {"method": "dp_sgd", "event": event.to_dict(), "settings": settings, "seed": seed,
+        # the key holds the seed only where it decides the batches and the noise (privacy.noise=seeded): a secure
+        # release is made once per config and cache, whatever `seed` then initialises
+        config = {"method": "dp_sgd", "event": event.to_dict(), "settings": settings, **noise.key(),
                   "data": data.identity, **cnn}
         stage = Stage("aggregate", config, build, upstream, code=("pate.pipeline.methods.dp_sgd",))
         return Release(stage, {"dp_sgd": stage}, model=stage)

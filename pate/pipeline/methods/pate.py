@@ -23,15 +23,12 @@ from pate.pipeline.checks import building, instantiate
 from pate.pipeline.graph import aggregate_stage, partition_stage, reference_stage
 from pate.pipeline.methods.base import Release, SharedStages, with_semi
 from pate.privacy import DEFAULT_ORDERS, calibrate_noise
+from pate.privacy.unit import privacy_unit
 from pate.votes import read_votes
 
 log = logging.getLogger("train")
 
 __all__ = ["PATE", "method_name", "prepare_aggregator"]
-
-# metrics.json keys computed from the private teachers on evaluation images: diagnostics for the researcher,
-# not outputs of the private release and not covered by its epsilon. A run that publishes results drops them.
-NOT_COVERED_BY_EPSILON = ("teacher_accuracy",)
 
 
 def method_name(cfg: DictConfig) -> str:
@@ -55,13 +52,15 @@ def prepare_aggregator(cfg: DictConfig):
         # their noise until the data-independent epsilon meets it
         calibrate = getattr(aggregator, "calibrated", None) or functools.partial(calibrate_noise, aggregator)
         aggregator, multiplier = calibrate(float(cfg.privacy.target_epsilon), delta, num_queries)
-        log.info("calibrated %s to epsilon=%g at delta=%g over %d queries (neighbours: %s): noise multiplier %.4f",
-                 aggregator.name, cfg.privacy.target_epsilon, delta, num_queries, aggregator.neighbors, multiplier)
+        log.info("calibrated %s to epsilon=%g at delta=%g over %d queries (neighbours: %s, one neighbour: %s): noise "
+                 "multiplier %.4f", aggregator.name, cfg.privacy.target_epsilon, delta, num_queries,
+                 aggregator.neighbors, privacy_unit(PATE.contributor, aggregator.neighbors).text, multiplier)
     aggregator.rdp(DEFAULT_ORDERS)  # one that cannot price itself yet (no proposal, no target) says why, here
     asked = queries_within_budget(aggregator, num_queries, cfg.privacy.budget_epsilon, delta)
     if asked < num_queries:
-        log.warning("privacy budget epsilon=%g at delta=%g (neighbours: %s) allows %d of %d queries; the other %d "
-                    "stay unanswered", cfg.privacy.budget_epsilon, delta, aggregator.neighbors, asked, num_queries,
+        log.warning("privacy budget epsilon=%g at delta=%g (neighbours: %s, one neighbour: %s) allows %d of %d "
+                    "queries; the other %d stay unanswered", cfg.privacy.budget_epsilon, delta, aggregator.neighbors,
+                    privacy_unit(PATE.contributor, aggregator.neighbors).text, asked, num_queries,
                     num_queries - asked)
     return aggregator, multiplier, asked
 
@@ -69,6 +68,8 @@ def prepare_aggregator(cfg: DictConfig):
 class PATE:
     """The PATE method (module docstring). ``check`` builds and calibrates the aggregator and builds the teacher
     ensemble (``teacher.component``, pate/pipeline/teachers.py) once; the later steps use them."""
+
+    contributor = "teacher"  # the aggregator sees teachers' votes: add_remove is teacher-level (pate.privacy.unit)
 
     def __init__(self):
         self.aggregator, self.multiplier, self.asked, self.teachers = None, None, 0, None
@@ -105,12 +106,8 @@ class PATE:
             "noise": self.aggregator.noise_parameters(),
             "noise_multiplier": self.multiplier,
             "queries_asked": self.asked,
+            # a diagnostic not covered by epsilon (pate.run_record.NOT_COVERED_BY_EPSILON lists it for every run)
             "teacher_accuracy": float(votes["teacher_accuracy"].mean()),
-            "not_covered_by_epsilon": {
-                "keys": list(NOT_COVERED_BY_EPSILON),
-                "why": "computed from the private teachers on evaluation images, a diagnostic outside the private "
-                       "release; drop these keys before publishing a run",
-            },
             "num_teachers": int(cfg.partition.num_teachers),
         }
 

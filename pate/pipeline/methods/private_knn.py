@@ -27,7 +27,9 @@ from pate.mechanisms import PrivateKNN, subsampled_knn_votes
 from pate.pipeline.checks import UserError, building
 from pate.pipeline.graph import Dataset
 from pate.pipeline.methods.base import Release, SharedStages, with_semi
+from pate.pipeline.noise import noise_source
 from pate.privacy import Ledger, calibrate_noise
+from pate.privacy.unit import privacy_unit
 
 log = logging.getLogger("train")
 
@@ -36,6 +38,8 @@ __all__ = ["PrivateKNNMethod"]
 
 class PrivateKNNMethod:
     """``method=private_knn`` (module docstring). ``k``, ``sampling_rate`` and ``sigma`` are the config's keys."""
+
+    contributor = "record"  # each record votes on its own: both relations are record-level
 
     def __init__(self, k: int = 200, sampling_rate: float = 0.1, sigma: float = 20.0):
         self.k, self.sampling_rate, self.sigma = k, sampling_rate, sigma
@@ -50,8 +54,9 @@ class PrivateKNNMethod:
             if cfg.privacy.target_epsilon is not None:
                 mechanism, self.multiplier = calibrate_noise(mechanism, float(cfg.privacy.target_epsilon), delta,
                                                              num_queries)
-                log.info("calibrated %s to epsilon=%g at delta=%g over %d queries (neighbours: %s)",
-                         mechanism.name, cfg.privacy.target_epsilon, delta, num_queries, mechanism.neighbors)
+                log.info("calibrated %s to epsilon=%g at delta=%g over %d queries (neighbours: %s, one neighbour: %s)",
+                         mechanism.name, cfg.privacy.target_epsilon, delta, num_queries, mechanism.neighbors,
+                         privacy_unit(self.contributor, mechanism.neighbors).text)
             self.asked = queries_within_budget(mechanism, num_queries, cfg.privacy.budget_epsilon, delta)
         self.mechanism = mechanism
 
@@ -59,23 +64,24 @@ class PrivateKNNMethod:
         return True
 
     def release(self, cfg: DictConfig, data: Dataset, shared: SharedStages) -> Release:
-        mechanism, asked, arrays, seed = self.mechanism, self.asked, data.arrays, int(cfg.seed)
+        mechanism, asked, arrays, noise = self.mechanism, self.asked, data.arrays, noise_source(cfg)
 
         def build(work: Path, up: dict[str, Artifact]) -> None:
+            """The Poisson subsample and the Gaussian noise both come from the run's noise source: the
+            amplification by subsampling holds only while the subsample is secret too."""
             table, queries = read_features(up["features"]), read_queries(up["queries"]).queries
             private_rows = arrays.indices("train")
-            generator = torch.Generator().manual_seed(seed)
             counts = subsampled_knn_votes(table.take(private_rows), torch.from_numpy(arrays.labels[private_rows]),
                                           table.take(queries[:asked]), mechanism.k, mechanism.sampling_rate,
-                                          generator)
+                                          noise.torch_generator())
             labels = np.zeros((len(queries), mechanism.num_labels), dtype=bool)
-            labels[:asked] = mechanism.release(counts, np.random.default_rng(seed))
+            labels[:asked] = mechanism.release(counts, noise.generator())
             answered = np.arange(len(queries)) < asked
             k = np.where(answered, labels.sum(axis=1), UNANSWERED)
             write_release(work, labels, answered, k, Ledger().compose(mechanism, count=asked))
 
         stage = Stage("aggregate", {"method": "private_knn", "mechanism": mechanism.name, "asked": asked,
-                                    "seed": seed, "data": data.identity},
+                                    **noise.key(), "data": data.identity},
                       build, {"features": shared.features, "queries": shared.queries},
                       code=("pate.pipeline.methods.private_knn",))
         return Release(stage, {"aggregate": stage})

@@ -19,12 +19,15 @@ from pate.aggregate import write_release
 from pate.artifacts import Stage
 from pate.pipeline.checks import UserError, building
 from pate.pipeline.methods import Release, SharedStages
+from pate.pipeline.noise import noise_source
 from pate.privacy import GaussianEvent, Ledger, count_l2_sensitivity
 from pate.privacy.checks import positive
 
 
 class NoisyPrevalence:
     """Gaussian noise on the private label counts, one label set for every query."""
+
+    contributor = "record"  # one record moves the counts: both relations are record-level
 
     def __init__(self, sigma: float = 10.0):
         self.sigma = sigma
@@ -37,14 +40,14 @@ class NoisyPrevalence:
         return False
 
     def release(self, cfg, data, shared: SharedStages) -> Release:
-        arrays, seed, sigma = data.arrays, int(cfg.seed), self.sigma
+        arrays, noise, sigma = data.arrays, noise_source(cfg), self.sigma
         relation, num_queries = str(cfg.privacy.neighbors), int(cfg.data.num_queries)
 
         def build(work: Path, up) -> None:
             private = arrays.labels[arrays.indices("train")].astype(np.float64)
             num_labels = private.shape[1]
             counts = np.append(private.sum(axis=0), private.shape[0])  # the L label counts and the record count
-            noisy = counts + np.random.default_rng(seed).normal(0.0, sigma, num_labels + 1)
+            noisy = counts + noise.generator().normal(0.0, sigma, num_labels + 1)
             labels = np.tile(noisy[:-1] > noisy[-1] / 2, (num_queries, 1))
             event = GaussianEvent(sigma, count_l2_sensitivity(num_labels + 1, relation))
             ledger = Ledger().compose_event(event, count=1, name=f"NoisyPrevalence(sigma={sigma:g})",
@@ -52,7 +55,7 @@ class NoisyPrevalence:
             write_release(work, labels, np.ones(num_queries, bool), labels.sum(axis=1), ledger)
 
         labels = Stage("aggregate", {"method": "noisy_prevalence", "sigma": sigma, "neighbors": relation,
-                                     "seed": seed, "queries": num_queries, "data": data.identity},
+                                     **noise.key(), "queries": num_queries, "data": data.identity},
                        build, {"queries": shared.queries}, code=("tests.pipeline.methods.noisy_prevalence",))
         return Release(labels, {"aggregate": labels})
 
