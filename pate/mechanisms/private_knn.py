@@ -23,7 +23,7 @@ from pate.privacy import PoissonSampledGaussianEvent, PricedByEvent, check_relat
 from pate.privacy import checks
 from pate.privacy.checks import positive, positive_int
 
-__all__ = ["PrivateKNN", "subsampled_knn_votes"]
+__all__ = ["PrivateKNN", "nearest_mask", "subsampled_knn_votes"]
 
 
 def subsampled_knn_votes(private: torch.Tensor, labels: torch.Tensor, queries: torch.Tensor, k: int,
@@ -34,6 +34,12 @@ def subsampled_knn_votes(private: torch.Tensor, labels: torch.Tensor, queries: t
 
     ``private`` [N, D] and ``queries`` [Q, D] are features (any scale: rows are normalised here), ``labels``
     [N, L] in {0, 1}. Vectorised over ``chunk`` queries at a time: one [chunk, N] similarity block.
+
+    Ties in similarity are broken by record index, the lower index first, deterministically (``nearest_mask``):
+    ``torch.topk`` documents no tie-breaking rule, and it may differ between devices and versions. The sensitivity
+    argument (``knn_vote_l2_sensitivity``: a record entering the k nearest pushes out at most one other) needs "the
+    k nearest" to be a function of the sample, i.e. a total order on the records; (similarity, -index) is one that
+    no other record's presence changes.
     """
     private = torch.nn.functional.normalize(private.float(), dim=1)
     queries = torch.nn.functional.normalize(queries.float(), dim=1)
@@ -44,9 +50,27 @@ def subsampled_knn_votes(private: torch.Tensor, labels: torch.Tensor, queries: t
         similarity = queries[start:start + chunk] @ private.T
         sampled = torch.rand(similarity.shape, generator=generator) < sampling_rate
         similarity = similarity.masked_fill(~sampled, -torch.inf)
-        top, index = similarity.topk(k, dim=1)
-        weight = torch.isfinite(top).to(torch.float32)  # a record not sampled never votes
-        votes.append(torch.einsum("qk,qkl->ql", weight, labels[index]))
+        votes.append(nearest_mask(similarity, k).to(torch.float32) @ labels)
+    return torch.cat(votes).round().to(torch.int64).numpy()
+
+
+def nearest_mask(similarity: torch.Tensor, k: int) -> torch.Tensor:
+    """bool [Q, N]: per row, the k records of largest finite similarity, ties at the k-th value broken by index
+    (the lowest first); fewer than k where fewer are finite (-inf marks a record not sampled, which never votes).
+
+    Every record above the k-th largest value is in; of those equal to it, the lowest-indexed fill the remaining
+    places (a cumulative count along the row, taken only when some row has more tied records than places). O(N)
+    per row like ``topk``, which only supplies the k-th value, where a stable sort would cost O(N log N).
+    """
+    kth = similarity.topk(k, dim=1).values[:, -1:]
+    above = similarity > kth
+    tied = (similarity == kth) & torch.isfinite(kth)
+    places = k - above.sum(dim=1, keepdim=True)
+    if bool((tied.sum(dim=1, keepdim=True) > places).any()):
+        tied &= tied.cumsum(dim=1) <= places
+    return above | tied
+
+
     return torch.cat(votes).round().to(torch.int64).numpy()
 
 

@@ -15,6 +15,7 @@ from dp_accounting.privacy_accountant import NeighboringRelation as NeighborRel
 from dp_accounting.rdp import RdpAccountant
 
 from pate.mechanisms import PrivateKNN, subsampled_knn_votes
+from pate.mechanisms.private_knn import nearest_mask
 from pate.privacy import Ledger, calibrate_noise
 
 
@@ -108,3 +109,36 @@ def test_bad_settings_are_refused_by_name(argument, kwargs):
         PrivateKNN(**settings)
     with pytest.raises(ValueError, match=r"counts must have shape \[Q, 3\]"):
         PrivateKNN(3, 5, 0.5, 1.0).release(np.zeros((2, 4)), np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("rate", [1.0, 0.5])
+def test_tied_similarities_choose_the_lowest_indexed_sampled_records(rate):
+    """Every record has the same features, so every similarity ties: the k voters must be the k lowest-indexed
+    records of the subsample (the total order the sensitivity argument needs). Record i's label is the one-hot
+    e_i, so the votes show which records voted; the subsample is redrawn from the same seeded generator, which
+    the function draws from once per chunk, [chunk, N] uniforms."""
+    n, k = 12, 4
+    private, labels = torch.ones(n, 3), torch.eye(n, dtype=torch.uint8)
+    queries = torch.tensor([[1.0, 2.0, 3.0], [3.0, 2.0, 1.0]])
+    votes = subsampled_knn_votes(private, labels, queries, k, rate, torch.Generator().manual_seed(5))
+    sampled = (torch.rand((2, n), generator=torch.Generator().manual_seed(5)) < rate).numpy()
+    for row, keep in zip(votes, sampled):
+        expected = np.zeros(n, np.int64)
+        expected[np.flatnonzero(keep)[:k]] = 1
+        np.testing.assert_array_equal(row, expected)
+
+
+def test_nearest_mask_is_the_stable_descending_order_cut_at_k():
+    """``nearest_mask`` against its definition on 300 random rows with many ties and unsampled records (-inf): the
+    first k finite entries of a stable sort in decreasing order (lower index first among equal similarities)."""
+    gen = torch.Generator().manual_seed(3)
+    for _ in range(300):
+        n = int(torch.randint(1, 30, (), generator=gen))
+        similarity = torch.randint(0, 4, (5, n), generator=gen).float()
+        similarity[torch.rand(5, n, generator=gen) < 0.3] = -torch.inf
+        k = int(torch.randint(1, n + 1, (), generator=gen))
+        top, index = similarity.sort(dim=1, descending=True, stable=True)
+        expected = torch.zeros_like(similarity, dtype=torch.bool)
+        keep = torch.isfinite(top[:, :k])
+        expected.scatter_(1, index[:, :k], keep)
+        assert torch.equal(nearest_mask(similarity, k), expected), (similarity, k)

@@ -1,0 +1,76 @@
+"""Neighbouring inputs, made by applying each relation's definition to the input the code takes (DESIGN.md,
+section 2): never from a mechanism's sensitivity function or from a model of what it computes.
+
+On a count vector h (one query, L labels, T teachers configured, 0 <= h <= T):
+    replace:     h' - h in {-1, 0, 1}^L;
+    add_remove:  h' - h in {0, 1}^L or in {-1, 0}^L;
+and h' must stay in [0, T]. A histogram of users (the top-k mechanisms) has no T: only h' >= 0.
+On per-teacher vote bits v [T, L] (T fixed by the configuration): replace changes one teacher's row to any row;
+add_remove adds or removes one teacher's vote, i.e. one teacher's row goes from all-zero to any row or back
+(the counts then move all in one direction, as above).
+On a record set: add_remove adds or removes one record; replace swaps one record for another.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+__all__ = ["count_grid", "count_moves", "count_neighbours", "row_neighbours", "record_neighbours"]
+
+
+def count_moves(num_labels: int, relation: str) -> np.ndarray:
+    """int [M, L]: every nonzero move d = h' - h the relation allows on L counts (its definition, above)."""
+    cube = np.array(list(itertools.product((-1, 0, 1), repeat=num_labels)))
+    cube = cube[np.any(cube != 0, axis=1)]
+    if relation == "replace":
+        return cube
+    if relation == "add_remove":
+        return cube[np.all(cube >= 0, axis=1) | np.all(cube <= 0, axis=1)]
+    raise ValueError(f"unknown relation {relation!r}")
+
+
+def count_neighbours(h: np.ndarray, relation: str, num_teachers: int | None) -> np.ndarray:
+    """int [M', L]: the neighbours h + d of one count vector h that stay in [0, T] (T None: only >= 0)."""
+    moved = np.asarray(h)[None, :] + count_moves(len(h), relation)
+    keep = np.all(moved >= 0, axis=1)
+    if num_teachers is not None:
+        keep &= np.all(moved <= num_teachers, axis=1)
+    return moved[keep]
+
+
+def count_grid(num_labels: int, num_teachers: int, values=None) -> np.ndarray:
+    """int [G, L]: every vector with entries in ``values`` (default 0..T): ties, near-unanimity, T / 2, 0 and T."""
+    values = range(num_teachers + 1) if values is None else values
+    return np.array(list(itertools.product(sorted(set(values)), repeat=num_labels)))
+
+
+def row_neighbours(rows: tuple, relation: str, num_labels: int) -> list[tuple]:
+    """The neighbours of a multiset of T per-teacher vote rows (a sorted tuple of L-bit tuples): one row replaced
+    by any row (replace), or one all-zero row made any row or any row made all-zero (add_remove, T fixed)."""
+    every_row = list(itertools.product((0, 1), repeat=num_labels))
+    zero = (0,) * num_labels
+    out = set()
+    for position, row in enumerate(rows):
+        if relation == "replace":
+            targets = every_row
+        elif row == zero:
+            targets = every_row
+        else:
+            targets = [zero]
+        for new in targets:
+            if new != row:
+                out.add(tuple(sorted(rows[:position] + (new,) + rows[position + 1:])))
+    return sorted(out)
+
+
+def record_neighbours(records: tuple, candidates: tuple, relation: str) -> list[tuple]:
+    """The neighbours of a record set (a tuple of records, in index order): one candidate inserted at any index
+    (add) or one record dropped (remove) under add_remove; one record swapped in place for a candidate under
+    replace. The index matters where a mechanism breaks ties by it."""
+    if relation == "add_remove":
+        return ([records[:i] + (candidate,) + records[i:] for candidate in candidates for i in range(len(records) + 1)]
+                + [records[:i] + records[i + 1:] for i in range(len(records))])
+    return [records[:i] + (candidate,) + records[i + 1:] for i in range(len(records)) for candidate in candidates
+            if candidate != records[i]]
