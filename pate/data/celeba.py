@@ -32,6 +32,7 @@ from pate.data.celeba_layouts import (
     read_csv_label_names,
     read_csv_splits,
 )
+from pate.data.image_files import resolve_image_files
 from pate.data.tensor_cache import check_decode_args, decoded_images
 from pate.io import decode_text, read_text
 
@@ -214,6 +215,10 @@ def load_celeba(
     image file keep their size and modification time); ``check_splits(split codes)``, when given, runs on the
     partition file's codes before any image is decoded, and ``expected_labels``, when given, must be the label
     names of the attribute file. ``num_workers > 0`` decodes in that many processes.
+
+    Every image the attribute file names is resolved before any is decoded (``pate.data.image_files``): one that
+    leads outside ``root`` (a name with ``..``, a symlink leading out) or two names that are one file (``a.jpg`` and
+    ``./a.jpg``, a symlink, a hard link) raise ``ValueError`` naming the lines.
     """
     check_decode_args(image_size, num_workers)
     layout = find_celeba_layout(root)
@@ -224,11 +229,14 @@ def load_celeba(
         raise ValueError(f"{layout.attributes} lists no images")
     if check_splits is not None:
         check_splits(split)
+    first_line = 2 if layout.csv else 3  # after Kaggle's header; after CelebA's count and names lines
+    files = resolve_image_files(filenames, layout.images, Path(root), layout.attributes,
+                                range(first_line, first_line + len(filenames)))
     attr_stat = layout.attributes.stat()
     source = {"layout": layout.kind, "attribute_file_bytes": attr_stat.st_size,
               "attribute_file_mtime_ns": attr_stat.st_mtime_ns}
-    images, checksum = decoded_images("celeba", str(path), [layout.images / f for f in filenames], int(image_size),
-                                      cache_dir, source, str(layout.attributes), num_workers, progress)
+    images, checksum = decoded_images("celeba", str(path), files, int(image_size), cache_dir, source, num_workers,
+                                      progress)
     return CelebAArrays(images=images, labels=labels, split=split, filenames=tuple(filenames),
                         attribute_names=read_label_names(path),
                         fingerprint=content_fingerprint(labels, split, filenames, checksum))

@@ -7,7 +7,9 @@ The CSV file (UTF-8, comma-separated, one header line)::
     ...
 
 * the first column names each image by its path relative to the image directory (any header; subdirectories
-  allowed; an absolute path or one that leaves the directory is refused);
+  allowed; an absolute path is refused). Each path is resolved -- normalised, symlinks followed -- before any
+  image is read (``pate.data.image_files``): one that leads outside the directory is refused, and so are two rows
+  that are one file (``img/a.png`` and ``./img/a.png``, a symlink, a hard link): one image is one record;
 * every other column is one label, named by its header: values 0/1 or -1/1 (also +1), one convention per file
   (a file holding both 0 and -1, as CheXpert's "uncertain" -1 would, is refused rather than guessed);
 * an optional column headed ``split`` places each image: ``train`` (private: the teachers' parts), ``val``
@@ -17,7 +19,8 @@ The CSV file (UTF-8, comma-separated, one header line)::
 
 Rows keep the CSV's order: precomputed features (``features=precomputed``) are read in that order. Every error
 names the file, the line and the column, before any image is decoded. Images are decoded as CelebA's are
-(``pate.data.tensor_cache``); grayscale and RGBA images are converted to RGB, and the decode says so once.
+(``pate.data.tensor_cache``): grayscale and RGBA images are converted to RGB, 16-bit images scaled to 8 bits, and
+the decode says so once.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import numpy as np
 
 from pate.data.celeba import SPLITS, CelebAArrays, content_fingerprint
 from pate.data.celeba_layouts import check_label_names
+from pate.data.image_files import ImageFiles, resolve_image_files
 from pate.data.tensor_cache import check_decode_args, decoded_images
 from pate.io import read_text
 
@@ -45,13 +49,14 @@ _POSITIVE, _NEGATIVES = ("1", "+1"), ("0", "-1")
 
 @dataclass(frozen=True)
 class LabelTable:
-    """The CSV file as read: file names (row order), label names, labels uint8 [N, L] and the split codes (int8
-    [N], or None when the file has no split column)."""
+    """The CSV file as read: file names (row order), label names, labels uint8 [N, L], the split codes (int8
+    [N], or None when the file has no split column) and the (1-based) line of each row, for errors."""
 
     filenames: tuple[str, ...]
     label_names: tuple[str, ...]
     labels: np.ndarray
     split: np.ndarray | None
+    lines: tuple[int, ...]
 
 
 def _header(path: Path, header: list[str]) -> tuple[tuple[str, ...], int | None]:
@@ -90,7 +95,8 @@ def _column_name(column: int, names: Sequence[str], split_at: int | None) -> str
 def read_label_table(path: str | os.PathLike) -> LabelTable:
     """The CSV file (module docstring), read strictly: ``ValueError`` naming the file, the (1-based) line and
     column for a short row, a value that is not 0/1 or -1/1, a file mixing 0 and -1, a bad split, an empty or
-    escaping file name, a repeated file name, or a file without rows."""
+    absolute file name, or a file without rows. Whether the names are distinct files inside the directory is the
+    file system's to say: ``MultilabelFolder.image_files``."""
     path = Path(path)
     lines = read_text(path, "the label CSV file").splitlines()
     rows = [(number, row) for number, row in enumerate(csv.reader(lines), start=1)
@@ -136,14 +142,10 @@ def read_label_table(path: str | os.PathLike) -> LabelTable:
         split = np.array([_SPLIT_VALUES[value] for value in table[:, split_at]], dtype=np.int8)
 
     filenames = table[:, 0].tolist()
-    seen: dict[str, int] = {}
     for r, name in enumerate(filenames):
-        if not name or Path(name).is_absolute() or ".." in Path(name).parts:
+        if not name or Path(name).is_absolute():
             raise fail(r, 0, "a path relative to the image directory, inside it")
-        if name in seen:
-            raise fail(r, 0, f"a file name listed once (also on line {numbers[seen[name]]})")
-        seen[name] = r
-    return LabelTable(tuple(filenames), names, labels, split)
+    return LabelTable(tuple(filenames), names, labels, split, tuple(numbers))
 
 
 def check_split_fractions(fractions: Sequence[float]) -> tuple[float, float, float]:
@@ -202,6 +204,12 @@ class MultilabelFolder:
     def label_names(self) -> tuple[str, ...]:
         return read_label_names(self.csv_path)
 
+    def image_files(self, table: LabelTable) -> ImageFiles:
+        """The table's files, resolved and checked before any is read (``pate.data.image_files``): each inside
+        ``root``, each a different file."""
+        root = Path(self.root).expanduser()
+        return resolve_image_files(table.filenames, root, root, self.csv_path, table.lines, ", column 1 (file)")
+
     def load(self, cache_dir: Path, progress: bool = True,
              check_splits: Callable[[np.ndarray], None] | None = None) -> CelebAArrays:
         self.check()
@@ -210,11 +218,11 @@ class MultilabelFolder:
                                                                           self.split_seed)
         if check_splits is not None:
             check_splits(split)
+        files = self.image_files(table)
         root = Path(self.root).expanduser().resolve()
         stat = self.csv_path.stat()
         source = {"labels_file": str(self.csv_path.resolve()), "bytes": stat.st_size, "mtime_ns": stat.st_mtime_ns}
-        images, checksum = decoded_images("folder", str(root), [root / name for name in table.filenames],
-                                          int(self.image_size), cache_dir, source, str(self.csv_path),
+        images, checksum = decoded_images("folder", str(root), files, int(self.image_size), cache_dir, source,
                                           int(self.num_workers), progress)
         return CelebAArrays(images=images, labels=table.labels, split=split, filenames=table.filenames,
                             attribute_names=table.label_names,

@@ -1,7 +1,8 @@
 """Image files decoded once into a memory-mapped uint8 tensor ``[N, 3, S, S]``, shared by every reader.
 
 Decoding a JPEG per sample per epoch would dominate CPU training, so a reader hands ``decoded_images`` its image
-paths in row order; the first call decodes each once (``decode_image``: central square, antialiased resize) into
+files in row order, resolved and stat'ed (``pate.data.image_files``); the first call decodes each once
+(``decode_image``: 8 bits per channel, RGB, central square, antialiased resize) into
 ``cache_dir/<name>-<S>px-<key>.npy``, where the key hashes the cache format, the data's location and ``S``. Later
 calls reuse it only while it still describes the files on disk:
 
@@ -31,30 +32,34 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from pate.data.image_files import ImageFiles
 from pate.data.pool import process_pool
 from pate.io import atomic_write_bytes, atomic_write_json, exclusive_lock, open_npy_for_writing
 from pate.progress import progress_bar
 
 log = logging.getLogger(__name__)
 
-# Bump when the decoding (crop, resize) or the sidecar changes: it is part of every cache key.
-CACHE_FORMAT = 2
+# Bump when the decoding (bit depth, crop, resize) or the sidecar changes: it is part of every cache key.
+CACHE_FORMAT = 3
 _CHUNK = 256  # images per worker task
 
 
-def decode_image(path: str | os.PathLike, image_size: int) -> tuple[np.ndarray, str]:
-    """One image as (uint8 [3, image_size, image_size], its PIL mode before conversion to RGB).
+def decode_image(path: str | os.PathLike, image_size: int) -> tuple[np.ndarray, str, str]:
+    """One image as (uint8 [3, image_size, image_size], its PIL mode before conversion to RGB, how its bit depth
+    was brought to 8 bits: "" when it had 8 bits, else a note for the console, ``_eight_bits``).
 
     Crop: the central square of side min(w, h) (for CelebA's 178 x 218 aligned faces: all 178 columns and rows
     20..197, so the aligned face stays centred and only forehead/neck margins are lost), then an antialiased
     (Lanczos) resize to ``image_size``. For JPEGs the decoder is first asked for a DCT-downscaled draft no
     smaller than ``image_size`` on the short side, which is both faster and itself an antialiasing step.
     Grayscale images are replicated to three channels; an alpha channel is dropped (PIL's ``convert("RGB")``).
+    A mode without a fixed range (32-bit integers or floats) raises ``UnscalableImage`` naming the file and the mode.
     """
     try:
         with Image.open(path) as img:
-            mode = img.mode
+            mode, stored = img.mode, _stored_as(img)
             img.draft("RGB", (image_size, image_size))
+            img, depth = _eight_bits(img, stored, path)
             img = img.convert("RGB")
             w, h = img.size
             side = min(w, h)
@@ -62,16 +67,56 @@ def decode_image(path: str | os.PathLike, image_size: int) -> tuple[np.ndarray, 
             # crop, then resize: resize(box=...) would let the filter reach outside the square
             img = img.crop((left, top, left + side, top + side)).resize((image_size, image_size),
                                                                         Image.Resampling.LANCZOS)
-            return np.asarray(img, dtype=np.uint8).transpose(2, 0, 1), mode
+            return np.asarray(img, dtype=np.uint8).transpose(2, 0, 1), mode, depth
+    except UnscalableImage:
+        raise
     except (OSError, ValueError, Image.DecompressionBombError) as err:  # truncated, corrupt, not an image
         raise ValueError(f"{path}: cannot decode this image ({' '.join(str(err).split())}); replace it with a "
                          f"readable copy of the original file") from None
 
 
-def _decode_chunk(args: tuple[list[str], int]) -> tuple[np.ndarray, Counter]:
+class UnscalableImage(ValueError):
+    """An image whose mode has no fixed range to scale to 8 bits: refused by its mode, not called damaged."""
+
+
+_SIXTEEN_BITS = ("I;16", "I;16B", "I;16L", "I;16N")  # unsigned 16-bit grayscale, as PIL names its byte orders
+
+
+def _stored_as(img: Image.Image) -> str:
+    """The raw mode the file stores its pixels in (e.g. "I;16B" for a 16-bit PNG), read from the decoder's tile
+    before decoding replaces it; "" when the plugin does not say."""
+    args = img.tile[0][3] if img.tile else None  # (codec, extents, offset, args); a plain tuple in older Pillow
+    raw = args[0] if isinstance(args, tuple) and args else args
+    return raw if isinstance(raw, str) else ""
+
+
+def _eight_bits(img: Image.Image, stored: str, path: str | os.PathLike) -> tuple[Image.Image, str]:
+    """``img`` with 8 bits per channel, and a note on how ("" when it had 8 bits already). PIL's own conversion
+    of a 16-bit image to 8 bits clips at 255 -- nearly every pixel of an X-ray would be white -- so 16-bit
+    grayscale is scaled by its range instead: v * 255 / 65535, rounded. 16-bit RGB(A) PNGs are reduced by PIL's
+    decoder itself to each value's high byte, v // 256 (within 1 of that scale; never clipped). Modes without a
+    fixed range (32-bit integers, floats) are refused rather than guessed."""
+    if img.mode in _SIXTEEN_BITS or (img.mode == "I" and stored in _SIXTEEN_BITS):
+        values = np.asarray(img).astype(np.uint32)
+        # round(v * 255 / 65535) = round(v / 257); v / 257 is never a half (257 is odd), so this is exact
+        scaled = ((values + 128) // 257).astype(np.uint8)
+        return Image.fromarray(scaled), f"16-bit grayscale ({img.mode}): scaled to 8 bits by 255/65535"
+    if img.mode in ("I", "F") or img.mode.startswith("I;"):
+        kind = "a floating-point" if img.mode == "F" else "an integer"
+        stored_as = f", stored as {stored}" if stored else ""
+        raise UnscalableImage(f"{path}: {kind} image (PIL mode {img.mode}{stored_as}) has no fixed range to scale "
+                              f"to 8 bits; expected 1, 8 or 16 bits per channel: convert it first (e.g. window it "
+                              f"into 16-bit or 8-bit integers)")
+    if ";16" in stored:
+        return img, f"16-bit {img.mode} ({stored}): PIL's decoder kept each value's high byte (v // 256)"
+    return img, ""
+
+
+def _decode_chunk(args: tuple[list[str], int]) -> tuple[np.ndarray, Counter, Counter]:
     paths, image_size = args
     decoded = [decode_image(p, image_size) for p in paths]
-    return np.stack([pixels for pixels, _ in decoded]), Counter(mode for _, mode in decoded)
+    return (np.stack([pixels for pixels, _, _ in decoded]), Counter(mode for _, mode, _ in decoded),
+            Counter(depth for _, _, depth in decoded if depth))
 
 
 def check_decode_args(image_size, num_workers) -> None:
@@ -82,41 +127,22 @@ def check_decode_args(image_size, num_workers) -> None:
         raise ValueError(f"num_workers={num_workers!r}; expected an integer >= 0")
 
 
-def file_stats(paths: Sequence[Path], listed_in: str) -> np.ndarray:
-    """int64 [N, 2]: every file's byte size and modification time (ns). A missing file raises ``ValueError``
-    naming it, how many are missing and ``listed_in`` (the label file that lists them), before any decoding."""
-    stats = np.empty((len(paths), 2), dtype=np.int64)
-    missing = []
-    for i, path in enumerate(paths):
-        try:
-            st = os.stat(path)
-        except FileNotFoundError:
-            missing.append(i)
-            continue
-        stats[i] = st.st_size, st.st_mtime_ns
-    if missing:
-        raise ValueError(f"{paths[missing[0]]}: no such image file, listed in {listed_in} ({len(missing)} of the "
-                         f"{len(paths)} listed images are missing)")
-    return stats
-
-
 def _stats_digest(names: Sequence[str], stats: np.ndarray) -> str:
     h = hashlib.sha256("\0".join(names).encode())
     h.update(np.ascontiguousarray(stats).tobytes())
     return h.hexdigest()[:32]
 
 
-def decoded_images(name: str, location: str, paths: Sequence[Path], image_size: int, cache_dir: str | os.PathLike,
-                   source: dict, listed_in: str, num_workers: int = 0, progress: bool = True
-                   ) -> tuple[np.memmap, str]:
-    """(read-only uint8 memmap [len(paths), 3, S, S] of ``paths`` in order, its BLAKE2b checksum), from the cache
-    (module docstring) or decoded now. ``location`` (the data's resolved directory) and ``image_size`` key the
-    file; ``source`` (what else identifies the data: the label file's size and time) and the image files' stats
-    must match the sidecar for it to be reused. ``listed_in`` names the file that lists ``paths``, for errors."""
+def decoded_images(name: str, location: str, files: ImageFiles, image_size: int, cache_dir: str | os.PathLike,
+                   source: dict, num_workers: int = 0, progress: bool = True) -> tuple[np.memmap, str]:
+    """(read-only uint8 memmap [len(files.paths), 3, S, S] of the files in order, its BLAKE2b checksum), from the
+    cache (module docstring) or decoded now. ``location`` (the data's resolved directory) and ``image_size`` key
+    the file; ``source`` (what else identifies the data: the label file's size and time) and the image files'
+    stats (``files.stats``) must match the sidecar for it to be reused."""
     check_decode_args(image_size, num_workers)
-    names = [str(path) for path in paths]
-    stats = file_stats(paths, listed_in)
-    shape = (len(paths), 3, int(image_size), int(image_size))
+    names = list(files.paths)
+    stats = files.stats
+    shape = (len(names), 3, int(image_size), int(image_size))
     keyed = {"format": CACHE_FORMAT, "location": location, "image_size": int(image_size)}
     key = hashlib.sha256(json.dumps(keyed, sort_keys=True).encode()).hexdigest()[:16]
     identity = {**keyed, "source": source, "files": _stats_digest(names, stats)}
@@ -134,6 +160,17 @@ def decoded_images(name: str, location: str, paths: Sequence[Path], image_size: 
             _build(data_file, sidecar, stats_file, identity, names, stats, shape, num_workers, progress)
         checksum = json.loads(sidecar.read_text())["blake2b"]  # verified just above
     return np.load(data_file, mmap_mode="r"), checksum
+
+
+def _say_conversions(modes: Counter, depths: Counter) -> None:
+    """Say once, when the images are decoded (later runs read the cache), what was converted: each bit depth
+    brought to 8 bits, and each mode converted to RGB."""
+    for note, count in sorted(depths.items()):
+        log.warning("%d image(s) were %s", count, note)
+    converted = {mode: count for mode, count in sorted(modes.items()) if mode != "RGB"}
+    if converted:
+        log.warning("converted %s to RGB (grayscale replicated to 3 channels, alpha dropped)",
+                    ", ".join(f"{count} {mode} image(s)" for mode, count in converted.items()))
 
 
 def _checksum(path: Path, chunk: int = 1 << 24) -> str:
@@ -196,6 +233,7 @@ def _build(data_file: Path, sidecar: Path, stats_file: Path, identity: dict, nam
         stale.unlink(missing_ok=True)
     tmp = data_file.with_name(f".{data_file.name}.tmp-{os.getpid()}")
     modes: Counter = Counter()
+    depths: Counter = Counter()
     try:
         out = open_npy_for_writing(tmp, np.uint8, shape)  # a full disk: an error here, not SIGBUS later
         size = shape[-1]
@@ -203,21 +241,19 @@ def _build(data_file: Path, sidecar: Path, stats_file: Path, identity: dict, nam
         bar = progress_bar(total=len(names), desc=f"decoding images to {size}px", unit="img", disable=not progress)
         with bar, process_pool(num_workers) as pool:
             start = 0
-            for block, block_modes in (pool.imap(_decode_chunk, jobs) if pool is not None
-                                       else map(_decode_chunk, jobs)):
+            for block, block_modes, block_depths in (pool.imap(_decode_chunk, jobs) if pool is not None
+                                                     else map(_decode_chunk, jobs)):
                 out[start:start + len(block)] = block
                 start += len(block)
                 modes.update(block_modes)
+                depths.update(block_depths)
                 bar.update(len(block))
         out.flush()
         del out
         os.replace(tmp, data_file)
     finally:
         tmp.unlink(missing_ok=True)
-    converted = {mode: count for mode, count in sorted(modes.items()) if mode != "RGB"}
-    if converted:  # said once, when the images are decoded (later runs read the cache)
-        log.warning("converted %s to RGB (grayscale replicated to 3 channels, alpha dropped)",
-                    ", ".join(f"{count} {mode} image(s)" for mode, count in converted.items()))
+    _say_conversions(modes, depths)
     buffer = io.BytesIO()
     np.save(buffer, stats)
     atomic_write_bytes(stats_file, buffer.getvalue())
@@ -226,4 +262,4 @@ def _build(data_file: Path, sidecar: Path, stats_file: Path, identity: dict, nam
     atomic_write_json(sidecar, meta)
 
 
-__all__ = ["CACHE_FORMAT", "check_decode_args", "decode_image", "decoded_images", "file_stats"]
+__all__ = ["CACHE_FORMAT", "UnscalableImage", "check_decode_args", "decode_image", "decoded_images"]

@@ -155,8 +155,8 @@ def test_an_image_edited_after_its_decode_is_never_served_stale(fake_celeba, tmp
 
 def test_a_missing_image_is_named_before_any_decode(fake_celeba, tmp_path, count_decodes):
     (fake_celeba / "img_align_celeba" / "000005.jpg").unlink()
-    with pytest.raises(ValueError, match=r"000005\.jpg: no such image file, listed in .*list_attr_celeba\.txt "
-                                         r"\(1 of the 6 listed images are missing\)"):
+    with pytest.raises(ValueError, match=r"000005\.jpg: no such image file, listed in .*list_attr_celeba\.txt on "
+                                         r"line 7 \(1 of the 6 listed images are missing\)"):
         load_celeba(fake_celeba, 8, tmp_path / "cache", progress=False)
     assert count_decodes == []
 
@@ -351,3 +351,4 @@ def test_blank_line_inside_the_rows_is_rejected(fake_celeba):
     attr.write_text("\n".join(lines[:4] + [""] + lines[4:]) + "\n")
     with pytest.raises(ValueError, match=r"line 5: expected a file name and 40 values, found 0 fields"):
         read_attributes(fake_celeba)
+

@@ -98,10 +98,11 @@ MALFORMED = {  # (edit of labels.csv, the message); line and column numbers are 
                         r"labels\.csv, line 6, column 2 \(circle_000\): '0'; expected the file's negative value "
                         r"'-1' \(seen first\): one convention per file"),
     "escaping_path": (lambda ls: _cell(ls, 5, 1, "../secret.png"),
-                      r"labels\.csv, line 5, column 1 \(file\): '\.\./secret\.png'; expected a path relative"),
+                      r"labels\.csv, line 5, column 1 \(file\): '\.\./secret\.png' leads to \S*secret\.png, outside "
+                      r"data\.root="),
     "repeated_file": (lambda ls: _cell(ls, 9, 1, ls[1].split(",")[0]),
-                      r"labels\.csv, line 9, column 1 \(file\): 'img/00000\.png'; expected a file name listed once "
-                      r"\(also on line 2\)"),
+                      r"labels\.csv, lines 2 and 9, column 1 \(file\): 'img/00000\.png' and 'img/00000\.png' are one "
+                      r"file, \S*img/00000\.png; expected each image listed once"),
     "header_only": (lambda ls: ls[:1], r"labels\.csv: the header names 5 labels but no image follows it"),
     "no_label_column": (lambda ls: [line.split(",")[0] + ",split" if i == 0 else line.split(",")[0] + ",train"
                                     for i, line in enumerate(ls)],
@@ -181,11 +182,27 @@ def _no_csv(root: Path) -> str:
     return "labels.csv: no such label file"
 
 
+def _one_file_twice(root: Path) -> str:
+    """The first image listed again under another spelling: one record in two places."""
+    _rewrite(root, lambda ls: [*ls, "./" + ls[1]])
+    return "labels.csv, lines 2 and 402, column 1 (file): 'img/00000.png' and './img/00000.png' are one file"
+
+
+def _symlink_out(root: Path) -> str:
+    """An image replaced by a symlink to a file outside data.root."""
+    outside = root.parent / "outside.png"
+    shutil.copy(root / "img" / "00003.png", outside)
+    (root / "img" / "00003.png").unlink()
+    (root / "img" / "00003.png").symlink_to(outside)
+    return f"labels.csv, line 5, column 1 (file): 'img/00003.png' leads to {outside}, outside data.root="
+
+
 def _too_few_test_images(root: Path) -> str:
     return "data.num_queries=40"
 
 
 CLI_CASES = {"no_images": (_no_images, []), "bad_value": (_bad_value, []), "no_csv": (_no_csv, []),
+             "one_file_twice": (_one_file_twice, []), "symlink_out": (_symlink_out, []),
              "too_few_test_images": (_too_few_test_images, ["data.split_fractions=[0.8,0.15,0.05]"]),
              "bad_fractions": (lambda root: "data.split_fractions=[0.5, 0.1, 0.1]",
                                ["data.split_fractions=[0.5,0.1,0.1]"])}
