@@ -18,6 +18,10 @@ Guarantees:
 * Verified: an existing artifact is re-hashed before use. Its damaged files are moved aside (not deleted) to
   ``<key>.damaged-<n>/`` with a warning naming them; the intact files go back into the build directory, so a
   resumable stage redoes only what was damaged (one teacher, not the ensemble).
+* Trusted only as keyed: its manifest's stage, key, config and upstream keys must be those of the directory it
+  sits in (``<stage>/<key>``) and of the Stage that asks for it. A directory copied over another key (in a shared
+  cache, by mistake) is damage: moved aside whole and rebuilt, with one warning. A reader opens only the files its
+  manifest lists (``Artifact.file``), each of them verified.
 * Lazy: only the artifacts that a run actually reads are verified or built. If the votes of a run are
   cached, its teachers are not even looked at.
 * Safe under concurrency: a build holds an exclusive lock file, so two sweep jobs needing the same teachers
@@ -51,19 +55,31 @@ CACHE_FORMAT = 1
 
 @dataclass(frozen=True)
 class Artifact:
-    """A finished, verified artifact directory."""
+    """A finished, verified artifact directory.
+
+    ``files`` are the names its manifest lists, each verified by the store: a reader opens nothing else, so a file
+    dropped into the directory afterwards is never read. None only for an Artifact made by hand around a directory
+    that has no manifest (tests, tools); then every file that exists is served.
+    """
 
     stage: str
     key: str
     path: Path
+    files: frozenset[str] | None = None
 
     def has(self, name: str) -> bool:
-        """Whether the stage wrote the output file ``name``."""
+        """Whether the stage wrote the output file ``name`` (its manifest lists it)."""
+        if self.files is not None:
+            return name in self.files
         return (self.path / name).is_file()
 
     def file(self, name: str) -> Path:
-        """Path of one output file; raises if the stage did not write it."""
+        """Path of one output file; raises if the stage did not write it (its manifest does not list it)."""
         p = self.path / name
+        if self.files is not None and name not in self.files:
+            raise FileNotFoundError(f"artifact {self.stage}/{self.key}: file {name!r} is not in its manifest "
+                                    f"(expected one of the {len(self.files)} file(s) the stage wrote); a file the "
+                                    f"manifest does not list is never read")
         if not p.exists():
             raise FileNotFoundError(f"artifact {self.stage}/{self.key} has no file {name!r}")
         return p
@@ -175,9 +191,9 @@ class ArtifactStore:
             work.mkdir(exist_ok=True)
             log.info("%s: building %s", stage.name, final)
             stage.build(work, inputs)
-            self._write_manifest(stage, work, inputs)
+            files = self._write_manifest(stage, work, inputs)
             os.replace(work, final)
-        self._seen[final] = Artifact(stage.name, stage.key, final)
+        self._seen[final] = Artifact(stage.name, stage.key, final, frozenset(files))
         return self._seen[final]
 
     def reused(self, stage: Stage) -> bool:
@@ -186,21 +202,25 @@ class ArtifactStore:
         return self.path(stage) in self._reused
 
     def _verified(self, stage: Stage, final: Path) -> Artifact | None:
-        """The artifact if its manifest and every file check out. Otherwise it is not used: when the manifest is
-        readable, only the damaged files are moved aside and the intact ones go back into the build directory,
-        so a resumable builder (the teachers save one file per teacher) redoes only what was damaged; when it is
-        not, the whole directory is moved aside."""
+        """The artifact if its manifest describes ``stage`` as keyed (``_not_as_keyed``) and every file checks out.
+        Otherwise it is not used: when the manifest is ``stage``'s, only the damaged files are moved aside and the
+        intact ones go back into the build directory, so a resumable builder (the teachers save one file per
+        teacher) redoes only what was damaged; when it is unreadable or another stage's or config's, the whole
+        directory is moved aside."""
         if not final.exists():
             return None
-        damaged = _damaged_files(final)
+        manifest = _manifest(final)
+        wrong = ("unreadable manifest, or one that lists a file outside its directory" if manifest is None
+                 else _not_as_keyed(manifest, stage))
+        damaged = None if wrong is not None else _damaged_files(final, manifest["files"])
         if damaged == {}:
-            return Artifact(stage.name, stage.key, final)
+            return Artifact(stage.name, stage.key, final, frozenset(manifest["files"]))
         n = 0
         while (aside := final.with_name(f"{final.name}.damaged-{n}")).exists():
             n += 1
         work = self.work_path(stage)
         if damaged is None or work.exists():
-            why = "unreadable manifest" if damaged is None else "a build directory is already there"
+            why = wrong if wrong is not None else "a build directory is already there"
             log.warning("%s: artifact %s is damaged (%s); moved to %s and rebuilding", stage.name, final, why, aside)
             os.replace(final, aside)
             return None
@@ -218,7 +238,8 @@ class ArtifactStore:
         return None
 
     @staticmethod
-    def _write_manifest(stage: Stage, work: Path, inputs: Mapping[str, Artifact]) -> None:
+    def _write_manifest(stage: Stage, work: Path, inputs: Mapping[str, Artifact]) -> dict[str, dict[str, Any]]:
+        """Write ``work``'s manifest; returns its ``files`` (what the artifact's readers may open)."""
         files = {
             str(p.relative_to(work)): {"sha256": sha256_file(p), "bytes": p.stat().st_size}
             for p in sorted(work.rglob("*"))
@@ -233,6 +254,7 @@ class ArtifactStore:
             "files": files,
         }
         atomic_write_json(work / MANIFEST, manifest)
+        return files
 
     def remove(self, stage: Stage) -> None:
         """Delete an artifact (for tests and for users forcing a rebuild)."""
@@ -241,20 +263,79 @@ class ArtifactStore:
 
 
 def read_artifact(root: str | os.PathLike, stage: str, key: str) -> Artifact | None:
-    """The finished artifact ``root/stage/key`` if its manifest and every file check out, else None; read-only
-    (a report verifying a sweep must not move a damaged artifact aside as a build would)."""
+    """The finished artifact ``root/stage/key`` if its manifest names that stage and key and every file checks out,
+    else None; read-only (a report verifying a sweep must not move a damaged artifact aside as a build would)."""
     path = Path(root) / stage / key
-    return Artifact(stage, key, path) if path.is_dir() and _damaged_files(path) == {} else None
+    manifest = _manifest(path) if path.is_dir() else None
+    if manifest is None or _where_mismatch(manifest, stage, key) is not None or _damaged_files(path, manifest["files"]):
+        return None
+    return Artifact(stage, key, path, frozenset(manifest["files"]))
 
 
-def _damaged_files(path: Path) -> dict[str, str] | None:
-    """{file: what is wrong} for every file of the manifest that is missing or fails its size or SHA-256 ({} when
-    all are intact); None when the manifest itself cannot be read."""
+def _manifest(path: Path) -> dict[str, Any] | None:
+    """The manifest of the artifact directory ``path``; None when it cannot be read, or when it lists a file that
+    is not a plain name inside the directory (a reader would open what lies outside)."""
     try:
-        files = json.loads((path / MANIFEST).read_text())["files"]
+        manifest = json.loads((path / MANIFEST).read_text())
+        files = manifest["files"]
+        names = list(files)
     except (OSError, ValueError, KeyError, TypeError) as err:
         log.debug("unreadable manifest in %s: %s", path, err)
         return None
+    if not isinstance(files, dict) or any(Path(name).is_absolute() or ".." in Path(name).parts or name == MANIFEST
+                                          for name in names):
+        log.debug("manifest in %s lists a file outside its directory", path)
+        return None
+    return manifest
+
+
+def _where_mismatch(manifest: Mapping[str, Any], stage: str, key: str) -> str | None:
+    """Why ``manifest`` is not that of the directory ``<stage>/<key>`` it sits in (None when it is)."""
+    for name, expected in (("stage", stage), ("key", key)):
+        if manifest.get(name) != expected:
+            return (f"its manifest says {name}={manifest.get(name)!r}, expected {name}={expected!r} (the directory "
+                    f"{stage}/{key}): it was copied or moved from another artifact")
+    return None
+
+
+def _not_as_keyed(manifest: Mapping[str, Any], stage: Stage) -> str | None:
+    """Why ``manifest`` does not describe ``stage`` as its key was computed (stage name, key, config, upstream keys),
+    None when it does. The key alone is the directory's name: a directory copied over another config's key keeps
+    its own manifest, which tells."""
+    wrong = _where_mismatch(manifest, stage.name, stage.key)
+    if wrong is not None:
+        return wrong
+    upstream = {name: up.key for name, up in sorted(stage.upstream.items())}
+    for name, expected in (("config", stage.config), ("upstream", upstream)):
+        found = manifest.get(name)
+        if _canonical(found) != _canonical(expected):
+            where, value, want = _first_difference(json.loads(_canonical(found)), json.loads(_canonical(expected)))
+            return (f"its manifest's {name} has {where or name}={value!r}, the stage asks for {want!r}: it was "
+                    f"built for another config")
+    return None
+
+
+def _canonical(value: Any) -> str:
+    """``value`` as the key hashes it (sorted keys, numpy and paths as JSON): equal iff the key's input is equal."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=_json_default)
+
+
+_ABSENT = "<absent>"
+
+
+def _first_difference(found: Any, expected: Any, prefix: str = "") -> tuple[str, Any, Any]:
+    """(dotted key, found value, expected value) of the first place two JSON values differ, to name it in a log."""
+    if isinstance(found, dict) and isinstance(expected, dict):
+        for name in sorted(set(found) | set(expected)):
+            a, b = found.get(name, _ABSENT), expected.get(name, _ABSENT)
+            if _canonical(a) != _canonical(b):
+                return _first_difference(a, b, f"{prefix}.{name}" if prefix else str(name))
+    return prefix, found, expected
+
+
+def _damaged_files(path: Path, files: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+    """{file: what is wrong} for every file of the manifest's ``files`` that is missing or fails its size or SHA-256
+    ({} when all are intact)."""
     damaged = {}
     for name, meta in files.items():
         p = path / name

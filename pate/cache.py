@@ -1,13 +1,16 @@
 """See and prune the artifact cache: ``pate-cache [list|prune] [--cache-dir DIR] [--logs DIR] [--dry-run]`` (also
 ``python -m pate.cache ...``).
 
-``list`` prints, per stage, how many finished artifacts the cache holds, their size and the age of the oldest and
-newest, then every leftover: ``<key>.partial`` directories (a build that was interrupted; the same command resumes
-it, or ``prune`` removes it) and ``<key>.damaged-N`` directories (files a run found damaged and moved aside).
-``prune`` removes the leftovers, skipping a ``.partial`` whose build holds its lock right now; with ``--logs`` it
-also removes the finished artifacts that no ``metrics.json`` under that directory names and no other artifact
-builds on (``--dry-run`` says what it would remove). The default cache is ``$PROJECT_ROOT/cache``, else the
-``cache`` directory of this clone (of the working directory, installed), as train.py resolves it.
+``list`` prints, per top-level directory of the cache (every stage, and ``tensors``: the decoded images), how many
+finished entries it holds (artifact directories; for ``tensors``, decoded tensors with their sidecars), their size
+and the age of the oldest and newest, then the total of every directory and every leftover: ``<key>.partial``
+directories (a build that was interrupted; the same command resumes it, or ``prune`` removes it) and
+``<key>.damaged-N`` directories (files a run found damaged, or an artifact whose manifest is another stage's, key's
+or config's, moved aside). ``prune`` removes the leftovers (never the decoded images), skipping a ``.partial``
+whose build holds its lock right now; with ``--logs`` it also removes the finished artifacts that no
+``metrics.json`` under that directory names and no other artifact builds on (``--dry-run`` says what it would
+remove). The default cache is ``$PROJECT_ROOT/cache``, else the ``cache`` directory of this clone (of the working
+directory, installed), as train.py resolves it.
 """
 
 from __future__ import annotations
@@ -30,7 +33,9 @@ __all__ = ["CacheEntry", "default_cache_dir", "main", "prune", "scan"]
 
 @dataclass(frozen=True)
 class CacheEntry:
-    """One directory of the cache: ``kind`` is "artifact", "partial" or "damaged"."""
+    """One entry of the cache: ``kind`` is "artifact", "partial" or "damaged" (a directory of a stage), or "files"
+    (the files beside them that share a name up to the suffix: a decoded tensor of ``tensors/``, its sidecar and
+    stats)."""
 
     stage: str
     key: str
@@ -51,19 +56,32 @@ def _size(path: Path) -> int:
 
 
 def scan(cache_dir: Path) -> list[CacheEntry]:
-    """Every artifact and leftover directory under ``cache_dir/<stage>/``, sorted by stage and key."""
+    """Every entry of every top-level directory of ``cache_dir`` (``_entries``), sorted by directory and key: the
+    listing accounts for all of the cache, the decoded images of ``tensors/`` included."""
+    return [entry for top in sorted(p for p in Path(cache_dir).iterdir() if p.is_dir()) for entry in _entries(top)]
+
+
+def _entries(top: Path) -> list[CacheEntry]:
+    """The artifact and leftover directories of ``top``, and its other files grouped by name up to the suffix (a
+    decoded tensor ``x.npy`` with ``x.json`` and ``x.stats``). Lock files are left out: they hold no data, and a
+    build's lock is how ``prune`` knows a ``.partial`` is in use."""
     entries = []
-    for stage_dir in sorted(p for p in Path(cache_dir).iterdir() if p.is_dir()):
-        for path in sorted(p for p in stage_dir.iterdir() if p.is_dir()):
-            name = path.name
-            if name.endswith(".partial"):
-                key, kind = name[: -len(".partial")], "partial"
-            elif ".damaged-" in name:
-                key, kind = name.split(".damaged-")[0], "damaged"
-            else:
-                key, kind = name, "artifact"
-            entries.append(CacheEntry(stage_dir.name, key, kind, path, _size(path), path.stat().st_mtime))
-    return entries
+    for path in sorted(p for p in top.iterdir() if p.is_dir()):
+        name = path.name
+        if name.endswith(".partial"):
+            key, kind = name[: -len(".partial")], "partial"
+        elif ".damaged-" in name:
+            key, kind = name.split(".damaged-")[0], "damaged"
+        else:
+            key, kind = name, "artifact"
+        entries.append(CacheEntry(top.name, key, kind, path, _size(path), path.stat().st_mtime))
+    groups: dict[str, list[Path]] = {}
+    for path in sorted(p for p in top.iterdir() if p.is_file() and p.suffix != ".lock"):
+        groups.setdefault(path.stem, []).append(path)
+    for key, paths in groups.items():
+        entries.append(CacheEntry(top.name, key, "files", paths[0], sum(p.stat().st_size for p in paths),
+                                  max(p.stat().st_mtime for p in paths)))
+    return sorted(entries, key=lambda entry: (entry.key, entry.kind))
 
 
 def _building(entry: CacheEntry) -> bool:
@@ -135,15 +153,16 @@ def _age(seconds: float) -> str:
 
 
 def describe(entries: list[CacheEntry], now: float | None = None) -> str:
-    """The ``list`` table: per stage, artifacts, size, oldest and newest; then the leftovers, one line each."""
+    """The ``list`` table: per top-level directory, its finished entries (artifacts, or decoded tensors), size,
+    oldest and newest; then the leftovers, one line each."""
     now = time.time() if now is None else now
-    lines = [f"{'stage':<10} {'artifacts':>9} {'size':>10} {'oldest':>8} {'newest':>8}"]
+    lines = [f"{'directory':<10} {'entries':>9} {'size':>10} {'oldest':>8} {'newest':>8}"]
     for stage in sorted({entry.stage for entry in entries}):
-        done = [entry for entry in entries if entry.stage == stage and entry.kind == "artifact"]
-        if done:
-            lines.append(f"{stage:<10} {len(done):>9} {_human(sum(e.bytes for e in done)):>10} "
-                         f"{_age(now - min(e.modified for e in done)):>8} {_age(now - max(e.modified for e in done)):>8}")
-    leftovers = [entry for entry in entries if entry.kind != "artifact"]
+        done = [entry for entry in entries if entry.stage == stage and entry.kind in ("artifact", "files")]
+        ages = ((_age(now - min(e.modified for e in done)), _age(now - max(e.modified for e in done))) if done
+                else ("-", "-"))
+        lines.append(f"{stage:<10} {len(done):>9} {_human(sum(e.bytes for e in done)):>10} {ages[0]:>8} {ages[1]:>8}")
+    leftovers = [entry for entry in entries if entry.kind in ("partial", "damaged")]
     lines.append(f"total {_human(sum(e.bytes for e in entries))}; {len(leftovers)} leftover(s)"
                  + (f" ({_human(sum(e.bytes for e in leftovers))}, removed by `python -m pate.cache prune`):"
                     if leftovers else ""))

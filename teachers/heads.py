@@ -25,6 +25,7 @@ import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from pate.artifacts import Artifact
 from pate.features import FeatureTable, fit_ridge_heads, head_scores, head_weights
 from pate.features.ridge import check_lambdas
 from pate.privacy.checks import positive_int
@@ -35,6 +36,14 @@ log = logging.getLogger(__name__)
 
 def _chunk_path(work_dir: Path, chunk: int) -> Path:
     return Path(work_dir) / f"heads_{chunk:05d}.npz"
+
+
+def _chunk_file(teachers: Path | Artifact, chunk: int) -> Path:
+    """The file of ``chunk`` to read: through the teachers artifact's manifest when given one (``Artifact.file``
+    refuses a file the manifest does not list), else in the directory ``teachers``."""
+    if isinstance(teachers, Artifact):
+        return teachers.file(_chunk_path(Path(), chunk).name)
+    return _chunk_path(teachers, chunk)
 
 
 def _identity(teacher_cfg: DictConfig, ids: Sequence[int], parts: Sequence[np.ndarray]) -> str:
@@ -125,7 +134,7 @@ def train_head_teachers(teacher_cfg: DictConfig, features: FeatureTable, labels:
             bar.update(len(chunks[c]))
 
 
-def head_votes(teacher_cfg: DictConfig, work_dir: Path, features: FeatureTable, parts: Sequence[np.ndarray],
+def head_votes(teacher_cfg: DictConfig, work_dir: Path | Artifact, features: FeatureTable, parts: Sequence[np.ndarray],
                query_rows: np.ndarray, eval_rows: np.ndarray, eval_labels: np.ndarray, progress: bool = True
                ) -> tuple[np.ndarray, np.ndarray]:
     """(votes bool [Q, T, L] of every teacher on the queries, mean per-attribute accuracy [T] of every teacher
@@ -138,9 +147,10 @@ def head_votes(teacher_cfg: DictConfig, work_dir: Path, features: FeatureTable, 
     starts = progress_bar(range(0, num, size), desc="votes (heads)", unit="chunk", disable=not progress)
     for c, start in enumerate(starts):
         ids = list(range(start, min(start + size, num)))
-        chunk, problem = _load_chunk(_chunk_path(work_dir, c), _identity(teacher_cfg, ids, parts))
+        path = _chunk_file(work_dir, c)
+        chunk, problem = _load_chunk(path, _identity(teacher_cfg, ids, parts))
         if problem is not None:
-            raise RuntimeError(f"teacher heads file {_chunk_path(work_dir, c)} is not usable: {problem}")
+            raise RuntimeError(f"teacher heads file {path} is not usable: {problem}")
         for group in _same_size_groups(ids, parts):
             rows = np.stack([parts[i] for i in group])
             x = features.take(rows.reshape(-1)).reshape(len(group), rows.shape[1], -1)

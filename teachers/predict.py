@@ -14,10 +14,10 @@ import numpy as np
 import torch
 from omegaconf import DictConfig
 from torch import nn
-from torchmetrics.functional.classification import multilabel_accuracy
 
 from pate.progress import progress_bar
 from teachers.training.data import check_images, check_indices, check_labels
+from teachers.training.label_metrics import per_label_accuracy
 from teachers.training.module import predict_logits
 from teachers.training.recipe import Recipe
 from teachers.training.trainer import autocast_for, device_of
@@ -83,8 +83,6 @@ def predict_votes(
         with autocast_for(device, trainer_cfg.precision):
             predicted = predict_logits(net, x, batch_size) > 0
         votes[:, t] = predicted[:num_queries].cpu().numpy()
-        accuracy[t] = multilabel_accuracy(
-            predicted[num_queries:].long(), y, num_labels=num_labels, average="macro"
-        ).item()
+        accuracy[t] = per_label_accuracy(predicted[num_queries:].long(), y).mean().item()
         del net  # before the next teacher is loaded: at most one model in memory
     return votes, accuracy

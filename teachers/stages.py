@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pate.artifacts import Artifact
 from pate.votes import count_votes, pack_votes
 from teachers.ensemble import teacher_path, train_teachers
 from teachers.heads import head_votes, train_head_teachers
@@ -35,23 +36,24 @@ def _write_votes(work: Path, votes: np.ndarray, query_indices: np.ndarray, accur
              query_indices=query_indices, teacher_accuracy=accuracy)
 
 
-def build_head_votes(work: Path, teacher_dir: Path, teacher_cfg, features, parts: list[np.ndarray], labels,
+def build_head_votes(work: Path, teachers: Artifact, teacher_cfg, features, parts: list[np.ndarray], labels,
                      query_indices: np.ndarray, eval_indices: np.ndarray, progress: bool = True) -> None:
     """``votes.npz`` as :func:`build_votes` writes it, from the teacher heads. Teacher accuracy (a diagnostic)
     is measured on the first ``teacher.accuracy_images`` evaluation images: scoring all T heads on all of them
     would cost more than fitting the heads."""
     rows = eval_indices[: int(teacher_cfg.accuracy_images)]
-    votes, accuracy = head_votes(teacher_cfg, teacher_dir, features, parts, query_indices, rows, labels[rows],
+    votes, accuracy = head_votes(teacher_cfg, teachers, features, parts, query_indices, rows, labels[rows],
                                  progress=progress)
     _write_votes(work, votes, query_indices, accuracy)
 
 
-def build_votes(work: Path, teacher_dir: Path, num_teachers: int, teacher_cfg, trainer_cfg, images, labels,
+def build_votes(work: Path, teachers: Artifact, num_teachers: int, teacher_cfg, trainer_cfg, images, labels,
                 query_indices: np.ndarray, eval_indices: np.ndarray, progress: bool = True) -> None:
     """Write ``votes.npz``: ``bits`` (packed per-teacher votes [Q, T, ceil(L/8)]), ``counts`` int32 [Q, L],
-    ``query_indices`` [Q] and ``teacher_accuracy`` [T] (mean per-attribute accuracy on the evaluation split)."""
+    ``query_indices`` [Q] and ``teacher_accuracy`` [T] (mean per-attribute accuracy on the evaluation split).
+    Each checkpoint is opened through the teachers artifact's manifest (``Artifact.file``)."""
     votes, accuracy = predict_votes(
-        [teacher_path(teacher_dir, i) for i in range(num_teachers)], teacher_cfg, trainer_cfg, images,
+        [teachers.file(teacher_path(Path(), i).name) for i in range(num_teachers)], teacher_cfg, trainer_cfg, images,
         query_indices, eval_indices, labels[eval_indices], progress=progress,
     )
     _write_votes(work, votes, query_indices, accuracy)

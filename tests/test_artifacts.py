@@ -1,10 +1,11 @@
 """The content-addressed artifact cache: keys, reuse, atomicity, resume, damage detection."""
 
 import json
+import shutil
 
 import pytest
 
-from pate.artifacts import MANIFEST, ArtifactStore, Stage
+from pate.artifacts import MANIFEST, ArtifactStore, Stage, read_artifact
 from pate.code_closure import code_closure, code_fingerprint
 
 
@@ -137,6 +138,73 @@ def test_a_damaged_file_costs_only_that_file(tmp_path, caplog):
     aside = tmp_path / "ensemble" / f"{stage.key}.damaged-0"
     assert sorted(p.name for p in aside.iterdir()) == sorted([MANIFEST, "item_1.txt"])
     assert "item_1.txt (checksum mismatch)" in caplog.text and "kept the 2 intact" in caplog.text
+
+
+def _copy_over(source, target) -> None:
+    """What a member of a group-shared cache might do by mistake: one artifact directory copied over another key."""
+    shutil.rmtree(target)
+    shutil.copytree(source, target)
+
+
+def test_a_directory_copied_over_another_configs_key_is_moved_aside_and_rebuilt(tmp_path, caplog):
+    one, two = Stage("a", {"x": 1}, Counter("one")), Stage("a", {"x": 2}, Counter("two"))
+    store = ArtifactStore(tmp_path)
+    _copy_over(store.get(one).path, store.get(two).path)
+    again = ArtifactStore(tmp_path).get(two)
+    assert again.file("out.txt").read_text() == "two"
+    aside = tmp_path / "a" / f"{two.key}.damaged-0"
+    assert (aside / "out.txt").read_text() == "one"  # moved aside whole, not deleted
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1 and f"key={one.key!r}, expected key={two.key!r}" in warnings[0]
+
+
+def test_a_manifest_relabelled_to_the_key_but_built_for_another_config_is_rebuilt(tmp_path, caplog):
+    one, two = Stage("a", {"x": 1, "y": 0}, Counter("one")), Stage("a", {"x": 2, "y": 0}, Counter("two"))
+    store = ArtifactStore(tmp_path)
+    target = store.get(two).path
+    _copy_over(store.get(one).path, target)
+    manifest = json.loads((target / MANIFEST).read_text())
+    (target / MANIFEST).write_text(json.dumps({**manifest, "key": two.key}))
+    assert ArtifactStore(tmp_path).get(two).file("out.txt").read_text() == "two"
+    assert "its manifest's config has x=1, the stage asks for 2" in caplog.text
+
+
+def test_an_artifact_moved_to_another_stage_is_rebuilt(tmp_path, caplog):
+    a, b = Stage("a", {}, Counter("a")), Stage("b", {}, Counter("b"))
+    store = ArtifactStore(tmp_path)
+    (tmp_path / "b").mkdir()
+    shutil.copytree(store.get(a).path, tmp_path / "b" / b.key)  # same config: only the stage tells them apart
+    assert ArtifactStore(tmp_path).get(b).file("out.txt").read_text() == "b"
+    assert "stage='a', expected stage='b'" in caplog.text
+
+
+def test_a_reader_opens_only_the_files_the_manifest_lists(tmp_path):
+    art = ArtifactStore(tmp_path).get(Stage("a", {}, Counter()))
+    (art.path / "extra.txt").write_text("dropped in later")
+    for reread in (art, ArtifactStore(tmp_path).get(Stage("a", {}, Counter()))):
+        assert reread.has("out.txt") and not reread.has("extra.txt")
+        with pytest.raises(FileNotFoundError, match="'extra.txt' is not in its manifest"):
+            reread.file("extra.txt")
+
+
+def test_a_manifest_listing_a_file_outside_its_directory_is_damage(tmp_path):
+    stage = Stage("a", {}, Counter())
+    art = ArtifactStore(tmp_path).get(stage)
+    manifest = json.loads((art.path / MANIFEST).read_text())
+    manifest["files"]["../outside.txt"] = manifest["files"]["out.txt"]
+    (tmp_path / "a" / "outside.txt").write_text("x")
+    (art.path / MANIFEST).write_text(json.dumps(manifest))
+    assert read_artifact(tmp_path, "a", stage.key) is None
+    ArtifactStore(tmp_path).get(stage)
+    assert (tmp_path / "a" / f"{stage.key}.damaged-0").is_dir()
+
+
+def test_the_read_only_reader_refuses_a_copy_under_another_key(tmp_path):
+    store = ArtifactStore(tmp_path)
+    one, two = Stage("a", {"x": 1}, Counter()), Stage("a", {"x": 2}, Counter())
+    _copy_over(store.get(one).path, store.get(two).path)
+    assert read_artifact(tmp_path, "a", one.key) is not None
+    assert read_artifact(tmp_path, "a", two.key) is None
 
 
 def _project(root, files: dict[str, str]) -> None:

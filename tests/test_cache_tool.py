@@ -7,7 +7,7 @@ import threading
 from pathlib import Path
 
 from pate.artifacts import ArtifactStore, Stage
-from pate.cache import describe, main, prune, scan
+from pate.cache import _human, describe, main, prune, scan
 from pate.io import exclusive_lock
 
 
@@ -72,3 +72,21 @@ def test_a_partial_whose_build_holds_the_lock_is_kept(tmp_path):
 def test_a_missing_cache_is_one_line(tmp_path, capsys):
     assert main(["list", "--cache-dir", str(tmp_path / "nowhere")]) == 2
     assert capsys.readouterr().err.startswith("error: ")
+
+
+def test_the_listing_counts_every_top_level_directory_the_decoded_images_too(tmp_path, capsys):
+    cache, _ = _cache(tmp_path)
+    tensors = cache / "tensors"
+    tensors.mkdir()
+    for suffix, size in ((".npy", 3000), (".json", 100), (".stats", 16), (".lock", 0)):
+        (tensors / f"synthetic-32px-0123456789abcdef{suffix}").write_bytes(b"t" * size)
+    (cache / "teachers" / "abc.partial").mkdir(parents=True)  # a directory holding only a leftover is listed too
+    entries = scan(cache)
+    decoded = [entry for entry in entries if entry.stage == "tensors"]
+    assert [(entry.kind, entry.bytes) for entry in decoded] == [("files", 3116)]
+    assert main(["list", "--cache-dir", str(cache)]) == 0
+    text = capsys.readouterr().out
+    assert "tensors            1     3.0 KB" in text and "teachers           0        0 B" in text
+    assert f"total {_human(sum(entry.bytes for entry in entries))}" in text
+    assert "files" not in {entry.kind for entry in prune(cache, tmp_path / "logs")}  # decoded images are kept
+    assert (tensors / "synthetic-32px-0123456789abcdef.npy").is_file()

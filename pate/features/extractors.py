@@ -130,6 +130,11 @@ class Extractor(ABC):
     def check_rows(self, num_rows: int) -> None:
         """``ValueError`` when the extractor cannot encode a dataset of ``num_rows`` images (default: any)."""
 
+    def check_encoding(self, fit_rows: np.ndarray, rows: np.ndarray) -> None:
+        """``ValueError`` when the features of image ``rows``, standardised on ``fit_rows``, would lose what they
+        hold in the stored float16 -- checked before any stage is built, where the extractor can tell without
+        computing the features (default: nothing to check; precomputed embeddings are checked)."""
+
     def fit_rows(self, images: np.ndarray, rows: np.ndarray, seed: int = 0,
                  progress: Callable[[int], None] | None = None) -> Extractor:
         """:meth:`fit` on ``images[rows]`` (public rows; the caller checks that)."""

@@ -17,10 +17,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import hydra
+import numpy as np
 from hydra.errors import InstantiationException
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from pate.data.celeba import SPLITS
 from pate.locations import CONFIG_DIR
 from pate.pipeline.noise import noise_source
 from pate.privacy.sensitivity import RELATIONS
@@ -65,6 +67,20 @@ def check_config(cfg: DictConfig) -> None:
         noise_source(cfg)
     _require(isinstance(cfg.get("verbose", False), bool), "verbose", cfg.get("verbose"), "true or false")
     check_appended_keys(cfg, _appended_overrides())
+
+
+def check_fit_split(split: np.ndarray, fit_split) -> None:
+    """The features stage fits its extractor on ``features.fit_split`` (``split``: the split code of every image,
+    read before any image is decoded): a public split that holds images. An empty one would fail only after the
+    decode and the partition; the private train split would be refused there too."""
+    public = [name for name in SPLITS if name != "train"]
+    _require(fit_split in public, "features.fit_split", fit_split,
+             f"one of {public}: a public split (train is the teachers' private one)")
+    if not np.any(np.asarray(split) == SPLITS[fit_split]):
+        raise UserError(f"features.fit_split={fit_split!r} but the {fit_split} split is empty: no image has split "
+                        f"code {SPLITS[fit_split]} (a folder's split column, data.split_fractions or CelebA's "
+                        f"list_eval_partition.txt); expected public images to fit the extractor on, or another "
+                        f"features.fit_split")
 
 
 def _appended_overrides() -> list[str]:
@@ -130,4 +146,4 @@ def instantiate(node: DictConfig, group: str):
         return hydra.utils.instantiate(node)
 
 
-__all__ = ["UserError", "as_user_error", "building", "check_config", "instantiate"]
+__all__ = ["UserError", "as_user_error", "building", "check_config", "check_fit_split", "instantiate"]

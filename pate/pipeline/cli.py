@@ -57,7 +57,7 @@ def command_line_errors(cfg: DictConfig) -> Iterator[None]:
     except UserError as err:
         if cfg.get("verbose") is True:
             raise
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {sweep_job()}{err}{sweep_report_hint()}", file=sys.stderr)
         sys.exit(EXIT_USER_ERROR)
     except OSError as err:
         if err.errno not in _WHERE_TO_WRITE or cfg.get("verbose") is True:
@@ -84,6 +84,36 @@ def command_line_errors(cfg: DictConfig) -> Iterator[None]:
             signal.signal(signum, handler)
 
 
+def sweep_job() -> str:
+    """The prefix ``job N (its overrides) of the sweep in DIR: `` when this run is a job of a multirun, else "": a
+    job's error must say which job, or a sweep over data or settings cannot be mended."""
+    hydra = _multirun()
+    if hydra is None:
+        return ""
+    return (f"job {hydra.job.num} ({' '.join(hydra.overrides.task) or 'no overrides'}) of the sweep in "
+            f"{hydra.sweep.dir}: ")
+
+
+def sweep_report_hint() -> str:
+    """The end of a job's error line in a multirun, else "": the sweep ends with the job (Hydra's basic launcher stops
+    at the first failure) and writes no report, so the line says how to get one naming the jobs that finished,
+    failed and never started."""
+    hydra = _multirun()
+    if hydra is None:
+        return ""
+    return f" (the sweep stops here; `python -m pate.report {hydra.sweep.dir}` reports its jobs)"
+
+
+def _multirun():
+    """Hydra's config of this run when it is a job of a multirun, else None."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    if not HydraConfig.initialized() or HydraConfig.get().mode != RunMode.MULTIRUN:
+        return None
+    return HydraConfig.get()
+
+
 def start(main: Callable[[], object]) -> None:
     """A Hydra script's command line (train.py, topk.py): ``PROJECT_ROOT`` settled first (``settle_project_root``:
     data, cache and logs under it or the checkout, never the working directory; a blank one is one line, exit 2),
@@ -96,4 +126,4 @@ def start(main: Callable[[], object]) -> None:
     main()
 
 
-__all__ = ["EXIT_INTERRUPTED", "EXIT_USER_ERROR", "STOP_SIGNALS", "command_line_errors", "start"]
+__all__ = ["EXIT_INTERRUPTED", "EXIT_USER_ERROR", "STOP_SIGNALS", "command_line_errors", "start", "sweep_job"]

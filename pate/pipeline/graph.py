@@ -97,6 +97,17 @@ def _fit_rows(cfg: DictConfig, arrays: CelebAArrays) -> np.ndarray:
     return choose_fit_rows(arrays.indices(str(fit.fit_split)), fit.num_fit_images, int(fit.fit_seed))
 
 
+def _encoded_rows(arrays: CelebAArrays) -> np.ndarray:
+    """The image rows the features stage encodes: the training and test splits."""
+    return np.concatenate([arrays.indices("train"), arrays.indices("test")])
+
+
+def check_features(cfg: DictConfig, data: Dataset, extractor) -> None:
+    """The extractor's own check of what the features stage will fit on and encode (``Extractor.check_encoding``),
+    run by ``prepare`` so that embeddings the stored features cannot hold are refused before any stage is built."""
+    extractor.check_encoding(_fit_rows(cfg, data.arrays), _encoded_rows(data.arrays))
+
+
 def features_stage(cfg: DictConfig, data: Dataset, extractor) -> Stage:
     """The public features, keyed by the data, the extractor's identity (settings, weights checksum) and the
     choice of its public fit images: another extractor gives other features and retrains the teachers."""
@@ -104,10 +115,8 @@ def features_stage(cfg: DictConfig, data: Dataset, extractor) -> Stage:
     arrays = data.arrays
 
     def build(work: Path, _) -> None:
-        fit_rows = _fit_rows(cfg, arrays)
-        rows = np.concatenate([arrays.indices("train"), arrays.indices("test")])
-        build_features(work, extractor, arrays.images, fit_rows, rows, arrays.indices("train"), int(fit.fit_seed),
-                       progress=bool(cfg.progress))
+        build_features(work, extractor, arrays.images, _fit_rows(cfg, arrays), _encoded_rows(arrays),
+                       arrays.indices("train"), int(fit.fit_seed), progress=bool(cfg.progress))
 
     return Stage("features", {"data": data.identity, "extractor": extractor.identity(), "fit_split": str(fit.fit_split),
                               "num_fit_images": int(fit.num_fit_images), "fit_seed": int(fit.fit_seed)},
@@ -176,5 +185,5 @@ def reference_stage(source: str, data: Dataset, votes: Stage, queries: Stage) ->
                  {"queries": queries}, code=CODE["aggregate"])
 
 
-__all__ = ["CODE", "REFERENCES", "Dataset", "aggregate_stage", "code_of", "cost_fingerprint", "features_stage",
-           "partition_stage", "plain", "queries_stage", "reference_stage", "views_stage"]
+__all__ = ["CODE", "REFERENCES", "Dataset", "aggregate_stage", "check_features", "code_of", "cost_fingerprint",
+           "features_stage", "partition_stage", "plain", "queries_stage", "reference_stage", "views_stage"]

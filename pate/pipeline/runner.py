@@ -7,10 +7,12 @@ import json
 import logging
 import os
 import platform
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from omegaconf import DictConfig, open_dict
 
@@ -20,10 +22,12 @@ from pate.data.partition import check_partition_config, read_queries
 from pate.data.readers import data_identity
 from pate.evaluation import label_metrics, majority_class_accuracy
 from pate.host import host
-from pate.pipeline.checks import UserError, building, check_config, instantiate
-from pate.pipeline.graph import Dataset, features_stage, plain, queries_stage, reference_stage, views_stage
+from pate.pipeline.checks import UserError, building, check_config, check_fit_split, instantiate
+from pate.pipeline.graph import (Dataset, check_features, features_stage, plain, queries_stage, reference_stage,
+                                 views_stage)
 from pate.pipeline.methods.base import Release, SharedStages
 from pate.pipeline.noise import log_reused_release, noise_source
+from pate.pipeline.paths import check_locations
 from pate.privacy.unit import PrivacyUnit, privacy_unit
 from pate.run_record import check_record, not_covered_by_epsilon, ordered
 from student.semi import SemiSupervision
@@ -60,6 +64,7 @@ def prepare(cfg: DictConfig) -> tuple[Graph, Dataset, Any]:
     """Everything that can fail without training fails here, as a one-line :class:`UserError` naming the key or
     the file: the plain keys (``check_config``), the method (its config and calibration), the models, the
     trainer, the extractor, the data and the split sizes. Returns (graph, dataset, method)."""
+    check_locations(cfg)
     check_config(cfg)
     reader = instantiate(cfg.data.reader, "data.reader")
     with building(None):  # the reader names the file or the key itself
@@ -83,18 +88,29 @@ def prepare(cfg: DictConfig) -> tuple[Graph, Dataset, Any]:
                             f"student.semi.method or an extractor that reads the images")
     with building(None):  # the data code names the file or the key itself
         arrays = reader.load(Path(cfg.paths.cache_dir) / "tensors", progress=bool(cfg.progress),
-                             check_splits=lambda split: check_partition_config(
-                                 split, int(cfg.partition.num_teachers), int(cfg.data.num_queries),
-                                 float(cfg.data.pool_fraction), *getattr(method, "records_per_teacher", (1, ""))))
-    if extractor is not None:
-        with building(None):  # precomputed embeddings: one row per image of the data just read
-            extractor.check_rows(len(arrays))
+                             check_splits=split_checks(cfg, method, uses_features))
     data = Dataset(arrays, data_identity(plain(cfg.data), arrays))
+    if extractor is not None:
+        with building(None):  # precomputed embeddings: one row per image of the data just read, storable
+            extractor.check_rows(len(arrays))
+            check_features(cfg, data, extractor)
     queries = queries_stage(cfg, data)
     features = features_stage(cfg, data, extractor) if extractor is not None else None
     shared = SharedStages(queries, features)
     views = views_stage(cfg, data, extractor, features, queries) if student.needs_views(cfg) else None
     return Graph(shared, method.release(cfg, data, shared), student, views), data, method
+
+
+def split_checks(cfg: DictConfig, method, uses_features: bool) -> Callable[[np.ndarray], None]:
+    """What every stage needs of the splits, checked on the split codes before any image is decoded: train and test
+    for the partition and the queries (``check_partition_config``) and, where features are computed, the public fit
+    split (``check_fit_split``)."""
+    def check(split: np.ndarray) -> None:
+        check_partition_config(split, int(cfg.partition.num_teachers), int(cfg.data.num_queries),
+                               float(cfg.data.pool_fraction), *getattr(method, "records_per_teacher", (1, "")))
+        if uses_features:
+            check_fit_split(split, cfg.features.fit_split)
+    return check
 
 
 def student_result(cfg: DictConfig, store: ArtifactStore, graph: Graph, data: Dataset, labels: Stage,
@@ -258,4 +274,4 @@ def summary(m: dict[str, Any]) -> str:
     return "results\n  " + "\n  ".join(lines)
 
 
-__all__ = ["Graph", "evaluate", "prepare", "run", "set_num_labels", "summary"]
+__all__ = ["Graph", "evaluate", "prepare", "run", "set_num_labels", "split_checks", "summary"]

@@ -69,7 +69,7 @@ class HeadTeachers:
 
         def build_votes_(work: Path, up: dict[str, Artifact]) -> None:
             public = read_queries(up["queries"])
-            build_head_votes(work, up["teachers"].path, cfg.teacher, read_features(up["features"]),
+            build_head_votes(work, up["teachers"], cfg.teacher, read_features(up["features"]),
                              read_teacher_parts(up["partition"]), labels, public.queries, public.evaluation,
                              progress=progress)
 
@@ -104,7 +104,7 @@ class NetworkTeachers:
         def build_votes_(work: Path, up: dict[str, Artifact]) -> None:
             public = read_queries(up["queries"])
             num_teachers = len(read_teacher_parts(up["partition"]))
-            build_votes(work, up["teachers"].path, num_teachers, cfg.teacher, cfg.trainer, arrays.images,
+            build_votes(work, up["teachers"], num_teachers, cfg.teacher, cfg.trainer, arrays.images,
                         arrays.labels, public.queries, public.evaluation, progress=progress)
 
         votes = Stage("votes", {}, build_votes_, {"teachers": teachers, "queries": queries, "partition": partition},

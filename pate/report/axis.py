@@ -224,7 +224,9 @@ def render_axis_report(summary: AxisSummary) -> str:
              f"- Methods: {', '.join(sorted({c.method for c in summary.cells}))}.",
              f"- Target ε: {', '.join(f'{e:g}' for e in sorted({c.epsilon for c in summary.cells}))}.",
              f"- Seeds: {_seeds(sweep)}.",
-             f"- Jobs: {len(sweep.runs)} finished, {len(sweep.failed)} failed.",
+             f"- Jobs: {len(sweep.runs)} finished, {len(sweep.failed)} failed"
+             + "".join(f"; job {job.job} ({' '.join(job.overrides)}) never started" for job in sweep.never_started)
+             + ".",
              f"- Versions: git {', '.join(sorted({str(r.metrics['versions'].get('git')) for r in sweep.runs}))}.",
              *(f"- Warning: {warning}." for warning in summary.warnings),
              "", "## Headline", "", *axis.headline(summary),

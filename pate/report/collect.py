@@ -2,7 +2,8 @@
 
 A sweep directory holds Hydra's ``multirun.yaml`` and one directory per job with ``.hydra/config.yaml``
 and ``.hydra/overrides.yaml``; a job that finished also holds the ``metrics.json`` written by a ``train.py`` run.
-A job without ``metrics.json`` is recorded as failed, never dropped. A ``metrics.json`` that breaks the
+A job without ``metrics.json`` is recorded as failed, never dropped; a job the sweep's overrides promise that has
+no directory at all is recorded as never started, with its number and overrides. A ``metrics.json`` that breaks the
 run record (``pate.run_record``) is a pipeline bug and raises ``ValueError`` naming the file and the key.
 """
 
@@ -34,7 +35,8 @@ class Run:
 
 @dataclass(frozen=True)
 class FailedJob:
-    """A job directory without metrics.json (the job raised or was killed)."""
+    """A job directory without metrics.json (the job raised or was killed), or a job of the sweep that never started
+    (``job`` is then its number in the sweep's order)."""
 
     job: str
     overrides: tuple[str, ...]
@@ -54,7 +56,8 @@ class Sweep:
     relation: str
     delta: float
     unverified: tuple[str, ...] = ()  # why a finished job's epsilon could not be replayed (pate.report.verify)
-    never_started: int = 0  # jobs the sweep's overrides promise that have no directory (a sweep cut short)
+    never_started: tuple[FailedJob, ...] = ()  # jobs the sweep's overrides promise that have no directory (a sweep
+    # cut short: a job that failed ended it), by number and overrides
     foreign: tuple[str, ...] = ()  # job directories whose overrides this sweep does not produce: left out
     hidden: tuple[str, ...] = ()  # run-record paths its report leaves out: its publishable form (publishable_form)
 
@@ -117,6 +120,17 @@ def _read_jobs(directory: Path, jobs: list[str], expected: set[frozenset[str]] |
         if expected is not None and frozenset(overrides) not in expected:
             foreign.append(job)
     return runs, failed, foreign
+
+
+def _never_started(expected: list[tuple[str, ...]] | None, present: list[Run | FailedJob]) -> tuple[FailedJob, ...]:
+    """The jobs of ``expected`` (the sweep's own expansion, in job order) that no job directory holds: a sweep ended
+    by a failed job, or killed, never started them. Named by number and overrides, so a rerun of just those is
+    possible; none when the expansion is unknown (another sweeper)."""
+    if expected is None:
+        return ()
+    started = {frozenset(job.overrides) for job in present}
+    return tuple(FailedJob(str(number), overrides) for number, overrides in enumerate(expected)
+                 if frozenset(overrides) not in started)
 
 
 def _load_yaml(path: Path) -> Any:
@@ -191,7 +205,7 @@ def collect_sweep(sweep_dir: str | Path, axis: str | None = None, cache_dir: str
                 values.setdefault(int(run.metrics[field]), []).append(run.job)
         if field != axis and values:
             _single(values, field, directory)
-    never_started = max(0, len(expected) - (len(jobs) - len(foreign))) if expected is not None else 0
+    never_started = _never_started(expected, [*runs, *failed])
     # every finished job took part in the checks above (a foreign one mixing relations is refused all the same);
     # the report's tables leave the foreign ones out, and its notices name them
     runs = [run for run in runs if run.job not in foreign]

@@ -42,10 +42,12 @@ class Report:
     def notices(self) -> list[str]:
         """One line per thing a reader must not miss: failed jobs, calibration misses, warnings."""
         sweep = self.summary.sweep
-        lines = [f"failed job (no metrics.json): {sweep.directory / job.job}" for job in sweep.failed]
+        lines = [f"failed job (no metrics.json): {sweep.directory / job.job} ({' '.join(job.overrides)})"
+                 for job in sweep.failed]
         lines += [f"epsilon not verified: {reason}" for reason in sweep.unverified]
         if sweep.never_started:
-            lines.append(f"{sweep.never_started} job(s) promised by the sweep's overrides never started")
+            lines.append(f"{len(sweep.never_started)} job(s) promised by the sweep's overrides never started: "
+                         + "; ".join(f"job {job.job} ({' '.join(job.overrides)})" for job in sweep.never_started))
         if sweep.foreign:
             lines.append(f"jobs {list(sweep.foreign)} hold settings this sweep's overrides do not produce (another "
                          f"sweep's results?): left out of the report")

@@ -98,8 +98,9 @@ def _what_was_run(summary: Summary) -> list[str]:
         f"- Seeds: {_seeds(sweep)}.",
         f"- ε grid: {', '.join(f'{x:g}' for x in grid) or 'none (non-private runs only)'}.",
         f"- Jobs: {len(runs) + len(sweep.failed)} ({len(runs)} finished, {len(sweep.failed)} failed)"
-        + (f"; {sweep.never_started} more promised by the sweep's overrides never started (the sweep was cut "
-           f"short: rerun it, finished jobs come from the cache)." if sweep.never_started else "."),
+        + (f"; {len(sweep.never_started)} more promised by the sweep's overrides never started (the sweep was cut "
+           f"short: rerun it, finished jobs come from the cache; listed under Failed jobs)."
+           if sweep.never_started else "."),
         f"- Privacy verified: {_verified(sweep)}",
         f"- Sweep overrides: {' '.join(f'`{o}`' for o in shown_overrides(sweep, sweep.overrides)) or 'none'}.",
         "- Versions: " + "; ".join(f"{key} {_listing(runs, lambda run: run.metrics['versions'].get(key))}"
@@ -200,15 +201,24 @@ def _calibration(summary: Summary) -> list[str]:
 
 
 def _failed(summary: Summary) -> list[str]:
-    failed = summary.sweep.failed
-    if not failed:
+    """The section naming every job without results: those that failed (a directory, no metrics.json) and those
+    that never started (no directory: an earlier job's failure or a kill ended the sweep)."""
+    sweep = summary.sweep
+    if not sweep.failed and not sweep.never_started:
         return []
-    out = ["## Failed jobs", "", f"{len(failed)} job(s) wrote no metrics.json (the job raised or was killed); "
-           "they are not in the tables. See each directory's log:", ""]
-    out += [f"- directory `{job.job}/`: "
-            f"{' '.join(f'`{o}`' for o in shown_overrides(summary.sweep, job.overrides)) or 'no overrides'}"
-            for job in failed]
-    return out + [""]
+
+    def shown(job) -> str:
+        return " ".join(f"`{o}`" for o in shown_overrides(sweep, job.overrides)) or "no overrides"
+
+    out = ["## Failed jobs", ""]
+    if sweep.failed:
+        out += [f"{len(sweep.failed)} job(s) wrote no metrics.json (the job raised or was killed); they are not in "
+                "the tables. See each directory's log:", ""]
+        out += [f"- directory `{job.job}/`: {shown(job)}" for job in sweep.failed] + [""]
+    if sweep.never_started:
+        out += [f"{len(sweep.never_started)} job(s) the sweep's overrides promise never started (no directory):", ""]
+        out += [f"- job {job.job}: {shown(job)}" for job in sweep.never_started] + [""]
+    return out
 
 
 def _yaml(data: Any) -> list[str]:

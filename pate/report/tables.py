@@ -130,13 +130,16 @@ def results_csv(summary: Summary) -> str:
 def runs_csv(runs: Iterable[Run], sweep: Sweep) -> str:
     """results.csv of any report: one row per finished run in the given order, every field of its run record
     (nested objects as dotted columns) but the ones the sweep hides (its publishable form,
-    ``pate.report.collect.publishable_form``), then one row per failed job of ``sweep``."""
+    ``pate.report.collect.publishable_form``), then one row per failed job of ``sweep`` and one per job it never
+    started."""
     def overrides(of: tuple[str, ...]) -> str:
         return " ".join(shown_overrides(sweep, of))
 
     records = [{"job": run.job, "status": "finished", **_csv_record(run.metrics), "overrides": overrides(run.overrides)}
                for run in runs]
     records += [{"job": job.job, "status": "failed", "overrides": overrides(job.overrides)} for job in sweep.failed]
+    records += [{"job": job.job, "status": "never started", "overrides": overrides(job.overrides)}
+                for job in sweep.never_started]
     columns = [column for column in _csv_columns(records)
                if not any(column == path or column.startswith(path + ".") for path in sweep.hidden)]
     out = io.StringIO()
@@ -205,12 +208,14 @@ def reference_table(summary: Summary) -> str:
 
 
 def jobs_table(sweep: Sweep) -> str:
-    """Every job directory of the sweep (relative names), finished or failed, in job order, with the unit of its
-    epsilon; without the seed column where the sweep hides the seed (its publishable form)."""
+    """Every job directory of the sweep (relative names), finished or failed, and every job it never started, in
+    job order, with the unit of its epsilon; without the seed column where the sweep hides the seed (its publishable
+    form)."""
     entries = [(run.job, "finished", run.metrics["method"], format_value(run.metrics["seed"]),
                 format_value(run.metrics["target_epsilon"]), format_value(run.metrics["epsilon"]),
                 unit_cell([run]), run.overrides) for run in sweep.runs]
     entries += [(job.job, "**failed**", "", "", "", "", "", job.overrides) for job in sweep.failed]
+    entries += [(job.job, "**never started**", "", "", "", "", "", job.overrides) for job in sweep.never_started]
     entries.sort(key=lambda e: job_sort_key(e[0]))
     seeds = "seed" not in sweep.hidden
     rows = [[job, status, method, *([seed] if seeds else []), target, eps, unit,

@@ -40,7 +40,7 @@ def verify_epsilon(job: str, metrics: dict[str, Any], cache_dir: Path) -> str | 
     artifact = None
     for key in (metrics.get("artifacts") or {}).values():
         candidate = read_artifact(cache_dir, RELEASE_STAGE, str(key))
-        if candidate is not None and (candidate.path / LEDGER_FILE).is_file():
+        if candidate is not None and candidate.has(LEDGER_FILE):
             artifact = candidate
             break
     if artifact is None:

@@ -17,9 +17,8 @@ import pytorch_lightning as pl
 import torch
 from torch import nn
 from torch.nn import functional as F
-from torchmetrics.classification import MultilabelAccuracy, MultilabelF1Score
-
 from teachers.training.data import to_float
+from teachers.training.label_metrics import accuracy_metric, f1_metric
 
 
 def random_hflip(images: torch.Tensor) -> torch.Tensor:
@@ -47,12 +46,12 @@ class MultiLabelModule(pl.LightningModule):
         self.make_optimizer = optimizer
         self.metrics = nn.ModuleDict(
             {
-                f"{split}_{name}": metric(num_labels=num_labels, average="macro")
+                f"{split}_{name}": metric(num_labels)
                 for split in ("val", "test")
-                for name, metric in (("acc", MultilabelAccuracy), ("f1", MultilabelF1Score))
+                for name, metric in (("acc", accuracy_metric), ("f1", f1_metric))
             }
         )
-        self.test_acc_per_attribute = MultilabelAccuracy(num_labels=num_labels, average=None)
+        self.test_acc_per_attribute = accuracy_metric(num_labels, per_label=True)
         self.test_per_attribute_accuracy: torch.Tensor | None = None
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
@@ -90,7 +89,7 @@ class MultiLabelModule(pl.LightningModule):
         self._evaluate(batch, "test")
 
     def on_test_epoch_end(self) -> None:
-        self.test_per_attribute_accuracy = self.test_acc_per_attribute.compute().detach().cpu()
+        self.test_per_attribute_accuracy = self.test_acc_per_attribute.compute().detach().cpu().reshape(-1)
         self.test_acc_per_attribute.reset()
 
     def configure_optimizers(self):

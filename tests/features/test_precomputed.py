@@ -1,5 +1,6 @@
-"""features=precomputed: a user's own embeddings, one row per image in the data's order. Checked for shape and
-finiteness before compute, fingerprinted into the features stage's key, standardised on public rows only."""
+"""features=precomputed: a user's own embeddings, one row per image in the data's order. Checked for shape,
+finiteness, variance and what float16 can store before compute, fingerprinted into the features stage's key,
+standardised on public rows only and in float64, so that an offset float32 cannot hold changes nothing."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import numpy as np
 import pytest
 import torch
 
+from pate.data.celeba import SPLITS
+from pate.data.multilabel_folder import seeded_split
 from pate.features.precomputed import PrecomputedFeatures
 from pate.pipeline.runner import prepare, run
 from tests.cli import run_cli
@@ -86,6 +89,63 @@ def test_the_standardisation_uses_the_public_fit_rows_only(tmp_path):
         extractor._raw(torch.zeros(1, 3, 4, 4, dtype=torch.uint8))
 
 
+def test_an_offset_float32_cannot_hold_standardises_as_without_it(tmp_path):
+    """float32's spacing at 1e9 is 64: cast first, every column of ``table + 1e9`` would be constant. Standardised
+    in float64 first, the features are those of the table without the offset."""
+    table = np.random.default_rng(2).normal(size=(60, 5))
+    encoded = []
+    for name, values in (("plain", table), ("offset", table + 1e9)):
+        np.save(tmp_path / f"{name}.npy", values)
+        extractor = PrecomputedFeatures(str(tmp_path / f"{name}.npy"))
+        extractor.check_encoding(np.arange(20, 60), np.arange(60))
+        encoded.append(extractor.encode_rows(None, np.arange(60)).numpy())
+    assert encoded[0].dtype == np.float32 and encoded[0].std(0).min() > 0.5
+    np.testing.assert_allclose(encoded[1], encoded[0], atol=1e-5)
+
+
+def test_a_constant_column_maps_to_zero_and_constant_fit_rows_are_refused(tmp_path):
+    table = np.random.default_rng(3).normal(size=(30, 3))
+    table[:, 1] = 0.1  # constant everywhere: its features are exactly 0
+    np.save(tmp_path / "t.npy", table)
+    extractor = PrecomputedFeatures(str(tmp_path / "t.npy"))
+    extractor.check_encoding(np.arange(10, 30), np.arange(30))
+    assert not extractor.encode_rows(None, np.arange(30)).numpy()[:, 1].any()
+    table[10:] = 7.0  # the fit rows, all alike: every feature would be 0
+    np.save(tmp_path / "t.npy", table)
+    with pytest.raises(ValueError, match="every column is constant over the 20 public fit rows"):
+        PrecomputedFeatures(str(tmp_path / "t.npy")).check_encoding(np.arange(10, 30), np.arange(30))
+
+
+def test_a_row_beyond_float16_after_standardisation_is_refused_naming_row_and_column(tmp_path):
+    table = np.random.default_rng(4).normal(size=(30, 3))
+    table[4, 2] = 1e39  # finite in float64, not in float32; not a fit row, so the fit's scale cannot absorb it
+    np.save(tmp_path / "t.npy", table)
+    with pytest.raises(ValueError, match=r"row 4, column 2 standardises to 1.*e\+39 in magnitude with the "
+                                         r"public fit rows' mean and standard deviation, beyond float16's largest "
+                                         r"value 65504"):
+        PrecomputedFeatures(str(tmp_path / "t.npy")).check_encoding(np.arange(10, 30), np.arange(30))
+
+
+@pytest.mark.parametrize("suffix", [".npy", ".npz"])
+def test_a_file_that_is_not_numpys_is_said_to_be_so_never_to_be_unpickled(tmp_path, suffix):
+    (tmp_path / f"e{suffix}").write_bytes(b"hello")
+    with pytest.raises(ValueError, match=f"is not a NumPy \\{suffix} file") as caught:
+        PrecomputedFeatures(str(tmp_path / f"e{suffix}"))
+    assert "pickle" not in str(caught.value)
+
+
+def test_offset_embeddings_give_the_student_of_the_embeddings_without_the_offset(folder, tmp_path):
+    """The issue's case: float64 embeddings + 1e9 trained a student at chance, silently; now the same student."""
+    root, labels = folder
+    scores = {}
+    for name, offset in (("plain", 0.0), ("offset", 1e9)):
+        np.save(tmp_path / f"{name}.npy", _embeddings(labels).astype(np.float64) + offset)
+        run_root = tmp_path / name
+        metrics = run(compose_config(_args(root, tmp_path / f"{name}.npy", run_root)), output_dir=run_root / "run")
+        scores[name] = (metrics["student_accuracy"], metrics["teacher_accuracy"])
+    assert scores["offset"] == scores["plain"] and scores["plain"][0] > 0.85, scores
+
+
 def _wrong_rows(tmp_path, labels):
     np.save(tmp_path / "e.npy", _embeddings(labels)[:-1])
     return tmp_path / "e.npy", f"holds {NUM_IMAGES - 1} rows, the data {NUM_IMAGES} images; expected one row per image"
@@ -122,9 +182,33 @@ def _missing(tmp_path, labels):
     return tmp_path / "nowhere.npy", "nowhere.npy': no such file"
 
 
+def _not_numpy(tmp_path, labels):
+    (tmp_path / "e.npy").write_bytes(b"12345")
+    return tmp_path / "e.npy", "is not a NumPy .npy file (it starts with b'12345', not b'\\x93NUMPY')"
+
+
+def _all_zero(tmp_path, labels):
+    np.save(tmp_path / "e.npy", np.zeros((NUM_IMAGES, 16)))
+    return tmp_path / "e.npy", f"every column is constant over all {NUM_IMAGES} rows (in float64)"
+
+
+def _offset_beyond_float64(tmp_path, labels):
+    np.save(tmp_path / "e.npy", _embeddings(labels).astype(np.float64) + 1e39)  # float64's spacing there: 1e23
+    return tmp_path / "e.npy", f"every column is constant over all {NUM_IMAGES} rows (in float64)"
+
+
+def _beyond_float16(tmp_path, labels):
+    table = _embeddings(labels).astype(np.float64)
+    row = int(np.flatnonzero(seeded_split(NUM_IMAGES, (0.7, 0.1, 0.2), 0) == SPLITS["train"])[0])
+    table[row, 5] = 1e39  # a training row: the fit rows (val) never see its scale
+    np.save(tmp_path / "e.npy", table)
+    return tmp_path / "e.npy", f"row {row}, column 5 standardises to "
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("bad", [_wrong_rows, _non_finite, _one_dimensional, _strings, _several_arrays, _csv_file,
-                                 _missing], ids=lambda f: f.__name__.strip("_"))
+                                 _missing, _not_numpy, _all_zero, _offset_beyond_float64, _beyond_float16],
+                         ids=lambda f: f.__name__.strip("_"))
 def test_bad_embeddings_are_one_line_through_the_command_line(folder, tmp_path, bad):
     root, labels = folder
     path, message = bad(tmp_path, labels)
@@ -133,7 +217,8 @@ def test_bad_embeddings_are_one_line_through_the_command_line(folder, tmp_path, 
     assert done.returncode == 2, done.stdout + done.stderr
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], lines
     assert "features.extractor" in lines[0]
-    assert not list((tmp_path / "cache").glob("features/*")) and not list((tmp_path / "cache").glob("teachers/*"))
+    for stage in ("partition", "features", "teachers", "votes", "aggregate", "student"):
+        assert not list((tmp_path / "cache").glob(f"{stage}/*")), f"the {stage} stage was built before the error"
 
 
 @pytest.mark.slow

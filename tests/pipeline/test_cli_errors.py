@@ -231,3 +231,31 @@ def test_split_sizes_are_checked_before_any_image_is_decoded(root, tmp_path):
     done = _run(["debug=tiny", "data=celeba", f"data.root={celeba}", "partition.num_teachers=100000"], tmp_path)
     _assert_short_error(done, "partition.num_teachers=100000", tmp_path)
     assert not list((tmp_path / "cache").glob("tensors/*.npy")), "images were decoded before the check"
+
+
+def _where_cases(tmp_path: Path) -> list[tuple[list[str], str]]:
+    """Places a run cannot write to, made under ``tmp_path``: (extra arguments, what the one line names)."""
+    (tmp_path / "a_file").write_text("not a directory")
+    (tmp_path / "gone").symlink_to(tmp_path / "cleaned_scratch")
+    return [([f"hydra.run.dir={tmp_path / 'a_file'}"], "hydra.run.dir="),
+            (["-m", f"hydra.sweep.dir={tmp_path / 'a_file' / 'sweep'}", "seed=1,2"], "hydra.sweep.dir="),
+            ([f"paths.cache_dir={tmp_path / 'gone'}", f"hydra.run.dir={tmp_path / 'run'}"],
+             "paths.cache_dir="),
+            (["task_name=../../outside"], "task_name='../../outside'")]
+
+
+@pytest.mark.parametrize("case", range(4), ids=["run dir a file", "sweep dir under a file", "cache a dangling link",
+                                                 "task_name with .."])
+def test_where_a_run_writes_is_one_line_before_anything_is_created(case, root, tmp_path):
+    """Hydra creates the run and sweep directories before train.py's code runs: a file there, a cache linked to
+    nothing or a task_name that leaves PROJECT_ROOT is one line and exit 2, and nothing is written anywhere."""
+    args, names = _where_cases(tmp_path)[case]
+    before = sorted(tmp_path.rglob("*"))
+    flags = [arg for arg in args if arg == "-m"]  # Hydra's flags come before the overrides
+    overrides = [arg for arg in args if arg != "-m"]
+    done = run_cli("train.py", [*flags, "debug=tiny", f"paths.root_dir={root}", *overrides], cwd=tmp_path,
+                   env={"PROJECT_ROOT": str(tmp_path / "project")})
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert len(lines) == 1 and lines[0].startswith("error: ") and names in lines[0], lines
+    assert sorted(tmp_path.rglob("*")) == before and not (root.parent / "outside").exists()

@@ -129,3 +129,19 @@ def test_two_runs_started_together_keep_their_own_metrics(tmp_path):
     assert len(found) == 2, found
     assert sorted(json.loads(f.read_text())["method"] for f in found) == ["gaussian_pate", "tau_pate"]
     assert not np.any([f.parent == found[0].parent for f in found[1:]])
+
+
+def test_an_artifact_copied_over_another_configs_key_is_detected_and_rebuilt(tmp_path, caplog):
+    """A group member copies one config's release over another's key: the rerun moves it aside, rebuilds, and its
+    metrics are those of a clean run."""
+    one, two = (compose_config(["debug=tiny", *FIXED_NOISE[:1], f"aggregator.sigma={sigma}"], tmp_path)
+                for sigma in (3.0, 4.0))
+    first, clean = run(one, output_dir=tmp_path / "one"), run(two, output_dir=tmp_path / "two")
+    aggregate = tmp_path / "cache" / "aggregate"
+    target = aggregate / clean["artifacts"]["aggregate"]
+    shutil.rmtree(target)
+    shutil.copytree(aggregate / first["artifacts"]["aggregate"], target)  # a group member's slip in a shared cache
+    again = run(two, output_dir=tmp_path / "again")
+    assert again == clean  # the metrics of a clean run, not a mix of two releases
+    assert (aggregate / f"{target.name}.damaged-0").is_dir()
+    assert "it was copied or moved from another artifact" in caplog.text

@@ -16,8 +16,8 @@ def test_a_pate_run_under_add_remove_is_teacher_level_and_lists_what_epsilon_doe
     assert on_disk["privacy_unit"] == "one teacher added or removed" and on_disk["record_level"] is False
     assert "one neighbour: one teacher added or removed (teacher-level: NOT a record-level guarantee)" in \
         metrics["privacy"]
-    assert on_disk["not_covered_by_epsilon"]["keys"] == ["teacher_accuracy", "reference.majority_vote",
-                                                         "reference.true_labels", "seed"]  # synthetic: seeded
+    assert on_disk["not_covered_by_epsilon"]["keys"] == [  # synthetic data: seeded noise, so the seed and the keys
+        "teacher_accuracy", "reference.majority_vote", "reference.true_labels", "seed", "artifacts"]
     assert "teacher_accuracy" in on_disk and "student_accuracy" in on_disk["reference"]["majority_vote"]  # contract
     text = summary(metrics)
     assert "privacy unit      one teacher added or removed (teacher-level: NOT a record-level guarantee)" in text
@@ -32,12 +32,12 @@ def test_a_record_level_method_is_record_level_under_both_relations(tiny_cfg, tm
     metrics = run(tiny_cfg(*TOY, f"privacy.neighbors={relation}"), output_dir=tmp_path)
     assert (metrics["privacy_unit"], metrics["record_level"]) == (neighbour, True)
     assert f"privacy unit      {neighbour} (record-level)" in summary(metrics)
-    assert metrics["not_covered_by_epsilon"]["keys"] == ["seed"]
+    assert metrics["not_covered_by_epsilon"]["keys"] == ["seed", "artifacts"]
 
 
 def test_a_data_dependent_release_lists_its_raw_statistics_as_not_covered(tiny_cfg, tmp_path):
     metrics = run(tiny_cfg("aggregator=binary_voting_dd"), output_dir=tmp_path)
     assert metrics["not_covered_by_epsilon"]["keys"] == [
         "teacher_accuracy", "epsilon_data_dependent", "privacy_data_dependent",
-        "data_dependent_test.not_itself_private", "seed"]
+        "data_dependent_test.not_itself_private", "seed", "artifacts"]
     assert "NOT ITSELF PRIVATE, not covered by epsilon" in summary(metrics)

@@ -62,3 +62,27 @@ def test_each_plot_has_one_series_per_method(sweep_dir):
         fig = plot_metric_vs_epsilon(summary, spec)
         labels = [c.get_label() for c in fig.axes[0].containers]
         assert sorted(labels) == sorted(METHODS), (spec.filename, labels)
+
+
+def test_a_failed_job_is_named_and_the_report_names_the_jobs_that_never_started(shared_root, tmp_path):
+    """Job 1's data error (more teachers than training records: a check of the data, not of the config) names the
+    job and ends the sweep; the sweep's report names job 1 as failed and job 2 as never started."""
+    from pate.report.generate import write_report
+
+    out = tmp_path / "sweep"
+    done = run_cli("train.py", ["-m", "debug=tiny", "partition.num_teachers=4,100000,5",
+                                f"paths.root_dir={shared_root}", f"hydra.sweep.dir={out}"], cwd=REPO)
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2 and len(lines) == 1, done.stderr[-4000:]
+    job, _, error = lines[0].partition(f") of the sweep in {out}: ")
+    assert job.startswith("error: job 1 (") and "partition.num_teachers=100000" in job.split(), lines[0]
+    assert error.startswith("partition.num_teachers=100000 but the private training split holds"), lines[0]
+    assert error.endswith(f"(the sweep stops here; `python -m pate.report {out}` reports its jobs)"), lines[0]
+    report = write_report(out)
+    text = (out / "report.md").read_text()
+    failed = next(line for line in text.splitlines() if line.startswith("- directory `1/`: "))
+    never = next(line for line in text.splitlines() if line.startswith("- job 2: "))
+    assert "`partition.num_teachers=100000`" in failed and "`partition.num_teachers=5`" in never
+    assert "1 more promised by the sweep's overrides never started" in text
+    notice = next(notice for notice in report.notices() if "never started" in notice)
+    assert "job 2 (" in notice and "partition.num_teachers=5" in notice

@@ -111,9 +111,9 @@ def test_mixed_deltas_are_refused(sweep_dir, job_factory):
         collect_sweep(sweep_dir)
 
 
-def test_jobs_the_overrides_promise_but_never_started_are_counted(tmp_path, sweep_factory):
-    """-m privacy.target_epsilon=100,nan,200 stopped at its refused job 1: job 2 never started, and the report says
-    so."""
+def test_jobs_the_overrides_promise_but_never_started_are_named(tmp_path, sweep_factory):
+    """-m privacy.target_epsilon=100,nan,200 stopped at its refused job 1: job 2 never started, and the report names
+    it by number and overrides (report.md, results.csv and the console)."""
     import yaml
 
     from pate.report.collect import promised_jobs
@@ -125,10 +125,17 @@ def test_jobs_the_overrides_promise_but_never_started_are_counted(tmp_path, swee
     multirun["hydra"]["sweeper"] = {"_target_": "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"}
     (sweep / "multirun.yaml").write_text(yaml.safe_dump(multirun))
     assert promised_jobs(multirun) == 12
-    assert collect_sweep(sweep).never_started == 8
+    never = collect_sweep(sweep).never_started
+    assert len(never) == 8 and all("seed=0" not in job.overrides for job in never)  # seed 0 ran: jobs 0..3
+    assert [job.job for job in never] == [str(n) for n in range(12) if n % 3]  # seed varies fastest
     report = write_report(sweep)
-    assert "8 more promised by the sweep's overrides never started" in (sweep / "report.md").read_text()
-    assert "8 job(s) promised by the sweep's overrides never started" in report.notices()
+    text = (sweep / "report.md").read_text()
+    assert "8 more promised by the sweep's overrides never started" in text
+    assert f"- job {never[0].job}: " + " ".join(f"`{o}`" for o in never[0].overrides) in text
+    assert sum(line.endswith(",never started") or ",never started," in line
+               for line in (sweep / "results.csv").read_text().splitlines()) == 8
+    notice = next(line for line in report.notices() if "never started" in line)
+    assert notice.startswith("8 job(s) promised by the sweep's overrides never started: job 1 (")
 
 
 def test_finished_jobs_the_sweep_does_not_produce_are_left_out_and_named(sweep_dir, job_factory):
