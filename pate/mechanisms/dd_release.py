@@ -45,6 +45,7 @@ from pate.privacy.data_dependent import (
     gnmax_log_q,
     screened_rdp,
     threshold_data_dependent_rdp,
+    threshold_log_fail,
     threshold_log_pass,
 )
 from pate.privacy.events import ApproximateEvent, ComposedEvent, GaussianEvent, RdpAtOrderEvent
@@ -66,7 +67,8 @@ def binary_label_rdp(yes, no, orders, sigma: float, scale: float, screen: tuple[
     larger = np.maximum(yes, no)
     log_pass = threshold_log_pass(larger, threshold, screen_sigma)
     log_low = threshold_log_pass(larger - 1.0, threshold, screen_sigma)
-    screen_rdp = threshold_data_dependent_rdp(log_pass, screen_sigma, orders)
+    screen_rdp = threshold_data_dependent_rdp(log_pass, screen_sigma, orders,
+                                              log_fail=threshold_log_fail(larger, threshold, screen_sigma))
     return screened_rdp(screen_rdp, log_pass[..., None], log_low[..., None], release, orders)
 
 

@@ -24,8 +24,8 @@ from scipy.special import log_ndtr
 
 from pate.privacy import checks
 
-__all__ = ["gnmax_log_q", "data_dependent_rdp", "threshold_log_pass", "threshold_data_dependent_rdp", "screened_rdp",
-           "log1mexp"]
+__all__ = ["gnmax_log_q", "data_dependent_rdp", "threshold_log_pass", "threshold_log_fail", "threshold_data_dependent_rdp",
+           "screened_rdp", "log1mexp"]
 
 
 def log1mexp(x):
@@ -123,13 +123,25 @@ def threshold_log_pass(max_counts, threshold: float, sigma: float) -> np.ndarray
     return _log_normal_sf(threshold - np.round(np.asarray(max_counts, dtype=np.float64)), sigma)
 
 
-def threshold_data_dependent_rdp(log_pass, sigma: float, orders) -> np.ndarray:
+def threshold_log_fail(max_counts, threshold: float, sigma: float) -> np.ndarray:
+    """log Pr[max count + N(0, sigma^2) < threshold], computed directly, accurate where the pass is certain to double
+    precision (there ``threshold_log_pass`` is exactly 0 and log(1 - p) would be -inf)."""
+    sigma = checks.positive("sigma", sigma)
+    return log_ndtr((threshold - np.round(np.asarray(max_counts, dtype=np.float64))) / sigma)
+
+
+def threshold_data_dependent_rdp(log_pass, sigma: float, orders, log_fail=None) -> np.ndarray:
     """Data-dependent RDP of the threshold check max + N(0, sigma^2) >= T: Theorem 6 with q the probability of the
     less likely of its two outcomes, min(p, 1 - p), and scale sqrt(2) sigma, since the max count moves by at most 1
     between neighbours (under either relation) where GNMax's gap moves by 2 (research/pate_2018/core.py,
-    ``compute_rdp_threshold``)."""
+    ``compute_rdp_threshold``).
+
+    ``log_fail``: log(1 - p) from ``threshold_log_fail``. Without it, log(1 - p) is derived from log p as the reference
+    code does, which underflows to -inf once (max - T) / sigma exceeds about 37.6: q = 0 then prices the check at 0
+    although a neighbour's failure probability may be far larger (issue 36's outside audit found a pair whose exact
+    divergence was 27 where 0.2 was priced, on an event of probability e^-765). A release passes it."""
     log_pass = np.asarray(log_pass, dtype=np.float64)
-    log_q = np.minimum(log_pass, log1mexp(log_pass))
+    log_q = np.minimum(log_pass, log1mexp(log_pass) if log_fail is None else np.asarray(log_fail, np.float64))
     return data_dependent_rdp(log_q, orders, math.sqrt(2.0) * checks.positive("sigma", sigma))
 
 

@@ -154,3 +154,27 @@ def test_binary_voting_audit_stays_below_its_claim_and_catches_halved_noise(rela
             empirical = math.log(np.sum(p[seen] ** order * q[seen] ** (1 - order))) / (order - 1)
             claimed = float(claim.rdp([order])[0])
             assert (empirical <= claimed) == below, (sigma, order, empirical, claimed)
+
+
+@pytest.mark.parametrize("yes, other", [(5, 4), (4, 5), (239, 240), (240, 241)])
+def test_a_certain_screen_still_prices_its_neighbours_failure(yes, other):
+    """The per-label cost of a screened label bounds the exact Renyi divergence of its release (fail, pass & yes,
+    pass & no), on the outside audit's pairs (issue 36) where the screen passes with certainty to double precision:
+    log(1 - p) derived from log p underflowed to -inf and priced the screen at 0 (27.4 exact against 0.2 priced at
+    T = 250). The release's three outcomes have closed forms: the screen passes with Phi((max - t) / s), and GNMax
+    says yes with Phi((2 yes - T) / (sqrt(2) sigma))."""
+    from scipy.special import log_ndtr, logsumexp
+    teachers, sigma, screen_sigma, threshold, order = (40, 0.25, 0.125, 28.0, 4.5) if yes < 40 else \
+        (250, 10.0, 1.0, 200.0, 64.0)
+
+    def log_law(y):
+        larger = max(y, teachers - y)
+        margin = (2 * y - teachers) / (math.sqrt(2.0) * sigma)
+        log_pass = log_ndtr((larger - threshold) / screen_sigma)
+        return np.array([log_ndtr((threshold - larger) / screen_sigma), log_pass + log_ndtr(margin),
+                         log_pass + log_ndtr(-margin)])
+
+    exact = logsumexp(order * log_law(yes) + (1 - order) * log_law(other)) / (order - 1)
+    priced = binary_label_rdp(np.array([yes]), np.array([teachers - yes]), [order], sigma, sigma,
+                              (screen_sigma, threshold))[0, 0]
+    assert exact <= priced * (1 + 1e-9), (exact, priced)
