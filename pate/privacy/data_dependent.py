@@ -9,10 +9,12 @@ a private test of it (``pate.mechanisms.dd_release``).
 The functions are vectorised over histograms (leading axes) and orders (last axis of the result), and state the
 data-independent curve they improve on by a ``scale``: a mechanism that is (alpha, alpha / scale^2)-RDP, i.e. a
 Gaussian mechanism whose sensitivity / sigma is sqrt(2) / scale. For GNMax over a histogram in which one vote
-moves from a class to another (PATE 2018's neighbours; our ``replace`` per label) scale = sigma (Proposition 8);
-where one vote is added or removed (``add_remove``) the histogram moves by 1 in one class and scale = sqrt(2)
-sigma. Theorem 6 needs nothing but that curve and an upper bound q on Pr[outcome != the likely one], so it holds
-for either relation with its own scale.
+moves from a class to another (PATE 2018's neighbours) scale = sigma (Proposition 8); where one vote is added to
+or removed from one class of a histogram of true counts, it moves by 1 in one class and scale = sqrt(2) sigma.
+Which applies is decided by what the mechanism reads: binary voting derives "no" as T - yes with T configured, so
+one teacher moves a vote between its two classes under both relations and its scale is sigma under both
+(``pate.privacy.sensitivity.binary_vote_l2_sensitivity``, issue 36). Theorem 6 needs nothing but that curve and an
+upper bound q on Pr[outcome != the likely one], so it holds with the scale of the neighbours the input has.
 """
 
 from __future__ import annotations
