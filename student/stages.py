@@ -1,4 +1,5 @@
-"""The student stage: builders for ``pate.artifacts.Stage`` (wired in ``pate/pipeline/graph.py``).
+"""The student stage: builders for ``pate.artifacts.Stage`` (wired by the student components,
+``pate/pipeline/students.py``).
 
 Sealed off from private data by its signature: it is handed the public query images (or their features), the
 labels released for them, the public pool's unlabeled images (or features) and the evaluation images and

@@ -1,4 +1,5 @@
-"""The teacher and vote stages: builders for ``pate.artifacts.Stage`` (wired in ``pate/pipeline/graph.py``).
+"""The teacher and vote stages: builders for ``pate.artifacts.Stage`` (wired by the teacher components,
+``pate/pipeline/teachers.py``).
 
 teachers: one checkpoint per teacher, written as each finishes, so a killed build resumes (the artifact
 cache hands the same ``.partial`` directory back). votes: every teacher's prediction on every public query,

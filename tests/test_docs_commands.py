@@ -5,9 +5,9 @@ ARGS="..."`` of README.md, docs/*.md and
 benchmarks/README.md (in code blocks, indented, or inline, with their ``\\`` continuations) is parsed as Hydra
 parses it and composed, every job of a command-line sweep included, so a misspelt key, a group option that does
 not exist or a value Hydra cannot parse fails here. What a command does when it runs is tested where it can run in
-a tiny form (tests/test_docs.py, the README commands of tests/data/test_multilabel_folder.py); the ones that need
-a GPU, SLURM or real data are only composed. Every ``group.key=`` the code writes (in an error or a hint) must be a
-key some config file sets, and so must every `` `group.key` `` the pages name."""
+a tiny form (tests/test_docs.py, docs/your-data.md's commands in tests/data/test_multilabel_folder.py); the ones
+that need a GPU, SLURM or real data are only composed. Every ``group.key=`` the code writes (in an error or a
+hint) must be a key some config file sets, and so must every `` `group.key` `` the pages name."""
 
 from __future__ import annotations
 
@@ -101,7 +101,7 @@ ALL = [command for page in PAGES for command in documented_commands(page)]
 
 def test_the_pages_show_many_commands_and_few_usage_lines():
     usage = [command.text for command in ALL if script_and_overrides(command) is None]
-    assert len(ALL) >= 50 and len(usage) <= 4, (len(ALL), usage)  # README's --config-dir line: tests/test_packaging.py
+    assert len(ALL) >= 50 and len(usage) <= 4, (len(ALL), usage)  # getting-started's --config-dir line: tests/test_packaging.py
 
 
 @pytest.mark.slow
@@ -195,6 +195,6 @@ def test_every_key_the_docs_name_exists():
     """The same for the keys the pages name in code spans (`data.labels_file`, `features.extractor.key=...`)."""
     keys = config_keys()
     named = documented_keys()
-    assert {"data.labels_file", "data.split_seed", "features.extractor.key"} <= set(named)  # README's own data
+    assert {"data.labels_file", "data.split_seed", "features.extractor.key"} <= set(named)  # docs/your-data.md's own data
     missing = {key: page for key, page in named.items() if key not in keys}
     assert len(named) >= 30 and not missing, missing

@@ -2,8 +2,8 @@
 
 Whether they are public by construction is decided by where they come from, which this code cannot see: a model
 trained on public data (or on no data) gives public features; a model that saw the private images or any label
-derived from the task does not, and no epsilon printed on top of such features is a guarantee (README, "Your own
-data"). What the code does check: that the file is a NumPy file at all, the file's shape against the data, finite
+derived from the task does not, and no epsilon printed on top of such features is a guarantee (docs/your-data.md,
+"Your own data"). What the code does check: that the file is a NumPy file at all, the file's shape against the data, finite
 values, that some column varies, and its SHA-256 in the feature stage's key (other embeddings give other teachers).
 Like every extractor's, the standardisation is fitted on the public fit rows only.
 

@@ -1,4 +1,6 @@
-"""The stage graph: one function per stage, from the config and its upstream stages to a ``pate.artifacts.Stage``.
+"""The stage graph's shared functions: from the config and upstream stages to a ``pate.artifacts.Stage``, for the
+partition, queries, features, views, aggregate and reference stages (the teachers, votes and student stages are
+wired by their components, below; docs/architecture.md, section 2b, lists every stage and what wires it).
 
     data -> features -> partition -> teachers -> votes -> aggregate -> student -> evaluate
     features, queries -> views -> student   (strong views of the pool: the head student's consistency method)

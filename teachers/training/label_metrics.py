@@ -1,7 +1,7 @@
 """Per-label accuracy and macro F1 for any number of labels L >= 1.
 
 torchmetrics' multilabel metrics refuse ``num_labels=1`` ("an integer larger than 1"), yet a data set may have one
-label (README: any number of labels). With one label, the multilabel numbers are the binary ones: the accuracy of
+label (docs/your-data.md: any number of labels). With one label, the multilabel numbers are the binary ones: the accuracy of
 that label, and its F1 (the macro average of one F1). So L = 1 takes torchmetrics' binary metrics, which read
 predictions and targets [N, 1] as N binary decisions, and every L > 1 the multilabel ones, unchanged. Predictions
 are probabilities; a label is predicted present when its probability is above 1/2.

@@ -236,19 +236,19 @@ def test_bad_folder_data_is_one_line_through_the_command_line(folders, tmp_path,
     assert not list((tmp_path / "cache").glob("tensors/*.npy")), "images were decoded before the error"
 
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+YOUR_DATA = Path(__file__).resolve().parents[2] / "docs" / "your-data.md"
 
 
-def _readme_commands() -> list[str]:
-    """README's "Real CelebA and your own data" command lines for a folder, as written."""
-    return [line.split()[2:] for line in README.read_text().splitlines()
+def _your_data_commands() -> list[str]:
+    """The command lines for a folder that docs/your-data.md shows, as written."""
+    return [line.split()[2:] for line in YOUR_DATA.read_text().splitlines()
             if line.startswith("python train.py data=multilabel_folder")]
 
 
 @pytest.mark.slow
-def test_the_readme_commands_run(folders, tmp_path):
+def test_the_your_data_page_commands_run(folders, tmp_path):
     """Each, on the L = 100 folder (and its embeddings), at the tiny run's sizes."""
-    commands = _readme_commands()
+    commands = _your_data_commands()
     assert len(commands) == 2
     folder, labels = folders["hundred"]
     np.save(tmp_path / "embeddings.npy", labels.astype(np.float32) + np.random.default_rng(0).normal(size=labels.shape))

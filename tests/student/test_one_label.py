@@ -1,4 +1,4 @@
-"""Any number of labels from one (README): with L = 1 every score is computed (torchmetrics' multilabel metrics
+"""Any number of labels from one (docs/your-data.md): with L = 1 every score is computed (torchmetrics' multilabel metrics
 refuse one label; the binary ones give the same numbers) and a folder with one label column runs end to end, while
 an aggregator setting one label cannot satisfy (TauPATE's tau > L) is refused before anything is built."""
 
