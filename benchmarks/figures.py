@@ -10,7 +10,8 @@ A page marks a block with two lines::
     <!-- end figures -->
 
 The file's ``benchmark`` field picks the renderer; every file carries its date, commit and machine
-(benchmarks/record.py), and every block says them. tests/test_docs_figures.py runs the check.
+(benchmarks/record.py). A block is a bold title, the table and one source line (the file and its commit); the date
+and the machine stay in the file. tests/test_docs_figures.py runs the check.
 """
 
 from __future__ import annotations
@@ -40,12 +41,8 @@ _spec.loader.exec_module(report_figures)
 BLOCK = re.compile(r"^<!-- figures: (?P<file>\S+) -->\n(?P<body>.*?)^<!-- end figures -->$", re.MULTILINE | re.DOTALL)
 
 
-def _when_and_where(record: dict[str, Any], file: str) -> str:
-    machine = record["machine"]
-    date = record["date_utc"].replace("T", " ").removesuffix("Z")[:16]
-    return (f"Recorded {date} UTC at commit {record['commit']} (`{file}`) on {machine['cpu']}, "
-            f"{machine['logical_cpus']} logical CPUs, {machine['platform']}, Python {machine['python']}, numpy "
-            f"{machine['numpy']}; load average {record['load_average_before'][0]:.2f} before")
+def _source(record: dict[str, Any], file: str, *details: str) -> str:
+    return report_figures.source(file, [record["commit"]], *details)
 
 
 def _minutes(seconds: float) -> str:
@@ -56,14 +53,14 @@ def _minutes(seconds: float) -> str:
 def mechanisms(record: dict[str, Any], file: str) -> list[str]:
     targets = record["targets"]
     scaled = f", queries scaled by {record['scale']}" if record["scale"] != 1 else ""
-    lines = [f"{_when_and_where(record, file)}, {record['load_average_after'][0]:.2f} after; best of "
-             f"{record['repeats']} timed calls{scaled}.", "",
+    lines = ["**Aggregator throughput: vectorised against a per-query loop**", "",
              "| aggregator | L | vectorised q/s | per-query loop q/s | speedup |", "|---|---:|---:|---:|---:|"]
     lines += [f"| {r['aggregator']} | {r['num_labels']} | {r['vectorised_qps']:,.0f} | {r['loop_qps']:,.0f} | "
               f"{r['speedup']:.1f}x |" for r in record["results"]]
-    lines += ["", f"Target (StableTopK at L = 40: >= {targets['stable_topk_L40_qps']:,.0f} q/s and >= "
-                  f"{targets['stable_topk_L40_speedup']:.0f}x its loop, for each selection): "
-                  f"{'met' if targets['met'] else 'NOT met'} in this run."]
+    lines += ["", _source(record, file, f"best of {record['repeats']} timed calls{scaled}"), "",
+              f"Target (StableTopK at L = 40: >= {targets['stable_topk_L40_qps']:,.0f} q/s and >= "
+              f"{targets['stable_topk_L40_speedup']:.0f}x its loop, for each selection): "
+              f"{'met' if targets['met'] else 'NOT met'} in this run."]
     return lines
 
 
@@ -73,33 +70,32 @@ def topk_speed(record: dict[str, Any], file: str) -> list[str]:
         by_k.setdefault(row["mechanism"], {})[row["k"]] = row
     ks = sorted({row["k"] for row in record["rows"]})
     header = " | ".join(f"k = {k}: batch s | histograms/s | loop s | ratio" for k in ks)
-    lines = [f"{_when_and_where(record, file)}, {record['load_average_after'][0]:.2f} after; one batch of "
-             f"{record['batch']} histograms of {record['bins']} bins.", "", f"| mechanism | {header} |",
+    lines = ["**Top-k selection: one batch against a per-histogram loop**", "", f"| mechanism | {header} |",
              "|---|" + "---:|" * (4 * len(ks))]
     for name, rows in by_k.items():
         cells = " | ".join(f"{rows[k]['batch_seconds']:.2f} | {rows[k]['histograms_per_second']:.0f} | "
                            f"{rows[k]['loop_seconds']:.2f} | {rows[k]['ratio']:.1f}" for k in ks)
         lines.append(f"| {name} | {cells} |")
-    return lines
+    return [*lines, "", _source(record, file, f"one batch of {record['batch']} histograms of {record['bins']} bins")]
 
 
 def methods(record: dict[str, Any], file: str) -> list[str]:
-    lines = [f"{_when_and_where(record, file)}; seed {record['seed']}.", "",
+    lines = ["**Each method's wall time, epsilon and accuracy**", "",
              "| method | whole run | its own stage | epsilon (replace, delta 1e-6) | accuracy |",
              "|---|---:|---:|---:|---:|"]
     for row in record["rows"]:
         model = "the model" if row["method"].startswith("dp_sgd") else "student"
         lines.append(f"| {row['method']} | {row['wall_s']:.1f} s | {row['method_stage_s']:.1f} s | "
                      f"{row['epsilon']:.3f} | {row['student_accuracy']:.4f} ({model}) |")
-    return lines
+    return [*lines, "", _source(record, file, f"seed {record['seed']}")]
 
 
 def test_suite(record: dict[str, Any], file: str) -> list[str]:
-    lines = [f"{_when_and_where(record, file)}.", "", "| command | tests passed | skipped | wall time |",
+    lines = ["**The test suite's wall time**", "", "| command | tests passed | skipped | wall time |",
              "|---|---:|---:|---:|"]
     lines += [f"| `{run['command']}` | {run['passed']:,} | {run['skipped']} | {_minutes(run['wall_s'])} |"
               for run in record["runs"]]
-    return lines
+    return [*lines, "", _source(record, file)]
 
 
 def _gigabytes(count: int) -> str:
@@ -108,27 +104,29 @@ def _gigabytes(count: int) -> str:
 
 def default_run(record: dict[str, Any], file: str) -> list[str]:
     stages = record["stages_s"]
-    return [f"{_when_and_where(record, file)}.", "",
+    return ["**The default run, `python train.py`, by stage**", "",
+            "| stage | " + " | ".join(stages) + " |", "|---|" + "---:|" * len(stages),
+            "| seconds | " + " | ".join(f"{seconds:.1f}" for seconds in stages.values()) + " |", "",
+            _source(record, file), "",
             f"`python train.py` from an empty data and cache directory: {_minutes(record['wall_s'])} in all; peak "
             f"memory {_gigabytes(record['peak_memory_bytes'])} resident; student accuracy "
             f"{record['student_accuracy']:.4f} at epsilon {record['epsilon']:.3f} ({record['neighbors']}, delta "
-            f"{record['delta']:g}). It leaves {_gigabytes(record['data_bytes'])} in data/ and "
-            f"{_gigabytes(record['cache_bytes'])} in cache/; the environment it ran in (.venv) holds "
-            f"{_gigabytes(record['environment_bytes'])}.", "",
-            "| stage | " + " | ".join(stages) + " |", "|---|" + "---:|" * len(stages),
-            "| seconds | " + " | ".join(f"{seconds:.1f}" for seconds in stages.values()) + " |"]
+            f"{report_figures.delta(str(record['delta']))}). It leaves {_gigabytes(record['data_bytes'])} in data/ "
+            f"and {_gigabytes(record['cache_bytes'])} in cache/; the environment it ran in (.venv) holds "
+            f"{_gigabytes(record['environment_bytes'])}."]
 
 
 def topk_runs(record: dict[str, Any], file: str) -> list[str]:
-    return [f"{_when_and_where(record, file)}.", "", "| command | wall time |", "|---|---:|",
-            *(f"| `{row['command']}` | {_minutes(row['wall_s'])} |" for row in record["rows"])]
+    return ["**Top-k experiments' wall time**", "", "| command | wall time |", "|---|---:|",
+            *(f"| `{row['command']}` | {_minutes(row['wall_s'])} |" for row in record["rows"]), "",
+            _source(record, file)]
 
 
 def teachers(record: dict[str, Any], file: str) -> list[str]:
     ts = sorted({row["teachers"] for extractor in record["extractors"].values() for row in extractor["by_teachers"]})
     most = ts[-1]
     columns = " | ".join(f"T = {t}" for t in ts)
-    lines = [f"{_when_and_where(record, file)}; {record['device']}, {record['torch_threads']} torch threads.", "",
+    lines = ["**Teachers by feature extractor and number of teachers T**", "",
              f"| extractor (dims) | teacher accuracy, {columns} | vote at T = {most} | heads fit at T = {most} | "
              f"features stage |", "|---|" + "---:|" * (len(ts) + 3)]
     for name, extractor in record["extractors"].items():
@@ -137,7 +135,8 @@ def teachers(record: dict[str, Any], file: str) -> list[str]:
                               f"faces)" if t in rows else "not measured" for t in ts)
         lines.append(f"| {name} ({extractor['dim']:,}) | {accuracy} | {100 * rows[most]['vote_accuracy']:.1f}% | "
                      f"{rows[most]['teachers_per_second']:.0f} teachers/s | {extractor['features_seconds']:.1f} s |")
-    lines += ["", f"Majority class: {100 * record['majority_class_accuracy']:.1f}%."]
+    lines += ["", _source(record, file, f"{record['device']}, {record['torch_threads']} torch threads"), "",
+              f"Majority class: {100 * record['majority_class_accuracy']:.1f}%."]
     if "small_cnn_loop" in record:
         loop = record["small_cnn_loop"]
         lines[-1] += (f" SmallCNN Lightning loop ({loop['teachers']} teachers, {loop['max_epochs']} epochs): "
@@ -148,14 +147,15 @@ def teachers(record: dict[str, Any], file: str) -> list[str]:
 
 def synthetic_difficulty(record: dict[str, Any], file: str) -> list[str]:
     config = record["config"]
-    lines = [f"{_when_and_where(record, file)}; {config['num_images']:,} synthetic faces ({config['render_size']} px "
-             f"rendered, {config['image_size']} px seen), {config['steps']:,} steps of {config['batch']} for every "
-             f"model.", "", "| trained on | images | mean test accuracy |", "|---|---:|---:|"]
+    lines = ["**Synthetic faces: test accuracy by training images**", "",
+             "| trained on | images | mean test accuracy |", "|---|---:|---:|"]
     names = {"majority": "majority class (no model)", "all": "all of the training split"}
     for name, accuracy in record["mean_accuracy"].items():
         label = names.get(name, f"one teacher of {name.removeprefix('1/')}")
         lines.append(f"| {label} | {record['train_images'][name]:,} | {accuracy:.3f} |")
-    return lines
+    return [*lines, "", _source(record, file, f"{config['num_images']:,} faces ({config['render_size']} px rendered, "
+                                              f"{config['image_size']} px seen)",
+                                f"{config['steps']:,} steps of {config['batch']} per model")]
 
 
 def _over_seeds(values: list[float]) -> str:
@@ -169,14 +169,12 @@ def _percent(fraction: float | None, digits: int = 2) -> str:
 
 def teacher_levers(record: dict[str, Any], file: str) -> list[str]:
     low, high = (str(e) for e in record["epsilons"])
-    lines = [f"{_when_and_where(record, file)}; {record['neighbors']}, delta {record['delta']:g}; a stage read from "
-             f"the cache (built by a row above) says so."]
-    titles = {"filters": "The random-patch filter bank (3 x 3 grid):",
-              "pool": "The pooling grid (256 filters; the 3 x 3 default is the first row above):",
-              "teachers": "The number of teachers (labels: TauPATE's released labels on the queries):",
-              "faces": "More faces per teacher: CelebA's scale (labels: TauPATE's released labels on the queries; "
-                       "the data stage generates and decodes a new data set, or reads one a row above made; the "
-                       "first run builds every stage not in the cache):"}
+    lines: list[str] = []
+    titles = {"filters": "**The random-patch filter bank (3 x 3 grid)**",
+              "pool": "**The pooling grid (256 filters)** (the 3 x 3 default is the first row above)",
+              "teachers": "**The number of teachers** (labels: TauPATE's released labels on the queries)",
+              "faces": "**More faces per teacher: CelebA's scale** (labels: TauPATE's released labels; data stage: "
+                       "a new data set made, or read from a row above; first run: every stage not in the cache)"}
 
     def seconds(value: float | None) -> str:
         return "from the cache" if value is None else f"{value:.0f} s"
@@ -190,7 +188,7 @@ def teacher_levers(record: dict[str, Any], file: str) -> list[str]:
                   f"student, epsilon {low} | student, epsilon {high} | student on the vote | "
                   f"{'data stage | ' if timed else ''}features stage | features on disk |"
                   f"{' first run |' if timed else ''}")
-        lines += ["", title, "", header, "|---|" + "---:|" * header.count(" | ")]
+        lines += [*([""] if lines else []), title, "", header, "|---|" + "---:|" * header.count(" | ")]
         for row in rows:
             lines.append(f"| {row['label']} | {_percent(row['teacher'])} | {_percent(row['vote'])} |"
                          + (f" {_percent(row['labels'][low][0], 1)} / {_percent(row['labels'][high][0], 1)} |"
@@ -200,6 +198,7 @@ def teacher_levers(record: dict[str, Any], file: str) -> list[str]:
                          f"{seconds(row['data_seconds']) + ' | ' if timed else ''}"
                          f"{seconds(row['features_seconds'])} | {_gigabytes(row['features_bytes'])} |"
                          f"{' ' + _minutes(row['first_run_s']) + ' |' if timed else ''}")
+    lines += ["", _source(record, file, record["neighbors"], f"delta {report_figures.delta(str(record['delta']))}")]
     if any(row.get("method", "").startswith("dp_sgd") for row in record["rows"]):
         lines += ["", "A DP-SGD row has no teachers, vote or released labels (\"-\"); its students are the released "
                       "linear probe itself, trained on every private record (docs/methods.md)."]
@@ -207,8 +206,7 @@ def teacher_levers(record: dict[str, Any], file: str) -> list[str]:
 
 
 def soft_votes(record: dict[str, Any], file: str) -> list[str]:
-    lines = [f"{_when_and_where(record, file)}; {record['images']:,} images, the {record['pool']} x {record['pool']} "
-             f"grid, the teachers' non-private vote on the {record['queries']} queries (their true labels).", "",
+    lines = ["**Hard, soft and threshold votes by number of teachers**", "",
              "| teachers | faces per teacher | teacher | hard vote | soft vote | soft - hard | teacher, thresholds "
              "| vote, thresholds | thresholds - hard |",
              "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
@@ -217,19 +215,21 @@ def soft_votes(record: dict[str, Any], file: str) -> list[str]:
               f"{100 * (row['soft_vote'] - row['hard_vote']):+.2f} points | "
               f"{_percent(row['threshold_teacher_accuracy'])} | {_percent(row['threshold_vote'])} | "
               f"{100 * (row['threshold_vote'] - row['hard_vote']):+.2f} points |" for row in record["rows"]]
-    return lines
+    return [*lines, "", _source(record, file, f"{record['images']:,} images, the {record['pool']} x {record['pool']} "
+                                f"grid, the non-private vote on {record['queries']} queries")]
 
 
 def teacher_engines(record: dict[str, Any], file: str) -> list[str]:
     engines = record["cnn_engines"]
     loop, batched = engines["loop"], engines["batched"]
-    return [f"{_when_and_where(record, file)}; {record['torch_threads']} torch threads.", "",
+    return ["**Teacher training: a loop of teachers against batched teachers**", "",
             "| device | model | teachers of | loop | batched | batched / loop |", "|---|---|---:|---:|---:|---:|",
             f"| {engines['device_name']} ({engines['precision']}) | {engines['model']}, {engines['image_size']} px | "
             f"~{engines['records_per_teacher']:.0f} faces, 1 epoch | {loop['teacher_epochs_per_second']:.2f} "
             f"teacher-epochs/s ({loop['teachers']} teachers) | {batched['teacher_epochs_per_second']:.2f} "
             f"teacher-epochs/s ({batched['teachers']} teachers, G = {engines['group']}) | "
-            f"**{engines['batched_over_loop']:.2f}x** |"]
+            f"**{engines['batched_over_loop']:.2f}x** |", "",
+            _source(record, file, f"{record['torch_threads']} torch threads")]
 
 
 def default_run_console(record: dict[str, Any], file: str) -> list[str]:

@@ -13,11 +13,12 @@ which table, as ``key=value`` pairs joined by ``&``::
   in the file); each (method, target epsilon) is one row, and the reference figures, which vary along such an axis
   (the vote of T teachers, the true labels of Q queries), are rows of the table too;
 - ``sd``: ``cell`` puts each cell's standard deviation over seeds beside its mean (default: the largest one in the
-  caption).
+  source line).
 
-The caption says which file, which jobs, which commit(s), relation and delta, and -- where the runs recorded them
-(metrics.json's ``host``) -- the date and the machine. A top-k experiment's results.csv (``python topk.py``) has its
-own table, of recall: :func:`render_topk`.
+A block is a bold title (what the cells are, by which axis), the table, and one source line: the file, the commit,
+the seeds, the relation (and privacy unit where the file has it), delta, and the legend of the cells. The date and
+the machine stay in the file. A top-k experiment's results.csv (``python topk.py``) has its own table, of recall:
+:func:`render_topk`.
 """
 
 from __future__ import annotations
@@ -29,29 +30,28 @@ from pathlib import Path
 
 from pate.report.summary import Stat  # the reports' own mean and sample sd over seeds
 
-__all__ = ["VALUES", "render", "render_topk"]
+__all__ = ["VALUES", "render", "delta", "render_topk", "source"]
 
 
 @dataclass(frozen=True)
 class Value:
-    what: str
+    title: str
     higher_is_better: bool | None  # None: not a score, no column has a best
     digits: int = 4
     on_answered: bool = False  # scored on the answered queries only: a best among different sets is no best
 
 
-# what a column means in a caption; a value that is not a DP guarantee says so here
+# a column's title; a value that is not a DP guarantee says so here
 VALUES = {
-    "student_accuracy": Value("student accuracy on the evaluation images", True),
-    "student_f1": Value("student macro F1 on the evaluation images", True),
-    "label_accuracy": Value("accuracy of the released labels on the answered queries", True, on_answered=True),
-    "label_f1": Value("micro F1 of the released labels on the answered queries", True, on_answered=True),
-    "mean_k": Value("mean number of labels released per answered query", None, 2),
-    "answered_fraction": Value("fraction of the queries answered", None, 3),
-    "released_label_fraction": Value("fraction of the (query, label) pairs released", None, 3),
-    "epsilon": Value("epsilon, the DP guarantee of the release", None, 3),
-    "epsilon_data_dependent": Value("the raw data-dependent epsilon (Papernot et al. 2018) of the same votes, NOT "
-                                    "itself a DP guarantee (a diagnostic)", None, 2),
+    "student_accuracy": Value("Student accuracy", True),
+    "student_f1": Value("Student macro F1", True),
+    "label_accuracy": Value("Released-label accuracy on the answered queries", True, on_answered=True),
+    "label_f1": Value("Released-label micro F1 on the answered queries", True, on_answered=True),
+    "mean_k": Value("Labels released per answered query", None, 2),
+    "answered_fraction": Value("Fraction of the queries answered", None, 3),
+    "released_label_fraction": Value("Fraction of the (query, label) pairs released", None, 3),
+    "epsilon": Value("Epsilon (the DP guarantee)", None, 3),
+    "epsilon_data_dependent": Value("Data-dependent epsilon (a diagnostic, NOT a DP guarantee)", None, 2),
 }
 AXES = {"target_epsilon": "target epsilon", "queries": "public queries Q", "num_teachers": "teachers T"}
 OPTIONS = ("value", "by", "only", "methods", "at", "sd")
@@ -154,28 +154,25 @@ def _report_commit(path: Path) -> list[str]:
     return sorted(set(re.findall(r"^(?:- )?Versions: git ([0-9a-z-]+)", text, re.MULTILINE)))
 
 
-def _provenance(rows: list[dict[str, str]], total: int, path: Path, file: str) -> str:
-    commits, relations, deltas = (_distinct(rows, key) for key in ("versions.git", "neighbors", "delta"))
-    commits = commits or _report_commit(path)
+def _seeds(seeds: list[str]) -> str:
+    """``seeds 0-2``, ``seed 4`` or ``seeds 0, 2, 5``."""
+    numbers = sorted(int(seed) for seed in seeds)
+    if len(numbers) > 2 and numbers == list(range(numbers[0], numbers[-1] + 1)):
+        return f"seeds {numbers[0]}-{numbers[-1]}"
+    return f"seed{'s' if len(numbers) > 1 else ''} {', '.join(map(str, numbers))}"
+
+
+def delta(text: str) -> str:
+    return re.sub(r"e-0*", "e-", f"{float(text):g}")
+
+
+def source(file: str, commits: list[str], *details: str) -> str:
+    """The one line under a table: ``Source: `file`, commit c, details.``"""
     if not commits:
         raise ValueError(f"{file}: no versions.git column nor a report.md beside it naming its commit: a quoted "
                          f"figure says which commit it was measured at")
-    teachers = _distinct(rows, "num_teachers")
-    where = [f"commit{'s' if len(commits) > 1 else ''} {', '.join(commits)}"]
-    where += [f"neighbors={', '.join(relations)}"] if relations else []
-    where += [f"delta {', '.join(deltas)}"] if deltas else []
-    where += [f"data {', '.join(_distinct(rows, 'data'))}"] if "data" in rows[0] else []
-    where += [f"{', '.join(teachers)} teachers (PATE)"] if teachers else []
-    dates, cpus = _distinct(rows, "host.finished_utc"), _distinct(rows, "host.cpu")
-    if dates and cpus:
-        logical, accelerators = _distinct(rows, "host.logical_cpus"), _distinct(rows, "host.accelerator")
-        span = dates[0][:10] if dates[0][:10] == dates[-1][:10] else f"{dates[0][:10]} to {dates[-1][:10]}"
-        where.append(f"finished {span} UTC on {', '.join(cpus)} ({', '.join(logical)} logical CPUs"
-                     + (f"; {', '.join(accelerators)}" if accelerators else "") + ")")
-    else:
-        where.append("date and machine not recorded by these runs (they predate metrics.json's host)")
-    jobs = f"{len(rows)} of its {total} finished jobs" if len(rows) < total else f"{total} finished jobs"
-    return f"{jobs}; {'; '.join(where)}"
+    return ", ".join([f"Source: `{file}`", f"commit{'s' if len(commits) > 1 else ''} {', '.join(commits)}",
+                      *(detail for detail in details if detail)]) + "."
 
 
 # the reference figures (diagnostics no epsilon covers) a table of each value is read against: (column, what)
@@ -211,8 +208,7 @@ def _references(rows: list[dict[str, str]], value: str) -> str:
     sentences = [(f"{kind} students: " if kind else "") + "; ".join(f"{what} {_mean(group, column):.4f}"
                                                                      for column, what in references)
                  for kind, references, group in _reference_groups(rows, value) if references]
-    return (f"References (diagnostics NOT covered by ε, left out of a publishable report; the same queries and "
-            f"evaluation images): {'. '.join(sentences)}.") if sentences else ""
+    return f"References (diagnostics, not covered by ε): {'. '.join(sentences)}." if sentences else ""
 
 
 def _reference_rows(rows: list[dict[str, str]], value: str, by: str, axis: list[float | None]) -> list[str]:
@@ -222,7 +218,7 @@ def _reference_rows(rows: list[dict[str, str]], value: str, by: str, axis: list[
     for kind, references, group in _reference_groups(rows, value):
         for column, what in references:
             means = [_mean([row for row in group if _point(row[by]) == point], column) for point in axis]
-            lines.append(f"| reference: {what}{f', {kind} students' if kind else ''} | "
+            lines.append(f"| reference (not covered by ε): {what}{f', {kind} students' if kind else ''} | "
                          + " | ".join("" if m is None else f"{m:.4f}" for m in means) + " |")
     return lines
 
@@ -248,28 +244,34 @@ def render(path: Path, file: str, part: str) -> list[str]:
     shown = [row for row in rows if (row["method"], _row_epsilon(row, by)) in table_rows and _point(row[by]) in axis]
     cells = {(key, point): _cell(shown, key, by, point, options["value"]) for key in table_rows for point in axis}
     best = _best(cells, table_rows, axis, value)
-    sds = [Stat.of(c.values).std for c in cells.values() if len(c.values) > 1]
-    spread = f" (largest sd {max(sds):.{value.digits}f})" if sds and options["sd"] == "caption" else ""
-    spread = " ± sd" if sds and options["sd"] == "cell" else spread
-    among = " among the methods that answered every query" if value.on_answered else ""
-    at = " at the same target epsilon" if len({epsilon for _, epsilon in table_rows}) > 1 else ""
-    notes = [f"bold: the best mean in each column{at}{among}"] if best else []
-    if any(c.partial for c in cells.values()):
-        notes.append("in brackets the fraction of queries answered where not all (\"no answer\": none in any seed)")
-    methods = list(dict.fromkeys(method for method, _ in table_rows))
-    what = value.what + (" (`dp_sgd`: the released model itself, no student)" if "dp_sgd" in methods else "")
-    caption = (f"From `{file}` ({_provenance(shown, len(rows), path, file)}): {what}, by {AXES[by]}, mean over "
-               f"seeds {', '.join(_distinct(shown, 'seed'))}{spread}" + "".join(f"; {note}" for note in notes) + ".")
     label = "method" if by == "target_epsilon" else "method, target epsilon"
-    lines = [caption, "", f"| {label} | {' | '.join(_axis_label(v) for v in axis)} |", "|---|" + "---:|" * len(axis)]
-    lines += [f"| {_row_label(key)} | " + " | ".join(cells[key, point].text(value, options["sd"] == "cell",
-                                                                             best.get((key[1], point)))
-                                                  for point in axis) + " |"
-              for key in table_rows]
+    lines = [f"**{value.title} by {AXES[by]}**", "", f"| {label} | {' | '.join(_axis_label(v) for v in axis)} |",
+             "|---|" + "---:|" * len(axis)]
+    student = options["value"].startswith("student")
+    lines += [f"| {_row_label(key)}{' (no student)' if student and key[0] == 'dp_sgd' else ''} | "
+              + " | ".join(cells[key, point].text(value, options["sd"] == "cell", best.get((key[1], point)))
+                           for point in axis) + " |" for key in table_rows]
+    line = _source_line(shown, path, file, options["sd"], value, cells, bool(best))
     if by != "target_epsilon":
-        return lines + _reference_rows(shown, options["value"], by, axis)
+        return [*lines, *_reference_rows(shown, options["value"], by, axis), "", line]
     references = _references(shown, options["value"])
-    return lines + (["", references] if references else [])
+    return [*lines, "", line, *(["", references] if references else [])]
+
+
+def _source_line(shown: list[dict[str, str]], path: Path, file: str, sd: str, value: Value,
+                 cells: dict[tuple[Row, float | None], _Cell], bold: bool) -> str:
+    """The line under a report table: its source (the file, commit, seeds, relation, unit, delta) and the legend of
+    its cells."""
+    sds = [Stat.of(c.values).std for c in cells.values() if len(c.values) > 1]
+    spread = ({"caption": f", sd ≤ {max(sds):.{value.digits}f}", "cell": " (mean ± sd)"}[sd] if sds else "")
+    at = " and epsilon" if len({key[1] for key, _ in cells}) > 1 else ""
+    legend = [f"Bold: best per column{at}{' (rows answering all)' if value.on_answered else ''}."] if bold else []
+    legend += ["No answer: none in any seed."] if any(c.answered == 0 and not c.values for c in cells.values()) else []
+    unit = ", ".join(_distinct(shown, "privacy_unit"))
+    deltas = ", ".join(f"delta {delta(d)}" for d in _distinct(shown, "delta"))
+    return " ".join([source(file, _distinct(shown, "versions.git") or _report_commit(path),
+                            _seeds(_distinct(shown, "seed")) + spread, ", ".join(_distinct(shown, "neighbors")),
+                            unit and f"unit: {unit}", deltas), *legend])
 
 
 def _row_epsilon(row: dict[str, str], by: str) -> float | None:
@@ -334,7 +336,7 @@ def render_topk(rows: list[dict[str, str]], path: Path, file: str, part: str) ->
     """A top-k experiment's mean recall: one row per mechanism, one column per distinct value of the ``by`` columns
     (comma-separated, default ``setting``), over the cells that match ``where`` (``column:value`` pairs joined by
     commas, e.g. ``where=k:10``); ``mechanisms`` picks and orders the rows. The recall of a cell is a fixed function
-    of the commit and the seeds (no timing), so the caption names the commit, not a machine."""
+    of the commit and the seeds (no timing), so its source line names the commit, not a machine."""
     options = _pairs(part, file, TOPK_OPTIONS)
     by = options.get("by", "setting").split(",")
     where = dict(condition.partition(":")[::2] for condition in options["where"].split(",")) \
@@ -355,14 +357,10 @@ def render_topk(rows: list[dict[str, str]], path: Path, file: str, part: str) ->
             raise ValueError(f"{file}#{part}: several cells for {key}: add a where= condition")
         recall[key] = float(row["recall_mean"])
     best = {column: max(recall[m, column] for m in mechanisms if (m, column) in recall) for column in columns}
-    commits = _report_commit(path)
-    if not commits:
-        raise ValueError(f"{file}: no report.md beside it naming its commit (Versions: git ...)")
-    relations, trials = _distinct(shown, "neighbors"), _distinct(shown, "trials")
-    condition = "".join(f", {column} = {value}" for column, value in where.items())
-    lines = [f"From `{file}` (commit {', '.join(commits)}; neighbors={', '.join(relations)}; {', '.join(trials)} "
-             f"trials per cell{condition}; a fixed function of the commit and the seeds, no timing): mean recall of "
-             f"the true top-k, by {', '.join(by)}; bold: the best in each column.", "",
+    condition = f" ({', '.join(f'{column} = {value}' for column, value in where.items())})" if where else ""
+    line = source(file, _report_commit(path), ", ".join(_distinct(shown, "neighbors")),
+                  f"{', '.join(_distinct(shown, 'trials'))} trials per cell")
+    lines = [f"**Mean recall of the true top-k by {', '.join(by)}{condition}**", "",
              f"| mechanism | {' | '.join(', '.join(column) for column in columns)} |", "|---|" + "---:|" * len(columns)]
 
     def cell(mechanism: str, column: tuple[str, ...]) -> str:
@@ -372,4 +370,4 @@ def render_topk(rows: list[dict[str, str]], path: Path, file: str, part: str) ->
         return f"**{text}**" if recall[mechanism, column] == best[column] else text
 
     lines += [f"| `{m}` | {' | '.join(cell(m, column) for column in columns)} |" for m in mechanisms]
-    return lines
+    return [*lines, "", f"{line} Bold: best per column."]

@@ -1,9 +1,11 @@
 """The figures the docs quote come from the files the benchmarks write: every marked block of README.md, docs/ and
 benchmarks/README.md is exactly what benchmarks/figures.py renders from its file, every such file says its date,
-commit and machine, and a figure edited by hand in a page is caught."""
+commit and machine, every block reads as a table (a bold title, the table, one short source line; the machine stays
+in the file), and a figure edited by hand in a page is caught."""
 
 from __future__ import annotations
 
+import csv
 import importlib.util
 import json
 import re
@@ -29,6 +31,45 @@ def test_the_benchmarks_figures_are_quoted_from_their_files():
     assert {f"benchmarks/results/{name}.json" for name in files} <= quoted
     assert {f"benchmarks/results/{name}.json#engines" for name in ("teacher_engines", "teacher_engines_resnet18")} \
         <= quoted
+
+
+def _blocks() -> list[tuple[str, list[str]]]:
+    return [(match["file"], match["body"].splitlines()) for page in figures.PAGES
+            for match in figures.BLOCK.finditer(page.read_text()) if not match["file"].endswith("#console")]
+
+
+def _machine(file: str) -> set[str]:
+    """The CPU and platform strings ``file`` records: what a page leaves out."""
+    path = ROOT / file.partition("#")[0]
+    if path.suffix == ".json":
+        machine = json.loads(path.read_text())["machine"]
+        return {machine["cpu"], machine["platform"]}
+    with open(path, newline="", encoding="utf-8") as handle:
+        return {row[key] for row in csv.DictReader(handle) for key in ("host.cpu", "host.platform") if row.get(key)}
+
+
+def test_every_block_is_a_title_a_table_and_one_short_source_line():
+    blocks = _blocks()
+    assert len(blocks) > 40 and sum(bool(_machine(file)) for file, _ in blocks) > 30  # the files say the machine
+    for file, lines in blocks:
+        assert re.fullmatch(r"\*\*[^*]+\*\*.*", lines[0]), (file, lines[0])
+        assert lines[1] == "" and lines[2].startswith("| "), (file, lines[:3])
+        sources = [line for line in lines if line.startswith("Source: ")]
+        assert len(sources) == 1 and len(sources[0]) <= 200, (file, sources)
+        assert sources[0].startswith(f"Source: `{file.partition('#')[0]}`, commit"), (file, sources[0])
+        assert lines[lines.index(sources[0]) - 2].startswith("|"), (file, "the source line follows the table")
+        text = "\n".join(lines)
+        machine = _machine(file)
+        assert not any(name in text for name in machine), (file, machine)
+        assert not any(word in text for word in ("logical CPU", "load average", "Linux", "no privacy cost")), file
+
+
+def test_the_reference_lines_say_epsilon_does_not_cover_them():
+    lines = [line for _, lines in _blocks() for line in lines]
+    references = [line for line in lines if line.startswith("References")]
+    assert references and all(line.startswith("References (diagnostics, not covered by ε): ") for line in references)
+    rows = [line for line in lines if line.startswith("| reference")]
+    assert rows and all(line.startswith("| reference (not covered by ε): ") for line in rows)
 
 
 def test_a_figure_edited_by_hand_in_a_page_is_caught(tmp_path):
@@ -111,17 +152,16 @@ def test_a_report_table_is_the_mean_over_seeds_with_its_gaps_said(tmp_path):
         _job("b", 2, 2, 0.10, status="failed"),  # a failed job is not a figure
     ])
     lines = figures.report_figures.render(csv_path, "sweep/results.csv", "")
-    assert lines[0].startswith("From `sweep/results.csv` (8 finished jobs; commit abc123; neighbors=replace; delta "
-                               "1e-06; date and machine not recorded")
-    assert "mean over seeds 0, 1 (largest sd 0.0707)" in lines[0]
     # a column's best is bold only among two or more means
-    assert lines[2:] == ["| method | 1 | 2 |", "|---|---:|---:|", "| `a` | 0.7500 | 0.9000 |",
-                         "| `b` | no answer | **0.9500** (25% answered, 1 of 2 seeds) |", "",
-                         "References (diagnostics NOT covered by ε, left out of a publishable report; the same "
-                         "queries and evaluation images): majority class 0.5000."]
+    assert lines == ["**Student accuracy by target epsilon**", "", "| method | 1 | 2 |", "|---|---:|---:|",
+                     "| `a` | 0.7500 | 0.9000 |", "| `b` | no answer | **0.9500** (25% answered, 1 of 2 seeds) |", "",
+                     "Source: `sweep/results.csv`, commit abc123, seeds 0, 1, sd ≤ 0.0707, replace, delta 1e-6. "
+                     "Bold: best per column. No answer: none in any seed.", "",
+                     "References (diagnostics, not covered by ε): majority class 0.5000."]
     only = figures.report_figures.render(csv_path, "sweep/results.csv", "only=2&methods=b,a&sd=cell")
     assert only[2:5] == ["| method | 2 |", "|---|---:|", "| `b` | **0.9500** (25% answered, 1 of 2 seeds) |"]
     assert only[5] == "| `a` | 0.9000 ± 0.0000 |"
+    assert only[7].startswith("Source: `sweep/results.csv`, commit abc123, seeds 0, 1 (mean ± sd), replace")
 
 
 def test_a_score_on_the_answered_queries_is_best_only_among_methods_that_answered_them_all(tmp_path):
@@ -129,7 +169,8 @@ def test_a_score_on_the_answered_queries_is_best_only_among_methods_that_answere
     csv_path = _write_sweep(tmp_path / "sweep", [{**_job("a", 1, 0, 0.7), "label_accuracy": 0.9},
                                                  {**_job("c", 1, 0, 0.6), "label_accuracy": 0.85}, partial])
     lines = figures.report_figures.render(csv_path, "sweep/results.csv", "value=label_accuracy")
-    assert "bold: the best mean in each column among the methods that answered every query" in lines[0]
+    assert lines[0] == "**Released-label accuracy on the answered queries by target epsilon**"
+    assert lines[8].endswith("Bold: best per column (rows answering all).")
     assert lines[4:7] == ["| `a` | **0.9000** |", "| `c` | 0.8500 |", "| `b` | 0.9900 (20% answered) |"]
     # a student is scored on every evaluation image, whatever its labels covered: there the partial one may win
     assert "| `b` | **0.8000** (20% answered) |" in figures.report_figures.render(csv_path, "sweep/results.csv", "")
@@ -145,13 +186,15 @@ def test_a_table_by_the_number_of_teachers_has_a_row_per_epsilon_and_its_referen
             for seed in (0, 1)]
     csv_path = _write_sweep(tmp_path / "sweep", rows, extra=("num_teachers", vote))
     lines = figures.report_figures.render(csv_path, "sweep/results.csv", "by=num_teachers")
-    assert "by teachers T" in lines[0] and "bold: the best mean in each column at the same target epsilon" in lines[0]
-    assert lines[2:] == [
+    assert lines[0] == "**Student accuracy by teachers T**"
+    assert lines[-1] == ("Source: `sweep/results.csv`, commit abc123, seeds 0, 1, sd ≤ 0.0071, replace, delta 1e-6. "
+                         "Bold: best per column and epsilon.")
+    assert lines[2:-2] == [
         "| method, target epsilon | 100 | 400 |", "|---|---:|---:|",
         "| `a`, epsilon 1 | 0.7050 | **0.8050** |", "| `a`, epsilon 8 | **0.8550** | **0.8250** |",
         "| `b`, epsilon 1 | **0.7550** | 0.7850 |", "| `b`, epsilon 8 | 0.8450 | 0.8150 |",
-        "| reference: majority class | 0.5000 | 0.5000 |",
-        "| reference: student on the teachers' non-private majority vote | 0.8000 | 0.5000 |"]
+        "| reference (not covered by ε): majority class | 0.5000 | 0.5000 |",
+        "| reference (not covered by ε): student on the teachers' non-private majority vote | 0.8000 | 0.5000 |"]
     one = figures.report_figures.render(csv_path, "sweep/results.csv", "by=num_teachers&methods=b&at=8&only=400")
     assert one[2:5] == ["| method, target epsilon | 400 |", "|---|---:|", "| `b`, epsilon 8 | 0.8150 |"]
     with pytest.raises(ValueError, match=r"not in the file: target epsilons \['2'\]"):
@@ -179,7 +222,8 @@ def test_a_report_table_without_its_commit_is_refused(tmp_path):
     with pytest.raises(ValueError, match="says which commit"):
         figures.report_figures.render(csv_path, "sweep/results.csv", "")
     (tmp_path / "sweep" / "report.md").write_text("# r\n\n- Versions: git 0123abc.\n")
-    assert "commit 0123abc" in figures.report_figures.render(csv_path, "sweep/results.csv", "")[0]
+    assert figures.report_figures.render(csv_path, "sweep/results.csv", "")[-3] == \
+        "Source: `sweep/results.csv`, commit 0123abc, seed 0, replace, delta 1e-6."
 
 
 def test_a_topk_table_is_the_recall_of_each_cell(tmp_path):
@@ -189,8 +233,9 @@ def test_a_topk_table_is_the_recall_of_each_cell(tmp_path):
     (tmp_path / "t" / "results.csv").write_text("\n".join(rows) + "\n")
     (tmp_path / "t" / "report.md").write_text("# t\n\nVersions: git 0123abc; pate 0.1.0.\n")
     lines = figures.report_figures.render(tmp_path / "t" / "results.csv", "t/results.csv", "where=k:10")
-    assert lines[0].startswith("From `t/results.csv` (commit 0123abc; neighbors=add_remove; 5 trials per cell, k = 10")
-    assert lines[2:] == ["| mechanism | x | y |", "|---|---:|---:|", "| `em` | 0.500 | **0.250** |",
+    assert lines[0] == "**Mean recall of the true top-k by setting (k = 10)**"
+    assert lines[-1] == "Source: `t/results.csv`, commit 0123abc, add_remove, 5 trials per cell. Bold: best per column."
+    assert lines[2:-2] == ["| mechanism | x | y |", "|---|---:|---:|", "| `em` | 0.500 | **0.250** |",
                          "| `st` | **1.000** | 0.125 |"]
     with pytest.raises(ValueError, match="several cells"):
         figures.report_figures.render(tmp_path / "t" / "results.csv", "t/results.csv", "")
