@@ -11,7 +11,7 @@ and the majority-class baseline (each attribute's majority value on the training
     python benchmarks/synthetic_difficulty.py                      # 20k images at 64 px, models at 32 px
     python benchmarks/synthetic_difficulty.py --output results.json
 
-Recorded results: benchmarks/README.md, "Is the synthetic data hard enough".
+Recorded results and findings: benchmarks/results/levers.md, "Is the synthetic data hard enough?".
 """
 
 from __future__ import annotations

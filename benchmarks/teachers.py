@@ -20,7 +20,8 @@ cache) with frozen BatchNorm statistics -- for 1 epoch, trained one teacher at a
 per second and their ratio; ``--loop-teachers`` times the loop on the first N teachers only (the rates are per
 teacher, so the ratio stands). ``--device gpu`` uses ``trainer=gpu`` (bf16-mixed) in both engines.
 
-Recorded results: benchmarks/README.md, "Teachers".
+Recorded results and findings: benchmarks/results/levers.md, "Teachers by feature extractor" and
+"Batched CNN teachers"; how to run it: benchmarks/README.md.
 """
 
 from __future__ import annotations

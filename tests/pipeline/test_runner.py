@@ -31,7 +31,7 @@ def test_default_config_composes_with_every_group():
     assert cfg.aggregator._target_ == "pate.aggregators.TauPATE"
     assert 0 < cfg.privacy.target_epsilon <= 8 and cfg.privacy.delta == 1e-6
     assert cfg.privacy.neighbors == "replace"
-    # issue 21's default: 400 teachers of ~300 of 150,000 synthetic faces, the 4 x 4 grid (benchmarks/README.md)
+    # issue 21's default: 400 teachers of ~300 of 150,000 synthetic faces, 4 x 4 grid (benchmarks/results/levers.md)
     assert (cfg.partition.num_teachers, cfg.data.num_queries) == (400, 600)
     assert (cfg.data.synthetic.num_images, cfg.features.extractor.pool) == (150000, 4)
     assert (cfg.teacher.component._target_, cfg.student.component._target_) == (
