@@ -103,6 +103,11 @@ class Stage:
     code: tuple[str, ...] = ()  # modules that build it; what they import counts too (pate.code_closure)
 
     @property
+    def upstream_keys(self) -> dict[str, str]:
+        """Upstream name -> its key, as the key hashes them and the manifest records them."""
+        return {name: up.key for name, up in sorted(self.upstream.items())}
+
+    @property
     def key(self) -> str:
         """SHA-256 (first 16 hex digits) of the canonical JSON of stage, config, upstream keys and the
         fingerprint of ``code``."""
@@ -110,11 +115,10 @@ class Stage:
             "format": CACHE_FORMAT,
             "stage": self.name,
             "config": self.config,
-            "upstream": {name: up.key for name, up in sorted(self.upstream.items())},
+            "upstream": self.upstream_keys,
             **({"code": code_fingerprint(self.code)} if self.code else {}),
         }
-        blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=_json_default)
-        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+        return hashlib.sha256(_canonical(payload).encode()).hexdigest()[:16]
 
 
 def _json_default(value: Any) -> Any:
@@ -305,8 +309,7 @@ def _not_as_keyed(manifest: Mapping[str, Any], stage: Stage) -> str | None:
     wrong = _where_mismatch(manifest, stage.name, stage.key)
     if wrong is not None:
         return wrong
-    upstream = {name: up.key for name, up in sorted(stage.upstream.items())}
-    for name, expected in (("config", stage.config), ("upstream", upstream)):
+    for name, expected in (("config", stage.config), ("upstream", stage.upstream_keys)):
         found = manifest.get(name)
         if _canonical(found) != _canonical(expected):
             where, value, want = _first_difference(json.loads(_canonical(found)), json.loads(_canonical(expected)))

@@ -28,8 +28,12 @@ from pate.pipeline.noise import noise_source
 from pate.privacy.sensitivity import RELATIONS
 
 
+EXIT_USER_ERROR = 2  # the exit status of a run ended by a UserError, wherever it is caught
+
+
 class UserError(ValueError):
-    """A mistake in the config or the data: train.py prints its one-line message, no traceback, and exits 2."""
+    """A mistake in the config or the data: train.py prints its one-line message, no traceback, and exits
+    ``EXIT_USER_ERROR``."""
 
 
 def _is_number(value) -> bool:
@@ -146,4 +150,4 @@ def instantiate(node: DictConfig, group: str):
         return hydra.utils.instantiate(node)
 
 
-__all__ = ["UserError", "as_user_error", "building", "check_config", "check_fit_split", "instantiate"]
+__all__ = ["EXIT_USER_ERROR", "UserError", "as_user_error", "building", "check_config", "check_fit_split", "instantiate"]

@@ -15,10 +15,10 @@ from contextlib import contextmanager
 
 from omegaconf import DictConfig
 
-from pate.pipeline.checks import UserError
+from pate.pipeline.checks import EXIT_USER_ERROR, UserError
 from pate.pipeline.paths import settle_project_root
 
-EXIT_USER_ERROR, EXIT_INTERRUPTED = 2, 130
+EXIT_INTERRUPTED = 130
 # What a file system says when a run cannot write where it was told to: one line naming the place, not a traceback.
 _WHERE_TO_WRITE = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is exceeded",
                    errno.EROFS: "the file system is read-only", errno.EACCES: "permission denied",
@@ -126,4 +126,4 @@ def start(main: Callable[[], object]) -> None:
     main()
 
 
-__all__ = ["EXIT_INTERRUPTED", "EXIT_USER_ERROR", "STOP_SIGNALS", "command_line_errors", "start", "sweep_job"]
+__all__ = ["EXIT_INTERRUPTED", "EXIT_USER_ERROR", "STOP_SIGNALS", "command_line_errors", "start"]

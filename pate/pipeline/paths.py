@@ -25,7 +25,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from pate.locations import default_project_root
-from pate.pipeline.checks import UserError
+from pate.pipeline.checks import EXIT_USER_ERROR, UserError
 
 __all__ = ["LocationChecks", "check_directory", "check_locations", "settle_project_root"]
 
@@ -88,12 +88,12 @@ class LocationChecks(Callback):
 
 def _check_or_exit(config: DictConfig, key: str) -> None:
     """``check_locations`` and the directory Hydra is about to create (``key``); a mistake is one line on stderr and
-    exit 2, as train.py ends on any :class:`UserError`."""
+    ``EXIT_USER_ERROR``, as train.py ends on any :class:`UserError`."""
     try:
         check_locations(config)
         check_directory(key, OmegaConf.select(config, key))
     except UserError as err:
         print(f"error: {err}", file=sys.stderr)
-        sys.exit(2)
+        sys.exit(EXIT_USER_ERROR)
     except OmegaConfBaseException:
         return  # a setting that does not resolve: Hydra's own error says which

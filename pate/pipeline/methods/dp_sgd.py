@@ -12,8 +12,8 @@ sigma (noise standard deviation over the clipping norm, ``clipped_gradient_sum_s
 relation (``PoissonSampledGaussianEvent``); sigma is calibrated to ``privacy.target_epsilon`` when it is set.
 N is the number of private records, known once the data is read, so the calibration runs in ``release``,
 before anything is trained. q, the steps and Opacus' normaliser q N are functions of N, which is treated as public
-(as Opacus does): under add_remove the guarantee is for a neighbour run with the same constants. Every hyperparameter is fixed a priori (docs/methods.md says how), never tuned on the
-private labels.
+(as Opacus does): under add_remove the guarantee is for a neighbour run with the same constants. Every
+hyperparameter is fixed a priori (docs/methods.md says how), never tuned on the private labels.
 """
 
 from __future__ import annotations
