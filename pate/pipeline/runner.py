@@ -127,15 +127,20 @@ def student_result(cfg: DictConfig, store: ArtifactStore, graph: Graph, data: Da
                             released["released"])}
 
 
-def data_dependent_metrics(privacy: dict[str, Any]) -> dict[str, Any]:
+def with_unit(description: str, unit: PrivacyUnit) -> str:
+    """A ledger's one-line description of an epsilon, with what one neighbour is and whether that is record-level."""
+    return f"{description}; one neighbour: {unit.text}"
+
+
+def data_dependent_metrics(privacy: dict[str, Any], unit: PrivacyUnit) -> dict[str, Any]:
     """The other prices of the same release, where its aggregator measured them (binary voting): the raw
     data-dependent epsilon (PATE 2018's figure, not itself private) and the data-independent one, each with the
-    same relation and delta as ``epsilon``; and the data-dependent release's test (``privacy["details"]``)."""
+    same relation, unit and delta as ``epsilon``; and the data-dependent release's test (``privacy["details"]``)."""
     metrics = {}
     for name in ("data_dependent", "data_independent"):
         if f"epsilon_{name}" in privacy:
             metrics[f"epsilon_{name}"] = privacy[f"epsilon_{name}"]
-            metrics[f"privacy_{name}"] = privacy[f"privacy_{name}"]
+            metrics[f"privacy_{name}"] = with_unit(privacy[f"privacy_{name}"], unit)
     if "test" in privacy.get("details", {}):
         metrics["data_dependent_test"] = privacy["details"]["test"]
     return metrics
@@ -156,11 +161,11 @@ def evaluate(cfg: DictConfig, store: ArtifactStore, graph: Graph, data: Dataset,
         "delta": delta,
         "epsilon": privacy["epsilon"],
         "epsilon_order": privacy["epsilon_order"],
-        "privacy": f"{privacy['description']}; one neighbour: {unit.text}",
+        "privacy": with_unit(privacy["description"], unit),
         "privacy_accounting": privacy["accounting"],
         "privacy_unit": unit.neighbour,
         "record_level": unit.record_level,
-        **data_dependent_metrics(privacy),
+        **data_dependent_metrics(privacy, unit),
         "seed": int(cfg.seed),
         "noise_source": noise_source(cfg).describe(),
         "queries": int(cfg.data.num_queries),
@@ -238,18 +243,19 @@ def summary(m: dict[str, Any]) -> str:
     def pct(x):
         return "n/a" if x is None else f"{100 * x:.1f}%"
 
+    unit = PrivacyUnit(m["privacy_unit"], m["record_level"]).text
     lines = [
         f"aggregator        {m['aggregator']}" if m.get("aggregator") else
         f"method            {m.get('mechanism') or m['method']}",
         f"privacy           {m['privacy']}",
-        f"privacy unit      {PrivacyUnit(m['privacy_unit'], m['record_level']).text}",
+        f"privacy unit      {unit}",
         *([f"noise source      {m['noise_source']}"] if "noise_source" in m else []),
         *([f"data-dependent    epsilon = {m['epsilon_data_dependent']:.4g} at delta = {m['delta']:.3g} (neighbours: "
-           f"{m['neighbors']}), NOT ITSELF PRIVATE, not covered by epsilon (the raw bound of PATE 2018: it depends "
-           f"on the private votes)"]
+           f"{m['neighbors']}, one neighbour: {unit}), NOT ITSELF PRIVATE, not covered by epsilon (the raw bound of "
+           f"PATE 2018: it depends on the private votes)"]
           if "epsilon_data_dependent" in m else []),
         *([f"data-independent  epsilon = {m['epsilon_data_independent']:.4g} at delta = {m['delta']:.3g} (neighbours: "
-           f"{m['neighbors']}; the same labels priced without looking at the votes)"]
+           f"{m['neighbors']}, one neighbour: {unit}; the same labels priced without looking at the votes)"]
           if "epsilon_data_independent" in m else []),
         *([f"proposal test     {'passed' if m['data_dependent_test']['passed'] else 'FAILED: nothing released'} "
            f"(proposed RDP {m['data_dependent_test']['rdp_budget']:.4g} at order "

@@ -41,3 +41,6 @@ def test_a_data_dependent_release_lists_its_raw_statistics_as_not_covered(tiny_c
         "teacher_accuracy", "epsilon_data_dependent", "privacy_data_dependent",
         "data_dependent_test.not_itself_private", "seed", "artifacts"]
     assert "NOT ITSELF PRIVATE, not covered by epsilon" in summary(metrics)
+    unit = "one neighbour: one teacher's vote replaced (record-level)"
+    assert all(unit in metrics[key] for key in ("privacy", "privacy_data_dependent", "privacy_data_independent"))
+    assert summary(metrics).count(unit) == 3  # the guarantee, the raw bound and the data-independent price
