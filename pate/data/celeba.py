@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +32,7 @@ from pate.data.celeba_layouts import (
     read_csv_splits,
 )
 from pate.data.image_files import resolve_image_files
+from pate.data.labelled_images import SPLITS, LabelledImages
 from pate.data.tensor_cache import check_decode_args, decoded_images
 from pate.io import decode_text, read_text
 
@@ -44,7 +44,6 @@ ATTRIBUTE_NAMES: tuple[str, ...] = (
     "Rosy_Cheeks", "Sideburns", "Smiling", "Straight_Hair", "Wavy_Hair", "Wearing_Earrings", "Wearing_Hat",
     "Wearing_Lipstick", "Wearing_Necklace", "Wearing_Necktie", "Young",
 )
-SPLITS: dict[str, int] = {"train": 0, "val": 1, "test": 2}  # CelebA's list_eval_partition codes
 
 ATTRIBUTE_FILE, PARTITION_FILE = TEXT_FILES  # the original archive's file names (the synthetic set writes these)
 
@@ -177,30 +176,6 @@ def _text_splits(path: Path) -> dict[str, int]:
     return codes
 
 
-# --------------------------------------------------------------------------------------- the arrays
-@dataclass(frozen=True)
-class CelebAArrays:
-    """The decoded dataset: images share row order with labels, split and filenames."""
-
-    images: np.memmap  # uint8 [N, 3, S, S], read-only
-    labels: np.ndarray  # uint8 [N, L], 1 where the label is present (L = len(attribute_names))
-    split: np.ndarray  # int8 [N], CelebA's codes (SPLITS)
-    filenames: tuple[str, ...]
-    attribute_names: tuple[str, ...]
-    # SHA-256 (16 hex digits) of the content: labels, split and file names as read, and the decoded images'
-    # checksum. Stage keys use it, so data edited in place is never mistaken for the data a cache was built on.
-    fingerprint: str = ""
-
-    def indices(self, split_name: str) -> np.ndarray:
-        """Row indices (int64, ascending) of one of CelebA's official splits: 'train', 'val' or 'test'."""
-        if split_name not in SPLITS:
-            raise ValueError(f"split_name={split_name!r}; expected one of {sorted(SPLITS)}")
-        return np.flatnonzero(self.split == SPLITS[split_name])
-
-    def __len__(self) -> int:
-        return len(self.filenames)
-
-
 def load_celeba(
     root: str | os.PathLike,
     image_size: int,
@@ -209,8 +184,8 @@ def load_celeba(
     progress: bool = True,
     check_splits: Callable[[np.ndarray], None] | None = None,
     expected_labels: Sequence[str] | None = None,
-) -> CelebAArrays:
-    """Read CelebA (or the synthetic set, or any labels in CelebA's format) at ``root`` into ``CelebAArrays``
+) -> LabelledImages:
+    """Read CelebA (or the synthetic set, or any labels in CelebA's format) at ``root`` into ``LabelledImages``
     backed by the tensor cache (``pate.data.tensor_cache``: decoded once, reused while the attribute file and every
     image file keep their size and modification time); ``check_splits(split codes)``, when given, runs on the
     partition file's codes before any image is decoded, and ``expected_labels``, when given, must be the label
@@ -237,8 +212,8 @@ def load_celeba(
               "attribute_file_mtime_ns": attr_stat.st_mtime_ns}
     images, checksum = decoded_images("celeba", str(path), files, int(image_size), cache_dir, source, num_workers,
                                       progress)
-    return CelebAArrays(images=images, labels=labels, split=split, filenames=tuple(filenames),
-                        attribute_names=read_label_names(path),
+    return LabelledImages(images=images, labels=labels, split=split, filenames=tuple(filenames),
+                        label_names=read_label_names(path),
                         fingerprint=content_fingerprint(labels, split, filenames, checksum))
 
 
@@ -260,8 +235,6 @@ __all__ = [
     "ATTRIBUTE_NAMES",
     "IMAGE_DIR",
     "PARTITION_FILE",
-    "SPLITS",
-    "CelebAArrays",
     "check_celeba_root",
     "load_celeba",
     "read_attributes",

@@ -33,7 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
-from pate.data.celeba import SPLITS, CelebAArrays, content_fingerprint
+from pate.data.celeba import content_fingerprint
+from pate.data.labelled_images import SPLITS, LabelledImages
 from pate.data.celeba_layouts import check_label_names
 from pate.data.image_files import ImageFiles, resolve_image_files
 from pate.data.tensor_cache import check_decode_args, decoded_images
@@ -211,7 +212,7 @@ class MultilabelFolder:
         return resolve_image_files(table.filenames, root, root, self.csv_path, table.lines, ", column 1 (file)")
 
     def load(self, cache_dir: Path, progress: bool = True,
-             check_splits: Callable[[np.ndarray], None] | None = None) -> CelebAArrays:
+             check_splits: Callable[[np.ndarray], None] | None = None) -> LabelledImages:
         self.check()
         table = read_label_table(self.csv_path)
         split = table.split if table.split is not None else seeded_split(len(table.filenames), self.split_fractions,
@@ -224,6 +225,6 @@ class MultilabelFolder:
         source = {"labels_file": str(self.csv_path.resolve()), "bytes": stat.st_size, "mtime_ns": stat.st_mtime_ns}
         images, checksum = decoded_images("folder", str(root), files, int(self.image_size), cache_dir, source,
                                           int(self.num_workers), progress)
-        return CelebAArrays(images=images, labels=table.labels, split=split, filenames=table.filenames,
-                            attribute_names=table.label_names,
+        return LabelledImages(images=images, labels=table.labels, split=split, filenames=table.filenames,
+                            label_names=table.label_names,
                             fingerprint=content_fingerprint(table.labels, split, table.filenames, checksum))

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from pate.data.celeba import SPLITS
+from pate.data.labelled_images import SPLITS
 
 if TYPE_CHECKING:
-    from pate.data.celeba import CelebAArrays
+    from pate.data.labelled_images import LabelledImages
 
 
 def _as_index_array(indices: np.ndarray, name: str) -> np.ndarray:
@@ -139,7 +139,7 @@ def check_partition_config(split: np.ndarray, num_teachers: int, num_queries: in
         )
 
 
-def build_partition(work: Path, data: CelebAArrays, num_teachers: int, seed: int) -> None:
+def build_partition(work: Path, data: LabelledImages, num_teachers: int, seed: int) -> None:
     """Write ``partition.npz``: the teachers' disjoint parts of the private training split, concatenated,
     with offsets (part i is ``teacher_records[teacher_offsets[i]:teacher_offsets[i+1]]``)."""
     parts = partition_teachers(data.indices("train"), num_teachers, seed)
@@ -154,7 +154,7 @@ def read_teacher_parts(art: Artifact) -> list[np.ndarray]:
     return [records[a:b] for a, b in zip(offsets[:-1], offsets[1:])]
 
 
-def build_queries(work: Path, data: CelebAArrays, pool_fraction: float, num_queries: int, seed: int) -> None:
+def build_queries(work: Path, data: LabelledImages, pool_fraction: float, num_queries: int, seed: int) -> None:
     """Write ``queries.npz``: the held-out test split cut into the student's public pool (``pool_indices``,
     ``pool_fraction`` of it), the public queries in it (``query_indices``) and the evaluation records
     (``eval_indices``, the rest). Its own stage, so that changing the queries keeps the teachers."""

@@ -1,4 +1,4 @@
-"""Datasets as components: a reader turns a configured source into labelled images (``CelebAArrays``) whose label
+"""Datasets as components: a reader turns a configured source into labelled images (``LabelledImages``) whose label
 names come from the data, any number of them. ``conf/data/<name>.yaml`` builds one by ``data.reader._target_``.
 
 The protocol (``DatasetReader``): ``check()`` fails fast on a missing or malformed source; ``label_names()``
@@ -17,7 +17,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from pate.data.celeba import ATTRIBUTE_NAMES, CelebAArrays, check_celeba_root, load_celeba, read_label_names
+from pate.data.celeba import ATTRIBUTE_NAMES, check_celeba_root, load_celeba, read_label_names
+from pate.data.labelled_images import LabelledImages
 from pate.data.synthetic import check_synthetic_params, generate_synthetic_celeba
 
 __all__ = ["CelebAFormat", "DatasetReader", "SyntheticCelebA", "data_identity"]
@@ -32,7 +33,7 @@ class DatasetReader(Protocol):
     def label_names(self) -> tuple[str, ...]: ...
 
     def load(self, cache_dir: Path, progress: bool = True,
-             check_splits: Callable[[np.ndarray], None] | None = None) -> CelebAArrays: ...
+             check_splits: Callable[[np.ndarray], None] | None = None) -> LabelledImages: ...
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,7 @@ class CelebAFormat:
         return read_label_names(Path(self.root).expanduser(), self.expected_labels)
 
     def load(self, cache_dir: Path, progress: bool = True,
-             check_splits: Callable[[np.ndarray], None] | None = None) -> CelebAArrays:
+             check_splits: Callable[[np.ndarray], None] | None = None) -> LabelledImages:
         return load_celeba(Path(self.root).expanduser(), image_size=int(self.image_size), cache_dir=cache_dir,
                            num_workers=int(self.num_workers), progress=progress, check_splits=check_splits,
                            expected_labels=self.expected_labels)
@@ -79,7 +80,7 @@ class SyntheticCelebA(CelebAFormat):
         return ATTRIBUTE_NAMES
 
     def load(self, cache_dir: Path, progress: bool = True,
-             check_splits: Callable[[np.ndarray], None] | None = None) -> CelebAArrays:
+             check_splits: Callable[[np.ndarray], None] | None = None) -> LabelledImages:
         generate_synthetic_celeba(Path(self.root).expanduser(), num_images=int(self.num_images),
                                   image_size=int(self.synthetic_image_size),
                                   split_fractions=tuple(self.split_fractions), seed=int(self.seed),
@@ -87,9 +88,9 @@ class SyntheticCelebA(CelebAFormat):
         return super().load(cache_dir, progress, check_splits)
 
 
-def data_identity(data_cfg: Mapping[str, Any], data: CelebAArrays) -> dict[str, Any]:
+def data_identity(data_cfg: Mapping[str, Any], data: LabelledImages) -> dict[str, Any]:
     """What identifies the decoded dataset in stage keys: its name, resolution and content fingerprint
-    (``CelebAArrays.fingerprint``: labels, splits, file names and images) -- never its location on disk, so
+    (``LabelledImages.fingerprint``: labels, splits, file names and images) -- never its location on disk, so
     moving a dataset keeps the cache and editing it in place does not."""
     if not data.fingerprint:
         raise ValueError("the dataset has no content fingerprint; read it with a reader (pate.data.readers)")

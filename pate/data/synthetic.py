@@ -36,8 +36,8 @@ from pate.data.celeba import (
     ATTRIBUTE_NAMES,
     IMAGE_DIR,
     PARTITION_FILE,
-    SPLITS,
 )
+from pate.data.labelled_images import SPLITS
 from pate.data.pool import process_pool
 from pate.data.synthetic_attributes import LATENT_NAMES, sample_attributes
 from pate.data.synthetic_render import render_face

@@ -22,7 +22,7 @@ from hydra.errors import InstantiationException
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from pate.data.celeba import SPLITS
+from pate.data.labelled_images import SPLITS
 from pate.locations import CONFIG_DIR
 from pate.pipeline.noise import noise_source
 from pate.privacy.sensitivity import RELATIONS

@@ -35,7 +35,7 @@ from omegaconf import DictConfig, OmegaConf
 from pate.aggregate import build_aggregate, build_majority_labels, build_true_labels
 from pate.artifacts import Artifact, Stage
 from pate.code_closure import module_file
-from pate.data import CelebAArrays
+from pate.data import LabelledImages
 from pate.data.partition import build_partition, build_queries, read_queries
 from pate.features import FeatureTable, build_features, choose_fit_rows, fit_extractor, read_features
 from pate.features.views import build_views
@@ -74,7 +74,7 @@ def plain(node) -> Any:
 class Dataset:
     """The graph's source: the decoded arrays and their identity in stage keys (``pate.data.readers.data_identity``)."""
 
-    arrays: CelebAArrays
+    arrays: LabelledImages
     identity: dict[str, Any]
 
 
@@ -94,12 +94,12 @@ def queries_stage(cfg: DictConfig, data: Dataset) -> Stage:
                  code=CODE["queries"])
 
 
-def _fit_rows(cfg: DictConfig, arrays: CelebAArrays) -> np.ndarray:
+def _fit_rows(cfg: DictConfig, arrays: LabelledImages) -> np.ndarray:
     fit = cfg.features
     return choose_fit_rows(arrays.indices(str(fit.fit_split)), fit.num_fit_images, int(fit.fit_seed))
 
 
-def _encoded_rows(arrays: CelebAArrays) -> np.ndarray:
+def _encoded_rows(arrays: LabelledImages) -> np.ndarray:
     """The image rows the features stage encodes: the training and test splits."""
     return np.concatenate([arrays.indices("train"), arrays.indices("test")])
 

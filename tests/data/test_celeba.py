@@ -9,9 +9,9 @@ import pytest
 from PIL import Image
 
 from pate.data import tensor_cache
+from pate.data.labelled_images import SPLITS
 from pate.data.celeba import (
     ATTRIBUTE_NAMES,
-    SPLITS,
     check_celeba_root,
     load_celeba,
     read_attributes,
@@ -86,7 +86,7 @@ def test_load_celeba_decodes_central_square(fake_celeba, tmp_path):
     data = load_celeba(fake_celeba, image_size=8, cache_dir=tmp_path / "cache", progress=False)
     assert isinstance(data.images, np.memmap)
     assert data.images.dtype == np.uint8 and data.images.shape == (6, 3, 8, 8)
-    assert data.attribute_names == ATTRIBUTE_NAMES and len(data) == 6
+    assert data.label_names == ATTRIBUTE_NAMES and len(data) == 6
     # The black bands lie outside the central square, so every pixel keeps the image's colour (JPEG error only).
     err = np.abs(data.images.astype(int) - np.array(COLORS)[:, :, None, None])
     assert err.max() < 25

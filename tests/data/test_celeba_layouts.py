@@ -53,7 +53,7 @@ def test_every_layout_reads_to_the_same_arrays(layouts, kind, tmp_path):
     assert find_celeba_layout(layouts[kind]).kind == kind
     expected = load_celeba(layouts["original"], 16, tmp_path / "a", progress=False)
     got = load_celeba(layouts[kind], 16, tmp_path / "b", progress=False)
-    assert got.filenames == expected.filenames and got.attribute_names == expected.attribute_names
+    assert got.filenames == expected.filenames and got.label_names == expected.label_names
     np.testing.assert_array_equal(got.labels, expected.labels)
     np.testing.assert_array_equal(got.split, expected.split)
     np.testing.assert_array_equal(np.asarray(got.images), np.asarray(expected.images))

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from pate.artifacts import ArtifactStore
-from pate.data.celeba import SPLITS
+from pate.data.labelled_images import SPLITS
 from pate.data.multilabel_folder import MultilabelFolder, read_label_table, seeded_split
 from pate.data.partition import read_teacher_parts
 from pate.pipeline.runner import prepare, run
@@ -74,7 +74,7 @@ def test_grayscale_and_rgba_images_are_converted_and_said_once(folders, tmp_path
     assert data.images.shape == (400, 3, 8, 8) and np.array_equal(data.labels, labels)
     gray_row = 3  # written grayscale: its three channels are equal
     assert np.array_equal(data.images[gray_row, 0], data.images[gray_row, 2])
-    assert again.fingerprint == data.fingerprint and data.attribute_names == tuple(label_names(5))
+    assert again.fingerprint == data.fingerprint and data.label_names == tuple(label_names(5))
 
 
 def _rewrite(root: Path, edit) -> None:

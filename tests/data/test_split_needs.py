@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pate.data.celeba import SPLITS
+from pate.data.labelled_images import SPLITS
 from pate.pipeline.checks import UserError, check_fit_split
 from tests.cli import run_cli
 from tests.data.folder_data import write_folder

@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw
 
-from pate.data.celeba import ATTRIBUTE_FILE, IMAGE_DIR, PARTITION_FILE, CelebAArrays
+from pate.data.celeba import ATTRIBUTE_FILE, IMAGE_DIR, PARTITION_FILE
+from pate.data.labelled_images import LabelledImages
 from pate.data.readers import CelebAFormat
 
 SHAPES = ("circle", "square", "triangle", "cross", "ring")
@@ -35,7 +36,7 @@ class ToyShapes(CelebAFormat):
         return SHAPES
 
     def load(self, cache_dir: Path, progress: bool = True,
-             check_splits: Callable[[np.ndarray], None] | None = None) -> CelebAArrays:
+             check_splits: Callable[[np.ndarray], None] | None = None) -> LabelledImages:
         root = Path(self.root)
         if not (root / PARTITION_FILE).exists():
             _write(root, self.num_images, self.seed)

@@ -8,7 +8,7 @@ import torch
 import torchvision
 from hydra.utils import instantiate
 
-from pate.data.celeba import SPLITS
+from pate.data.labelled_images import SPLITS
 from pate.features import Extractor, PixelFeatures, RandomConvFeatures, RandomPatchFeatures, TorchvisionFeatures
 from pate.features.ssl import SimCLRFeatures
 from pate.features.stage import build_features

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from pate.data.celeba import SPLITS
+from pate.data.labelled_images import SPLITS
 from pate.data.multilabel_folder import seeded_split
 from pate.features.precomputed import PrecomputedFeatures
 from pate.pipeline.runner import prepare, run

@@ -126,7 +126,7 @@ def test_the_student_stage_is_sealed_off_from_private_data(kind, tiny_cfg, tiny_
     cfg = make()
     data = instantiate(cfg.data.reader).load(Path(cfg.paths.cache_dir) / "tensors", progress=False)
     arrays = [a for a in (*args, *kwargs.values()) if isinstance(a, (np.ndarray, torch.Tensor))]
-    assert not any(type(a).__name__ == "CelebAArrays" for a in (*args, *kwargs.values()))
+    assert not any(type(a).__name__ == "LabelledImages" for a in (*args, *kwargs.values()))
     assert all(len(a) < len(data.indices("train")) for a in arrays), "an array as large as the private split"
     private_images = set(_rows(data.images[data.indices("train")]))
     public_images = set(_rows(data.images[data.indices("test")]))
@@ -275,10 +275,10 @@ def test_a_cnn_run_prints_no_accelerator_banner_or_library_tip(tiny_cnn_cfg, tmp
 
 @pytest.mark.parametrize("codes, split", [([0, 0, 0, 0], "test"), ([2, 2, 1, 2], "train")])
 def test_an_empty_split_is_named(codes, split):
-    from pate.data import CelebAArrays
+    from pate.data import LabelledImages
     from pate.data.partition import check_partition_config
 
-    data = CelebAArrays(images=np.zeros((4, 3, 2, 2), np.uint8), labels=np.zeros((4, 40), np.uint8),
-                        split=np.array(codes, np.int8), filenames=tuple("abcd"), attribute_names=())
+    data = LabelledImages(images=np.zeros((4, 3, 2, 2), np.uint8), labels=np.zeros((4, 40), np.uint8),
+                        split=np.array(codes, np.int8), filenames=tuple("abcd"), label_names=())
     with pytest.raises(ValueError, match=f"the {split} split is empty"):
         check_partition_config(data.split, num_teachers=1, num_queries=1, pool_fraction=0.5)
