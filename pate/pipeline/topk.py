@@ -3,7 +3,7 @@
 
 Calibrates every mechanism in ``topk_experiment.methods`` to each (epsilon, delta) of the experiment by its
 own accountant, runs the trials as vectorised batches and writes ``report.md``, ``results.csv`` and
-``recall.png`` into the run directory (or ``report_dir``). See ``pate.experiments.topk``.
+``recall.png`` into the run directory (or ``report_dir``). The experiment itself lives in ``pate.experiments.topk``.
 """
 
 from __future__ import annotations
@@ -13,11 +13,10 @@ import logging
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from pate.experiments.topk import run_grid, settings_for
+from pate.experiments.topk import run_grid, settings_for, write_topk_report
 from pate.locations import CONFIG_DIR
 from pate.pipeline.cli import start
 from pate.pipeline.help import groups_help
-from pate.report.topk import write_topk_report
 
 log = logging.getLogger("topk")
 # --help lists the groups topk.py composes (conf/topk.yaml), not every directory of conf/.

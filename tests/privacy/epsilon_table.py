@@ -140,7 +140,7 @@ def _numeric_fields(mechanism) -> dict[str, float]:
 
 def topk_rows() -> dict[str, float]:
     """Calibrated parameters and spent epsilon of every top-k mechanism in every committed top-k experiment."""
-    from pate.experiments.topk import (
+    from pate.experiments.topk.grid import (
         _build,  # the grid's own calibration call
         settings_for,
     )

@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from pate.data.histograms import (
+from pate.experiments.topk.histograms import (
     CHECKIN_SHAPES,
     flat_histogram,
     growing_gap_days,

@@ -1,6 +1,6 @@
 """Report of a private top-k experiment: ``results.csv``, ``report.md`` and one recall figure.
 
-The rows come from ``pate.experiments.topk.run_grid``. Panels (one table block and one subplot each) are
+The rows come from ``pate.experiments.topk.grid.run_grid``. Panels (one table block and one subplot each) are
 the distinct values of the config's ``panel_by`` keys; within a panel the x-axis is ``x_axis`` (k or
 the setting) and there is one series per mechanism, with +- one standard deviation over trials.
 Output is deterministic for a given commit (named in the report's Versions line): no timestamps, no timings (speed

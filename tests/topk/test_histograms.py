@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from pate.data.histograms import (
+from pate.experiments.topk.histograms import (
     CHECKIN_SHAPES,
     flat_histogram,
     growing_gap_days,
