@@ -22,8 +22,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout without installing
 
-from pate.aggregators import GaussianPATE, StableTopK, TauPATE  # noqa: E402
-from pate.votes import PackedVotes  # noqa: E402
+from pate.aggregators import GaussianPATE, PackedVotes, StableTopK, TauPATE  # noqa: E402
 from record import header, write_json  # noqa: E402
 
 TEACHERS = 800

@@ -116,8 +116,7 @@ def train_config(*overrides: str):
     (default_run.py, test_suite.py) import this module without them."""
     from hydra import compose, initialize_config_dir
 
-    from pate.pipeline.checks import instantiate
-    from pate.pipeline.runner import set_num_labels
+    from pate.pipeline import instantiate, set_num_labels
 
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
         cfg = compose(config_name="train", overrides=["progress=false", *overrides])

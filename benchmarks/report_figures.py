@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from pate.report.summary import Stat  # the reports' own mean and sample sd over seeds
+from pate.report import Stat  # the reports' own mean and sample sd over seeds
 
 __all__ = ["VALUES", "render", "delta", "render_topk", "source"]
 

@@ -37,14 +37,9 @@ import torch
 
 # the repository's packages first: this folder's teachers.py would shadow the package of that name
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from pate.artifacts import ArtifactStore  # noqa: E402
-from pate.data import partition_teachers  # noqa: E402
-from pate.data.partition import read_queries  # noqa: E402
-from pate.data.readers import data_identity  # noqa: E402
-from pate.features import read_features  # noqa: E402
-from pate.features.ridge import fit_ridge_heads, head_scores, head_weights  # noqa: E402
-from pate.pipeline.checks import instantiate  # noqa: E402
-from pate.pipeline.graph import Dataset, features_stage, plain, queries_stage  # noqa: E402
+from pate.data import data_identity, partition_teachers, read_queries  # noqa: E402
+from pate.features import fit_ridge_heads, head_scores, head_weights, read_features  # noqa: E402
+from pate.pipeline import ArtifactStore, Dataset, features_stage, instantiate, queries_stage  # noqa: E402
 from record import header, train_config, write_json  # noqa: E402
 
 # the candidate thresholds, fixed a priori, nearest 1/2 first (argmax keeps the first of tied maxima)
@@ -95,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(2)
     cfg = train_config()
     data = instantiate(cfg.data.reader, "data.reader").load(Path(cfg.paths.cache_dir) / "tensors", progress=False)
-    dataset = Dataset(data, data_identity(plain(cfg.data), data))
+    dataset = Dataset(data, data_identity(cfg.data.name, cfg.data.image_size, data))
     store = ArtifactStore(Path(cfg.paths.cache_dir))
     features = read_features(store.get(features_stage(cfg, dataset, instantiate(cfg.features.extractor,
                                                                                    "feature extractor"))))

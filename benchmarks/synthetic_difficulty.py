@@ -29,14 +29,13 @@ from torch import nn
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from pate.data import (  # noqa: E402
     ATTRIBUTE_NAMES,
+    MARKER,
     generate_synthetic_celeba,
     load_celeba,
     partition_teachers,
 )
-from pate.data.synthetic import MARKER  # noqa: E402
 from record import header, write_json  # noqa: E402
-from teachers.training.data import to_float  # noqa: E402
-from teachers.training.models import SmallCNN  # noqa: E402
+from teachers.training import SmallCNN, to_float  # noqa: E402
 
 
 def as_float(images: np.ndarray) -> torch.Tensor:

@@ -36,15 +36,19 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository's packages, run from anywhere
-from pate.artifacts import ArtifactStore  # noqa: E402
-from pate.data import partition_teachers  # noqa: E402
-from pate.data.readers import data_identity  # noqa: E402
-from pate.evaluation import majority_class_accuracy  # noqa: E402
+from pate.data import data_identity, partition_teachers  # noqa: E402
 from pate.features import read_features  # noqa: E402
-from pate.pipeline.checks import instantiate  # noqa: E402
-from pate.pipeline.graph import Dataset, features_stage, plain  # noqa: E402
-from teachers.ensemble import train_teachers  # noqa: E402
-from teachers.heads import head_votes, train_head_teachers  # noqa: E402
+from pate.pipeline import (  # noqa: E402
+    ArtifactStore,
+    Dataset,
+    features_stage,
+    head_teacher_settings,
+    instantiate,
+    majority_class_accuracy,
+    network_teacher_settings,
+    trainer_settings,
+)
+from teachers import head_votes, train_head_teachers, train_teachers  # noqa: E402
 from record import header, train_config, write_json  # noqa: E402
 
 EVAL_IMAGES = 2000
@@ -54,9 +58,10 @@ def heads(cfg, data, features, num_teachers: int, eval_rows) -> dict:
     parts = partition_teachers(data.indices("train"), num_teachers, int(cfg.partition.seed))
     with tempfile.TemporaryDirectory() as work:
         start = time.perf_counter()
-        train_head_teachers(cfg.teacher, features, data.labels, parts, Path(work), progress=False)
+        settings = head_teacher_settings(cfg.teacher)
+        train_head_teachers(settings, features, data.labels, parts, Path(work), progress=False)
         fit_seconds = time.perf_counter() - start
-        votes, accuracy = head_votes(cfg.teacher, Path(work), features, parts, eval_rows, eval_rows,
+        votes, accuracy = head_votes(settings, Path(work), features, parts, eval_rows, eval_rows,
                                      data.labels[eval_rows], progress=False)
     majority = votes.sum(1) > num_teachers / 2
     return {"teachers": num_teachers, "records_per_teacher": float(np.mean([len(p) for p in parts])),
@@ -72,8 +77,8 @@ def cnn_loop(num_teachers: int) -> dict:
     parts = partition_teachers(data.indices("train"), int(cfg.partition.num_teachers), int(cfg.partition.seed))
     with tempfile.TemporaryDirectory() as work:
         start = time.perf_counter()
-        train_teachers(cfg.teacher, cfg.trainer, data.images, data.labels, parts, Path(work),
-                       teacher_ids=range(num_teachers), progress=False)
+        train_teachers(network_teacher_settings(cfg.teacher), trainer_settings(cfg), data.images, data.labels, parts,
+                       Path(work), teacher_ids=range(num_teachers), progress=False)
         seconds = time.perf_counter() - start
     return {"teachers": num_teachers, "seconds": seconds, "teachers_per_second": num_teachers / seconds,
             "max_epochs": int(cfg.teacher.max_epochs)}
@@ -103,8 +108,8 @@ def cnn_engines(model: str, num_teachers: int, loop_teachers: int, group: int, d
         cfg.teacher.ensemble_size = ensemble_size
         with tempfile.TemporaryDirectory() as work:
             start = time.perf_counter()
-            train_teachers(cfg.teacher, cfg.trainer, data.images, data.labels, parts, Path(work),
-                           teacher_ids=range(count), progress=False)
+            train_teachers(network_teacher_settings(cfg.teacher), trainer_settings(cfg), data.images, data.labels,
+                           parts, Path(work), teacher_ids=range(count), progress=False)
             seconds = time.perf_counter() - start
         out[engine] = {"teachers": count, "seconds": seconds, "teacher_epochs_per_second": count / seconds}
     out["batched_over_loop"] = out["batched"]["teacher_epochs_per_second"] / out["loop"]["teacher_epochs_per_second"]
@@ -133,7 +138,7 @@ def main() -> None:
         cfg = train_config(f"features={name}")
         data = instantiate(cfg.data.reader, "data.reader").load(Path(cfg.paths.cache_dir) / "tensors", progress=False)
         extractor = instantiate(cfg.features.extractor, "feature extractor")
-        stage = features_stage(cfg, Dataset(data, data_identity(plain(cfg.data), data)), extractor)
+        stage = features_stage(cfg, Dataset(data, data_identity(cfg.data.name, cfg.data.image_size, data)), extractor)
         store = ArtifactStore(Path(cfg.paths.cache_dir))
         start = time.perf_counter()
         features = read_features(store.get(stage))

@@ -42,7 +42,7 @@ def queries_within_budget(aggregator, num_queries: int, budget_epsilon: float | 
     if isinstance(budget_epsilon, bool) or not isinstance(budget_epsilon, (int, float)) or not budget_epsilon > 0:
         raise ValueError(f"privacy.budget_epsilon={budget_epsilon!r}; expected a number > 0 (or null: no budget)")
 
-    if not getattr(aggregator, "priced_per_query", True):
+    if not aggregator.priced_per_query:
         raise ValueError(f"privacy.budget_epsilon={budget_epsilon!r}: {aggregator.name} is priced as one release of the "
                          f"whole batch (its epsilon is its proposal's, whatever the number of queries); set "
                          f"privacy.target_epsilon instead and leave privacy.budget_epsilon null")
@@ -67,8 +67,7 @@ def release_ledger(aggregator, asked: int) -> Ledger:
     """The cost events of ``aggregator`` answering ``asked`` queries: ``asked`` runs of its per-query event, or one
     release of the whole batch for an aggregator with ``priced_per_query = False`` (a data-dependent release whose
     proposal covers every query at once)."""
-    per_query = getattr(aggregator, "priced_per_query", True)
-    return Ledger().compose(aggregator, count=asked if per_query else int(asked > 0))
+    return Ledger().compose(aggregator, count=asked if aggregator.priced_per_query else int(asked > 0))
 
 
 def build_aggregate(work: Path, aggregator, votes: Mapping[str, np.ndarray], num_labels: int, asked: int,
@@ -92,8 +91,7 @@ def build_aggregate(work: Path, aggregator, votes: Mapping[str, np.ndarray], num
     k = np.full(q, UNANSWERED, dtype=np.int64)
     released, diagnostics, details = None, {}, {}
     if asked:
-        needs_bits = getattr(aggregator, "requires_teacher_votes", False)
-        batch = PackedVotes(votes["bits"][:asked], num_labels) if needs_bits else counts[:asked]
+        batch = PackedVotes(votes["bits"][:asked], num_labels) if aggregator.requires_teacher_votes else counts[:asked]
         res = aggregator(batch, rng=rng)
         labels[:asked], answered[:asked] = res.labels, res.answered
         k[:asked] = res.k

@@ -1,10 +1,12 @@
-"""How released labels and students are scored: label quality on the public queries, the majority-class floor."""
+"""How released labels and students are scored: label quality on the public queries, a student's (or a released
+model's) scores on the evaluation images, the majority-class floor."""
 
 from __future__ import annotations
 
 import numpy as np
+import torch
 
-__all__ = ["label_metrics", "majority_class_accuracy"]
+__all__ = ["label_metrics", "majority_class_accuracy", "student_scores"]
 
 
 def label_metrics(released: np.ndarray, answered: np.ndarray, truth: np.ndarray,
@@ -33,3 +35,32 @@ def majority_class_accuracy(eval_labels: np.ndarray) -> float:
     reporting it reveals nothing about the private training split."""
     majority = eval_labels.mean(axis=0) > 0.5
     return float(np.mean(eval_labels.astype(bool) == majority))
+
+
+def student_scores(probs: torch.Tensor, truth) -> dict:
+    """Mean per-label accuracy, macro F1 and per-label accuracy of the predictions ``probs`` > 1/2 (float [R, L])
+    against ``truth`` [R, L] in {0, 1}: the scores of a student (or of a released model) on the evaluation images.
+
+    The arithmetic is torchmetrics' ``multilabel_accuracy`` (``average="none"``) and ``multilabel_f1_score``
+    (``average="macro"``, an F1 of 0 for a label neither predicted nor present), in float32 as there, written out
+    because the library imports no torchmetrics (pyproject.toml's import contracts); tests/test_evaluation.py
+    checks it against torchmetrics. With one label these are its accuracy and F1, as torchmetrics' binary metrics
+    give them.
+    """
+    truth = torch.from_numpy(np.asarray(truth, dtype=np.int64))
+    if probs.is_floating_point() and not bool(((probs >= 0) & (probs <= 1)).all()):
+        probs = probs.sigmoid()  # torchmetrics reads scores outside [0, 1] (or NaN) as logits; so do the scores here
+    predicted, present, absent = probs > 0.5, truth == 1, truth == 0
+    tp, fp = (predicted & present).sum(0), (predicted & absent).sum(0)
+    fn, tn = (~predicted & present).sum(0), (~predicted & absent).sum(0)
+    per_label = _safe_divide(tp + tn, tp + tn + fp + fn)
+    macro_f1 = (_safe_divide(2 * tp, 2 * tp + fn + fp) / truth.shape[1]).sum()
+    return {"student_accuracy": float(per_label.mean()),
+            "student_f1": float(macro_f1),
+            "student_per_attribute_accuracy": per_label.tolist()}
+
+
+def _safe_divide(num: torch.Tensor, denom: torch.Tensor) -> torch.Tensor:
+    """float32 ``num / denom`` of two count tensors, 0 where ``denom`` is 0."""
+    num, denom = num.float(), denom.float()
+    return torch.where(denom != 0, num / denom, torch.zeros((), dtype=num.dtype))

@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import numbers
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 __all__ = [
+    "VOTES_FILE",
     "read_votes",
+    "write_votes",
     "PackedVotes",
     "as_numpy",
     "check_vote_bits",
@@ -199,8 +202,19 @@ def check_vote_counts(votes, num_labels: int, num_teachers: int) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------- the vote artifact
+VOTES_FILE = "votes.npz"  # the vote artifact's one file, written by write_votes and read by read_votes
+
+
+def write_votes(work: Path, votes, query_indices, teacher_accuracy) -> None:
+    """Write the vote artifact into the directory ``work`` (the vote stage's): ``bits``, the per-teacher votes
+    bool [Q, T, L] packed (uint8 [Q, T, ceil(L/8)]), their ``counts`` int32 [Q, L], the ``query_indices`` [Q] and
+    each teacher's ``teacher_accuracy`` [T] (mean per-label accuracy on the evaluation rows)."""
+    np.savez(Path(work) / VOTES_FILE, bits=pack_votes(votes), counts=count_votes(votes).astype(np.int32),
+             query_indices=query_indices, teacher_accuracy=teacher_accuracy)
+
+
 def read_votes(art) -> dict[str, np.ndarray]:
-    """The vote artifact (a ``pate.artifacts.Artifact``) as written by the vote stage: ``counts`` int32 [Q, L], ``bits`` packed uint8 [Q, T, ceil(L/8)],
-    ``query_indices`` [Q], ``teacher_accuracy`` [T]."""
-    with np.load(art.file("votes.npz")) as z:
+    """The vote artifact (a ``pate.artifacts.Artifact``) as :func:`write_votes` wrote it: ``counts`` int32 [Q, L],
+    ``bits`` packed uint8 [Q, T, ceil(L/8)], ``query_indices`` [Q], ``teacher_accuracy`` [T]."""
+    with np.load(art.file(VOTES_FILE)) as z:
         return {name: z[name] for name in z.files}

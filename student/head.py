@@ -11,29 +11,29 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from omegaconf import DictConfig
 
+from pate.evaluation import student_scores
 from pate.features import fit_ridge_heads, head_scores, head_weights
-from student.semi import SemiSupervision, confident_pseudo_labels
-from teachers.training.scoring import student_scores
+from student.semi import confident_pseudo_labels
+from student.settings import HeadStudentSettings
 
 
-def _fit(student_cfg: DictConfig, features: torch.Tensor, targets: torch.Tensor):
-    """A ridge head (L2 strength per attribute by leave-one-out) on ``features`` [n, D], ``targets`` [n, L];
-    returns (weights [1, D, L], bias [1, L])."""
+def _fit(lambdas: tuple[float, ...], features: torch.Tensor, targets: torch.Tensor):
+    """A ridge head (L2 strength per attribute by leave-one-out over ``lambdas``) on ``features`` [n, D],
+    ``targets`` [n, L]; returns (weights [1, D, L], bias [1, L])."""
     x = features[None]
-    heads = fit_ridge_heads(x, targets[None], student_cfg.lambdas)
+    heads = fit_ridge_heads(x, targets[None], lambdas)
     return head_weights(x, heads.beta, heads.ybar)
 
 
-def _fit_released(student_cfg: DictConfig, features: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor):
+def _fit_released(lambdas: tuple[float, ...], features: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor):
     """``_fit`` where only the entries of ``mask`` [n, L] (bool) were released: each attribute's head is the ridge fit
     on the rows that released it (one fit per attribute, a loop over L, not over queries), so a missing label
     adds nothing to its attribute's fit. An attribute released on fewer than 2 rows (leave-one-out needs 2) gets
     the constant score of its released targets' mean (0 when none), hence predicts absent unless they were
     mostly present."""
     if bool(mask.all()):
-        return _fit(student_cfg, features, targets)
+        return _fit(lambdas, features, targets)
     weights = torch.zeros(1, features.shape[1], targets.shape[1])
     bias = torch.zeros(1, targets.shape[1])
     for label in range(targets.shape[1]):
@@ -41,15 +41,15 @@ def _fit_released(student_cfg: DictConfig, features: torch.Tensor, targets: torc
         if int(rows.sum()) < 2:
             bias[0, label] = targets[rows, label].mean() if bool(rows.any()) else 0.0
             continue
-        w, b = _fit(student_cfg, features[rows], targets[rows, label:label + 1])
+        w, b = _fit(lambdas, features[rows], targets[rows, label:label + 1])
         weights[0, :, label], bias[0, label] = w[0, :, 0], b[0, 0]
     return weights, bias
 
 
-def train_head_student(student_cfg: DictConfig, train_features: torch.Tensor, train_labels: np.ndarray,
+def train_head_student(settings: HeadStudentSettings, train_features: torch.Tensor, train_labels: np.ndarray,
                        unlabeled_features: torch.Tensor, eval_features: torch.Tensor, eval_labels: np.ndarray,
                        strong_features: torch.Tensor | None = None, train_mask: np.ndarray | None = None) -> dict:
-    """Fit on (``train_features`` [n, D], ``train_labels`` [n, L]) and, with ``student.semi``, on the unlabeled
+    """Fit on (``train_features`` [n, D], ``train_labels`` [n, L]) and, with ``settings.semi``, on the unlabeled
     images (student/semi.py); score on the evaluation split. Returns the same metrics as the CNN student (mean
     per-attribute accuracy, macro F1, per-attribute accuracy, n) and what was used of the unlabeled images.
 
@@ -62,7 +62,7 @@ def train_head_student(student_cfg: DictConfig, train_features: torch.Tensor, tr
     ``train_labels``): the labels that were released; a missing one adds nothing to the first fit
     (``_fit_released``) and, in a self-training refit, is a neutral target like an unconfident pseudo-label.
     """
-    semi = SemiSupervision.from_config(student_cfg)
+    semi = settings.semi
     if semi.method == "consistency" and (strong_features is None or strong_features.shape != unlabeled_features.shape):
         raise ValueError(f"student.semi.method=consistency needs strong_features with the unlabeled features' shape "
                          f"{tuple(unlabeled_features.shape)}, got "
@@ -78,7 +78,7 @@ def train_head_student(student_cfg: DictConfig, train_features: torch.Tensor, tr
     if mask.shape != labels.shape:
         raise ValueError(f"train_mask must have the shape of train_labels {tuple(labels.shape)}, got "
                          f"{tuple(mask.shape)}")
-    weights, bias = _fit_released(student_cfg, train_features, labels, mask)
+    weights, bias = _fit_released(settings.lambdas, train_features, labels, mask)
     pseudo_fraction = 0.0
     if semi.uses_unlabeled and len(unlabeled_features):
         refit_on = strong_features if semi.method == "consistency" else unlabeled_features
@@ -88,7 +88,7 @@ def train_head_student(student_cfg: DictConfig, train_features: torch.Tensor, tr
             refit_scores = scores if refit_on is unlabeled_features else head_scores(refit_on, weights, bias)[0]
             targets = torch.where(confident, hard, refit_scores)
             released = torch.where(mask, labels, head_scores(train_features, weights, bias)[0])
-            weights, bias = _fit(student_cfg, torch.cat([train_features, refit_on]),
+            weights, bias = _fit(settings.lambdas, torch.cat([train_features, refit_on]),
                                  torch.cat([released, targets.float()]))
             pseudo_fraction = float(confident.double().mean())
     probs = (head_scores(eval_features, weights, bias)[0] - 0.5).sigmoid()  # > 1/2 exactly where the score > 1/2
@@ -99,3 +99,6 @@ def train_head_student(student_cfg: DictConfig, train_features: torch.Tensor, tr
         "student_unlabeled_size": int(len(unlabeled_features)) if semi.uses_unlabeled else 0,
         "student_pseudo_labelled_fraction": pseudo_fraction,
     }
+
+
+__all__ = ["train_head_student"]

@@ -30,14 +30,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-from omegaconf import DictConfig
 
 METHODS = ("supervised", "pseudo_label", "consistency")
 
 
 @dataclass(frozen=True)
 class SemiSupervision:
-    """A checked ``student.semi`` node."""
+    """How the student learns from the unlabeled pool (module docstring): ``student.semi``, checked here (the pipeline
+    builds it from the config: ``pate.pipeline.settings.semi_supervision``)."""
 
     method: str = "supervised"
     keep_fraction: float = 0.5
@@ -59,17 +59,6 @@ class SemiSupervision:
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"student.semi.{key}={value!r}; expected an integer >= 1")
-
-    @classmethod
-    def from_config(cls, student_cfg: DictConfig) -> SemiSupervision:
-        node = student_cfg.get("semi")
-        if node is None:
-            return cls()
-        unknown = sorted(set(node) - set(cls.__dataclass_fields__))
-        if unknown:
-            raise ValueError(f"student.semi has unknown keys {unknown}; expected some of "
-                             f"{sorted(cls.__dataclass_fields__)}")
-        return cls(**{key: node[key] for key in node})
 
     @property
     def uses_unlabeled(self) -> bool:

@@ -15,47 +15,46 @@ from pathlib import Path
 import numpy as np
 import pytorch_lightning as pl
 import torch
-from omegaconf import DictConfig
 from torch.utils.data import DataLoader
 
 from student.consistency import ConsistencyModule, consistency_loaders
-from student.semi import SemiSupervision, confident_pseudo_labels
+from student.semi import confident_pseudo_labels
+from student.settings import NetworkStudentSettings
 from teachers.training.data import IndexedImages, check_images, check_labels, make_loader
 from teachers.training.module import predict_logits
-from teachers.training.recipe import Recipe
-from teachers.training.trainer import build_trainer, expected_warnings_hidden, fit, quiet_lightning
+from teachers.training.trainer import (TrainerSettings, build_trainer, expected_warnings_hidden, fit,
+                                       quiet_lightning)
 
 
-def student_loader(student_cfg: DictConfig, trainer_cfg: DictConfig, images: np.ndarray, labels: np.ndarray,
-                   seed: int, mask: np.ndarray | None = None) -> DataLoader:
+def student_loader(student: NetworkStudentSettings, trainer: TrainerSettings, images: np.ndarray,
+                   labels: np.ndarray, seed: int, mask: np.ndarray | None = None) -> DataLoader:
     """Shuffled loader over ``images`` with ``labels`` (one row each) and, optionally, the loss ``mask``."""
     check_images(images)
     labels = check_labels(labels, images.shape[0], "train_labels")
     dataset = IndexedImages(images, np.arange(images.shape[0]), labels, mask)
-    return make_loader(dataset, student_cfg.batch_size, shuffle=True, seed=seed, num_workers=trainer_cfg.num_workers)
+    return make_loader(dataset, student.recipe.batch_size, shuffle=True, seed=seed, num_workers=trainer.num_workers)
 
 
-def _fit(recipe: Recipe, student_cfg, trainer_cfg, images, labels, seed: int, log_dir: Path, progress: bool,
-         mask=None, consistency: tuple[SemiSupervision, np.ndarray] | None = None, desc: str = "student"):
-    """A fresh student (seeded) fitted on ``images`` with ``labels`` (and the loss ``mask``) and, given
-    ``consistency`` = (settings, unlabeled images), FixMatch's unlabeled loss (student/consistency.py);
-    returns (module, trainer)."""
-    loader = student_loader(student_cfg, trainer_cfg, images, labels, seed, mask)
+def _fit(student: NetworkStudentSettings, trainer: TrainerSettings, images, labels, seed: int, log_dir: Path,
+         progress: bool, mask=None, unlabeled: np.ndarray | None = None, desc: str = "student"):
+    """A fresh student (seeded) fitted on ``images`` with ``labels`` (and the loss ``mask``) and, given the
+    ``unlabeled`` images, FixMatch's unlabeled loss on them (student/consistency.py); returns (module, trainer)."""
+    recipe, semi = student.recipe, student.semi
+    loader = student_loader(student, trainer, images, labels, seed, mask)
     pl.seed_everything(seed, workers=True, verbose=False)
-    if consistency is None:
+    if unlabeled is None:
         module = recipe.module()
     else:
-        semi, unlabeled = consistency
         module = ConsistencyModule(recipe, semi, seed)
         with expected_warnings_hidden():  # CombinedLoader flattens its dict with torch's deprecated LeafSpec
-            loader = consistency_loaders(loader, unlabeled, semi.unlabeled_ratio, seed, trainer_cfg.num_workers)
-    with quiet_lightning(not trainer_cfg.get("verbose", False)):  # no accelerator banners or library tips
-        trainer = build_trainer(trainer_cfg, recipe.max_epochs, log_dir=log_dir, progress=progress, desc=desc)
-        fit(trainer, module, loader)
-    return module, trainer
+            loader = consistency_loaders(loader, unlabeled, semi.unlabeled_ratio, seed, trainer.num_workers)
+    with quiet_lightning(not trainer.verbose):  # no accelerator banners or library tips
+        lightning = build_trainer(trainer, recipe.max_epochs, log_dir=log_dir, progress=progress, desc=desc)
+        fit(lightning, module, loader)
+    return module, lightning
 
 
-def _checked_inputs(student_cfg, train_images, eval_images, eval_labels) -> np.ndarray:
+def _checked_inputs(num_labels: int, train_images, eval_images, eval_labels) -> np.ndarray:
     """``eval_labels`` as uint8 after checking every input, before any training."""
     check_images(train_images)
     if train_images.shape[0] == 0:
@@ -66,28 +65,27 @@ def _checked_inputs(student_cfg, train_images, eval_images, eval_labels) -> np.n
     if eval_images.shape[0] == 0:
         raise ValueError("eval_images must be non-empty: the student is evaluated on them")
     eval_labels = check_labels(eval_labels, eval_images.shape[0], "eval_labels")
-    if eval_labels.shape[1] != student_cfg.model.num_labels:
+    if eval_labels.shape[1] != num_labels:
         raise ValueError(
-            f"eval_labels have {eval_labels.shape[1]} labels but student.model.num_labels is "
-            f"{student_cfg.model.num_labels}"
+            f"eval_labels have {eval_labels.shape[1]} labels but student.model.num_labels is {num_labels}"
         )
     return eval_labels
 
 
-def _pseudo_label_round(module, recipe, semi, student_cfg, trainer_cfg, train_images, labels, train_mask,
-                        unlabeled_images, seed, log_dir: Path, progress, round_):
+def _pseudo_label_round(module, student: NetworkStudentSettings, trainer: TrainerSettings, train_images,
+                        labels, train_mask, unlabeled_images, seed, log_dir: Path, progress, round_):
     """One round of pseudo-labelling: the current student labels the unlabeled images, and a fresh student (same
     seed) is fitted on the released labels and the confident pseudo-labels, the unconfident entries masked out.
     Returns the new (module, trainer) and the fraction of pseudo-labelled entries kept."""
     module.eval()
     probs = torch.sigmoid(predict_logits(module.net, torch.from_numpy(unlabeled_images), 512))
-    hard, confident = confident_pseudo_labels(probs, semi.keep_fraction)
+    hard, confident = confident_pseudo_labels(probs, student.semi.keep_fraction)
     images = np.concatenate([train_images, unlabeled_images])
     targets = np.concatenate([labels, hard.numpy().astype(np.uint8)])
     mask = np.concatenate([train_mask, confident.numpy().astype(np.uint8)])
-    module, trainer = _fit(recipe, student_cfg, trainer_cfg, images, targets, seed, log_dir, progress, mask=mask,
-                           desc=f"student (pseudo-label round {round_ + 1})")
-    return module, trainer, float(confident.double().mean())
+    module, lightning = _fit(student, trainer, images, targets, seed, log_dir, progress, mask=mask,
+                             desc=f"student (pseudo-label round {round_ + 1})")
+    return module, lightning, float(confident.double().mean())
 
 
 def _loss_mask(train_mask, labels: np.ndarray) -> np.ndarray:
@@ -99,8 +97,8 @@ def _loss_mask(train_mask, labels: np.ndarray) -> np.ndarray:
 
 
 def train_student(
-    student_cfg: DictConfig,
-    trainer_cfg: DictConfig,
+    student: NetworkStudentSettings,
+    trainer: TrainerSettings,
     train_images: np.ndarray,
     train_labels: np.ndarray,
     unlabeled_images: np.ndarray,
@@ -124,30 +122,30 @@ def train_student(
     unlabeled images. Initialisation, batch order and augmentation are seeded from ``seed``. ``train_mask`` (bool
     like ``train_labels``): the labels that were released; the others are missing and add nothing to the loss.
     """
-    eval_labels = _checked_inputs(student_cfg, train_images, eval_images, eval_labels)
-    recipe, semi = Recipe.from_config(student_cfg, "student"), SemiSupervision.from_config(student_cfg)
+    eval_labels = _checked_inputs(student.recipe.num_labels, train_images, eval_images, eval_labels)
+    semi = student.semi
     labels = np.asarray(train_labels).astype(np.uint8)
     mask = _loss_mask(train_mask, labels)
     if semi.uses_unlabeled and len(unlabeled_images):
         check_images(unlabeled_images)
-    consistency = (semi, unlabeled_images) if semi.method == "consistency" and len(unlabeled_images) else None
-    module, trainer = _fit(recipe, student_cfg, trainer_cfg, train_images, labels, seed, Path(log_dir), progress,
-                           mask=None if mask.all() else mask, consistency=consistency)
+    consistency = semi.method == "consistency" and len(unlabeled_images) > 0
+    module, lightning = _fit(student, trainer, train_images, labels, seed, Path(log_dir), progress,
+                             mask=None if mask.all() else mask, unlabeled=unlabeled_images if consistency else None)
     pseudo_fraction = module.confident_fraction if consistency else 0.0
     if semi.method == "pseudo_label" and len(unlabeled_images):
         for round_ in range(semi.rounds):
-            module, trainer, pseudo_fraction = _pseudo_label_round(
-                module, recipe, semi, student_cfg, trainer_cfg, train_images, labels, mask, unlabeled_images, seed,
+            module, lightning, pseudo_fraction = _pseudo_label_round(
+                module, student, trainer, train_images, labels, mask, unlabeled_images, seed,
                 Path(log_dir) / f"pseudo_{round_}", progress, round_)
     eval_loader = make_loader(
         IndexedImages(eval_images, np.arange(eval_images.shape[0]), eval_labels),
-        student_cfg.batch_size,
+        student.recipe.batch_size,
         shuffle=False,
         seed=seed,
-        num_workers=trainer_cfg.num_workers,
+        num_workers=trainer.num_workers,
     )
-    with expected_warnings_hidden(), quiet_lightning(not trainer_cfg.get("verbose", False)):
-        scores = trainer.test(module, eval_loader, verbose=False)[0]
+    with expected_warnings_hidden(), quiet_lightning(not trainer.verbose):
+        scores = lightning.test(module, eval_loader, verbose=False)[0]
     return {
         "student_accuracy": float(scores["test/acc"]),
         "student_f1": float(scores["test/f1"]),
@@ -157,3 +155,6 @@ def train_student(
         "student_unlabeled_size": int(len(unlabeled_images)) if semi.uses_unlabeled else 0,
         "student_pseudo_labelled_fraction": pseudo_fraction,
     }
+
+
+__all__ = ["student_loader", "train_student"]

@@ -38,58 +38,28 @@ bfloat16's precision (tests/teachers/test_batched.py measures how far).
 
 from __future__ import annotations
 
-import inspect
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import pytorch_lightning as pl
 import torch
-from omegaconf import DictConfig
 from torch import nn
 from torch.func import functional_call, vmap
 from torch.nn import functional as F
 
+from teachers.settings import AdamW, NetworkTeacherSettings
 from teachers.training.data import to_float
 from teachers.training.models import FrozenStatsBatchNorm2d
 from teachers.training.recipe import Recipe
 
-# torch.optim.AdamW's own defaults for the keys the engine implements, for the keys a config leaves out.
-_ADAMW_DEFAULTS = {key: inspect.signature(torch.optim.AdamW).parameters[key].default
-                   for key in ("lr", "betas", "eps", "weight_decay")}
-
-
-@dataclass(frozen=True)
-class AdamW:
-    """AdamW's settings, read from a ``torch.optim.AdamW`` optimizer node."""
-
-    lr: float
-    betas: tuple[float, float]
-    eps: float
-    weight_decay: float
-
-    @classmethod
-    def from_config(cls, optimizer_cfg: DictConfig) -> AdamW | None:
-        """The settings, or None when the node is another optimiser or sets a key the engine does not
-        implement (amsgrad, maximize, ...)."""
-        if optimizer_cfg.get("_target_") != "torch.optim.AdamW":
-            return None
-        keys = set(optimizer_cfg) - {"_target_", "_partial_"}
-        if not keys <= set(_ADAMW_DEFAULTS):
-            return None
-        values = {**_ADAMW_DEFAULTS, **{key: optimizer_cfg[key] for key in keys}}
-        return cls(lr=float(values["lr"]), betas=tuple(float(b) for b in values["betas"]), eps=float(values["eps"]),
-                   weight_decay=float(values["weight_decay"]))
-
-
 _PRECISIONS = ("32", "32-true", "bf16-mixed")
 
 
-def refusal(recipe: Recipe, teacher_cfg: DictConfig, precision) -> str | None:
-    """Why this teacher config cannot be trained batched (None when it can)."""
-    net = recipe.make_net()
+def refusal(settings: NetworkTeacherSettings, precision) -> str | None:
+    """Why these teachers cannot be trained batched in ``precision`` (None when they can)."""
+    net = settings.recipe.make_net()
     if any(isinstance(m, nn.modules.batchnorm._BatchNorm) and not isinstance(m, FrozenStatsBatchNorm2d)
            for m in net.modules()):
         return ("the model has BatchNorm layers that learn statistics (use teacher.model.norm=group, or "
@@ -97,8 +67,8 @@ def refusal(recipe: Recipe, teacher_cfg: DictConfig, precision) -> str | None:
     frozen_stats = {id(b) for m in net.modules() if isinstance(m, FrozenStatsBatchNorm2d) for b in m.buffers()}
     if any(id(b) not in frozen_stats for b in net.buffers()):
         return "the model has buffers that change in training, which stacked training does not update"
-    if AdamW.from_config(teacher_cfg.optimizer) is None:
-        return f"the optimizer is not plain torch.optim.AdamW ({dict(teacher_cfg.optimizer)})"
+    if settings.adamw is None:
+        return f"the optimizer is not plain torch.optim.AdamW ({settings.identity['optimizer']})"
     if str(precision) not in _PRECISIONS:
         return f"the batched engine trains in {' or '.join(_PRECISIONS)}, not trainer.precision={precision!r}"
     return None
@@ -229,4 +199,4 @@ def train_group(recipe: Recipe, settings: AdamW, images: np.ndarray, labels: np.
     return states, last_loss, time.perf_counter() - start
 
 
-__all__ = ["AdamW", "adamw_step", "cosine_lr", "refusal", "train_group"]
+__all__ = ["adamw_step", "cosine_lr", "refusal", "train_group"]

@@ -1,12 +1,12 @@
 """Training the teacher ensemble: one model per partition, each saved as soon as it is done.
 
-Teacher i is a function of (teacher config, teacher.seed, i, partition[i]) only: its seed is derived from
+Teacher i is a function of (teacher settings, teacher.seed, i, partition[i]) only: its seed is derived from
 (teacher.seed, i), never from the order of training, so with ``trainer.deterministic`` a shard of teachers
 trained by a cluster array job is bit-identical (same hardware and software) to the same teachers trained
 in one run.
 
 Resume: ``work_dir/teacher_{i:04d}.pt`` is written atomically when teacher i finishes. A rerun reuses every
-file that loads and matches what would be trained now (index, seed, partition checksum, config, parameter
+file that loads and matches what would be trained now (index, seed, partition checksum, teacher settings, parameter
 shapes, checksum of the parameters); any other file is retrained with a warning saying why.
 """
 
@@ -23,13 +23,13 @@ from pathlib import Path
 import numpy as np
 import pytorch_lightning as pl
 import torch
-from omegaconf import DictConfig, OmegaConf
 
 from pate.progress import progress_bar
-from teachers.batched import AdamW, refusal, train_group
+from teachers.batched import refusal, train_group
+from teachers.settings import NetworkTeacherSettings
 from teachers.training.data import IndexedImages, check_images, check_indices, check_labels, make_loader
 from teachers.training.recipe import Recipe
-from teachers.training.trainer import build_trainer, device_of, fit, quiet_lightning
+from teachers.training.trainer import TrainerSettings, build_trainer, fit, quiet_lightning
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +108,7 @@ def _checked_inputs(images, labels, partition, teacher_ids):
 
 
 def _to_train(work_dir: Path, ids, identities, shapes) -> list[int]:
-    """The teachers without a usable file: missing, or damaged or of another config (a warning names why)."""
+    """The teachers without a usable file: missing, or damaged or of other settings (a warning names why)."""
     todo = []
     for i in ids:
         path = teacher_path(work_dir, i)
@@ -121,8 +121,8 @@ def _to_train(work_dir: Path, ids, identities, shapes) -> list[int]:
 
 
 def train_teachers(
-    teacher_cfg: DictConfig,
-    trainer_cfg: DictConfig,
+    settings: NetworkTeacherSettings,
+    trainer: TrainerSettings,
     images: np.ndarray,
     labels: np.ndarray,
     partition: Sequence[np.ndarray],
@@ -131,7 +131,8 @@ def train_teachers(
     progress: bool = True,
 ) -> list[Path]:
     """Train teacher i on ``images[partition[i]]`` with ``labels[partition[i]]`` for each i in ``teacher_ids``
-    (default: all), skipping teachers already saved in ``work_dir``.
+    (default: all) as ``settings`` say, with ``trainer``'s device and precision, skipping teachers already saved in
+    ``work_dir``.
 
     Each file holds ``{"state_dict": the network's parameters on CPU, "meta": {...}}``; CSV logs go to
     ``work_dir/logs/teacher_{i:04d}/``. Returns the paths of all ``len(partition)`` teachers; raises
@@ -141,38 +142,36 @@ def train_teachers(
     num_teachers = len(partition)
     work_dir = Path(work_dir)
     work_dir.mkdir(parents=True, exist_ok=True)
-    config = OmegaConf.to_container(teacher_cfg, resolve=True)
-    recipe = Recipe.from_config(teacher_cfg, "teacher")
+    recipe = settings.recipe
     shapes = {k: tuple(v.shape) for k, v in recipe.make_net().state_dict().items()}
     identities = {
         i: {
             "teacher": i,
-            "seed": teacher_seed(teacher_cfg.seed, i),
+            "seed": teacher_seed(settings.seed, i),
             "indices_sha256": _indices_sha256(parts[i]),
-            "config": config,
+            "config": settings.identity,
         }
         for i in ids
     }
     todo = _to_train(work_dir, ids, identities, shapes)
     reused = len(ids) - len(todo)
     log.info("teachers: %d of %d requested already trained, %d to train", reused, len(ids), len(todo))
-    group = _ensemble_size(teacher_cfg, trainer_cfg, recipe) if todo else 1
+    group = _ensemble_size(settings, trainer) if todo else 1
     bar = progress_bar(total=len(ids), initial=reused, desc="teachers", unit="teacher", disable=not progress)
     with quiet_lightning(), bar:
         if group > 1:
-            settings, device = AdamW.from_config(teacher_cfg.optimizer), device_of(trainer_cfg)
+            device = trainer.device
             for start in range(0, len(todo), group):
                 chunk = todo[start:start + group]
-                states, losses, seconds = train_group(recipe, settings, images, labels, [parts[i] for i in chunk],
-                                                      [identities[i]["seed"] for i in chunk], device,
-                                                      trainer_cfg.precision)
+                states, losses, seconds = train_group(recipe, settings.adamw, images, labels,
+                                                      [parts[i] for i in chunk], [identities[i]["seed"] for i in chunk],
+                                                      device, trainer.precision)
                 for i, state, loss in zip(chunk, states, losses, strict=True):
-                    _save(state, identities[i], parts[i], trainer_cfg, loss, seconds / len(chunk), "batched",
-                          work_dir)
+                    _save(state, identities[i], parts[i], trainer, loss, seconds / len(chunk), "batched", work_dir)
                 bar.update(len(chunk))
         else:
             for i in todo:
-                _train_one(recipe, trainer_cfg, images, labels, parts[i], identities[i], work_dir)
+                _train_one(recipe, trainer, images, labels, parts[i], identities[i], work_dir)
                 bar.update()
 
     missing = [i for i in ids if not teacher_path(work_dir, i).exists()]
@@ -181,36 +180,35 @@ def train_teachers(
     return [teacher_path(work_dir, i) for i in range(num_teachers)]
 
 
-def _train_one(recipe: Recipe, trainer_cfg, images, labels, indices, identity: dict, work_dir: Path) -> None:
+def _train_one(recipe: Recipe, trainer: TrainerSettings, images, labels, indices, identity: dict,
+               work_dir: Path) -> None:
     i, seed = identity["teacher"], identity["seed"]
     pl.seed_everything(seed, workers=True, verbose=False)
     module = recipe.module()
     net = module.net
     dataset = IndexedImages(images, indices, labels[indices])
-    loader = make_loader(dataset, recipe.batch_size, shuffle=True, seed=seed, num_workers=trainer_cfg.num_workers)
-    trainer = build_trainer(trainer_cfg, recipe.max_epochs, log_dir=work_dir / "logs" / f"teacher_{i:04d}")
+    loader = make_loader(dataset, recipe.batch_size, shuffle=True, seed=seed, num_workers=trainer.num_workers)
+    lightning = build_trainer(trainer, recipe.max_epochs, log_dir=work_dir / "logs" / f"teacher_{i:04d}")
     start = time.perf_counter()
-    fit(trainer, module, loader)
+    fit(lightning, module, loader)
     state = {k: v.detach().cpu() for k, v in net.state_dict().items()}
-    loss = trainer.callback_metrics.get("train/loss")  # absent only if no step ran
-    _save(state, identity, indices, trainer_cfg, float("nan") if loss is None else float(loss),
+    loss = lightning.callback_metrics.get("train/loss")  # absent only if no step ran
+    _save(state, identity, indices, trainer, float("nan") if loss is None else float(loss),
           time.perf_counter() - start, "loop", work_dir)
 
 
-def _ensemble_size(teacher_cfg: DictConfig, trainer_cfg: DictConfig, recipe: Recipe) -> int:
-    """``teacher.ensemble_size`` (G teachers trained together, teachers/batched.py), or 1 with a warning when
-    the config cannot be stacked."""
-    group = teacher_cfg.get("ensemble_size", 1)
-    if isinstance(group, bool) or not isinstance(group, int) or group < 1:
-        raise ValueError(f"teacher.ensemble_size={group!r}; expected an integer >= 1")
-    why = refusal(recipe, teacher_cfg, trainer_cfg.precision) if group > 1 else None
+def _ensemble_size(settings: NetworkTeacherSettings, trainer: TrainerSettings) -> int:
+    """``settings.ensemble_size`` (G teachers trained together, teachers/batched.py), or 1 with a warning when
+    these teachers cannot be stacked."""
+    group = settings.ensemble_size
+    why = refusal(settings, trainer.precision) if group > 1 else None
     if why is not None:
         log.warning("teacher.ensemble_size=%d, but %s: training one teacher at a time", group, why)
         return 1
     return group
 
 
-def _save(state: dict[str, torch.Tensor], identity: dict, indices: np.ndarray, trainer_cfg: DictConfig,
+def _save(state: dict[str, torch.Tensor], identity: dict, indices: np.ndarray, trainer: TrainerSettings,
           train_loss: float, seconds: float, engine: str, work_dir: Path) -> None:
     """Write teacher ``identity["teacher"]``'s file atomically, refusing parameters that are not finite."""
     i = identity["teacher"]
@@ -224,8 +222,8 @@ def _save(state: dict[str, torch.Tensor], identity: dict, indices: np.ndarray, t
         train_loss=train_loss,
         seconds=seconds,
         engine=engine,
-        accelerator=str(trainer_cfg.accelerator),
-        precision=str(trainer_cfg.precision),
+        accelerator=str(trainer.accelerator),
+        precision=str(trainer.precision),
         torch=str(torch.__version__),
         lightning=str(pl.__version__),
         state_sha256=_state_sha256(state),

@@ -6,7 +6,7 @@ standardisation was fitted on public images (``pate.features``). Nothing couples
 together or one at a time gives the same heads (up to float rounding; tested).
 
 Resume: teachers are fitted in chunks of ``teacher.chunk_size``; chunk c is saved atomically as
-``heads_{c:05d}.npz`` when done, with the identity of every teacher in it (index, part checksum, config). A
+``heads_{c:05d}.npz`` when done, with the identity of every teacher in it (index, part checksum, settings). A
 rerun keeps every chunk that loads (zip CRC checked) and matches, and refits any other with a warning naming
 the file.
 """
@@ -23,13 +23,11 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from omegaconf import DictConfig, OmegaConf
 
 from pate.artifacts import Artifact
 from pate.features import FeatureTable, fit_ridge_heads, head_scores, head_weights
-from pate.features.ridge import check_lambdas
-from pate.privacy.checks import positive_int
 from pate.progress import progress_bar
+from teachers.settings import HeadTeacherSettings
 
 log = logging.getLogger(__name__)
 
@@ -46,18 +44,12 @@ def _chunk_file(teachers: Path | Artifact, chunk: int) -> Path:
     return _chunk_path(teachers, chunk)
 
 
-def _identity(teacher_cfg: DictConfig, ids: Sequence[int], parts: Sequence[np.ndarray]) -> str:
-    h = hashlib.sha256(json.dumps(OmegaConf.to_container(teacher_cfg, resolve=True), sort_keys=True).encode())
+def _identity(settings: HeadTeacherSettings, ids: Sequence[int], parts: Sequence[np.ndarray]) -> str:
+    h = hashlib.sha256(json.dumps(settings.identity, sort_keys=True).encode())
     for i in ids:
         h.update(f"|{i}|".encode())
         h.update(np.ascontiguousarray(parts[i], dtype=np.int64).tobytes())
     return h.hexdigest()
-
-
-def check_heads_config(teacher_cfg: DictConfig) -> None:
-    check_lambdas(teacher_cfg.lambdas)
-    positive_int("teacher.chunk_size", teacher_cfg.chunk_size)
-    positive_int("teacher.accuracy_images", teacher_cfg.accuracy_images)
 
 
 def _same_size_groups(ids: Sequence[int], parts: Sequence[np.ndarray]) -> list[list[int]]:
@@ -103,18 +95,17 @@ def _load_chunk(path: Path, identity: str) -> tuple[dict[str, np.ndarray] | None
     return chunk, None
 
 
-def train_head_teachers(teacher_cfg: DictConfig, features: FeatureTable, labels: np.ndarray,
+def train_head_teachers(settings: HeadTeacherSettings, features: FeatureTable, labels: np.ndarray,
                         parts: Sequence[np.ndarray], work_dir: Path, progress: bool = True) -> None:
     """Fit every teacher's head into ``work_dir``, chunk by chunk, keeping chunks already saved there."""
-    check_heads_config(teacher_cfg)
     work_dir = Path(work_dir)
-    size, num = int(teacher_cfg.chunk_size), len(parts)
+    size, num = settings.chunk_size, len(parts)
     chunks = [list(range(s, min(s + size, num))) for s in range(0, num, size)]
     todo = []
     for c, ids in enumerate(chunks):
         path = _chunk_path(work_dir, c)
         if path.exists():
-            _, problem = _load_chunk(path, _identity(teacher_cfg, ids, parts))
+            _, problem = _load_chunk(path, _identity(settings, ids, parts))
             if problem is None:
                 continue
             warnings.warn(f"teacher heads file {path} is not usable ({problem}); refitting teachers "
@@ -125,21 +116,21 @@ def train_head_teachers(teacher_cfg: DictConfig, features: FeatureTable, labels:
     with progress_bar(total=num, initial=num - sum(len(chunks[c]) for c in todo), desc="teachers (heads)",
                       unit="teacher", disable=not progress) as bar:
         for c in todo:
-            fitted = fit_heads(features, labels, parts, chunks[c], teacher_cfg.lambdas)
+            fitted = fit_heads(features, labels, parts, chunks[c], settings.lambdas)
             path = _chunk_path(work_dir, c)
             tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}.npz")
-            np.savez(tmp, identity=np.array(_identity(teacher_cfg, chunks[c], parts)), ids=np.array(chunks[c]),
+            np.savez(tmp, identity=np.array(_identity(settings, chunks[c], parts)), ids=np.array(chunks[c]),
                      **fitted)
             os.replace(tmp, path)
             bar.update(len(chunks[c]))
 
 
-def head_votes(teacher_cfg: DictConfig, work_dir: Path | Artifact, features: FeatureTable, parts: Sequence[np.ndarray],
-               query_rows: np.ndarray, eval_rows: np.ndarray, eval_labels: np.ndarray, progress: bool = True
-               ) -> tuple[np.ndarray, np.ndarray]:
+def head_votes(settings: HeadTeacherSettings, work_dir: Path | Artifact, features: FeatureTable,
+               parts: Sequence[np.ndarray], query_rows: np.ndarray, eval_rows: np.ndarray, eval_labels: np.ndarray,
+               progress: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """(votes bool [Q, T, L] of every teacher on the queries, mean per-attribute accuracy [T] of every teacher
     on ``eval_rows``). A vote is on iff the head's score exceeds 1/2."""
-    size, num = int(teacher_cfg.chunk_size), len(parts)
+    size, num = settings.chunk_size, len(parts)
     queries, evaluation = features.take(query_rows), features.take(eval_rows)
     truth = torch.from_numpy(np.asarray(eval_labels, dtype=bool))
     votes = np.zeros((len(query_rows), num, eval_labels.shape[1]), dtype=bool)
@@ -148,7 +139,7 @@ def head_votes(teacher_cfg: DictConfig, work_dir: Path | Artifact, features: Fea
     for c, start in enumerate(starts):
         ids = list(range(start, min(start + size, num)))
         path = _chunk_file(work_dir, c)
-        chunk, problem = _load_chunk(path, _identity(teacher_cfg, ids, parts))
+        chunk, problem = _load_chunk(path, _identity(settings, ids, parts))
         if problem is not None:
             raise RuntimeError(f"teacher heads file {path} is not usable: {problem}")
         for group in _same_size_groups(ids, parts):
@@ -162,4 +153,4 @@ def head_votes(teacher_cfg: DictConfig, work_dir: Path | Artifact, features: Fea
     return votes, accuracy
 
 
-__all__ = ["check_heads_config", "fit_heads", "head_votes", "train_head_teachers"]
+__all__ = ["fit_heads", "head_votes", "train_head_teachers"]

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from omegaconf import DictConfig
 from torch import nn
 
 from pate.progress import progress_bar
@@ -20,7 +19,7 @@ from teachers.training.data import check_images, check_indices, check_labels
 from teachers.training.label_metrics import per_label_accuracy
 from teachers.training.module import predict_logits
 from teachers.training.recipe import Recipe
-from teachers.training.trainer import autocast_for, device_of
+from teachers.training.trainer import TrainerSettings, autocast_for
 
 
 def load_teacher(path: str | Path, recipe: Recipe) -> nn.Module:
@@ -37,8 +36,8 @@ def load_teacher(path: str | Path, recipe: Recipe) -> nn.Module:
 
 def predict_votes(
     paths: Sequence[str | Path],
-    teacher_cfg: DictConfig,
-    trainer_cfg: DictConfig,
+    recipe: Recipe,
+    trainer: TrainerSettings,
     images: np.ndarray,
     query_indices: np.ndarray,
     eval_indices: np.ndarray,
@@ -46,7 +45,8 @@ def predict_votes(
     batch_size: int = 512,
     progress: bool = True,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Votes of the teachers at ``paths`` on ``images[query_indices]`` and their accuracy on the evaluation set.
+    """Votes of the teachers at ``paths`` (networks built by ``recipe``) on ``images[query_indices]`` and their
+    accuracy on the evaluation set, computed on ``trainer``'s device in its precision.
 
     Returns ``votes``, bool [Q, T, L] (teacher t votes label l on query q), and ``teacher_accuracy``, float
     [T]: each teacher's mean over labels of its per-label accuracy on ``images[eval_indices]`` against
@@ -65,13 +65,10 @@ def predict_votes(
         raise ValueError("eval_indices must be non-empty: teacher accuracy is measured on them")
     eval_labels = check_labels(eval_labels, len(eval_indices), "eval_labels")
     num_labels = eval_labels.shape[1]
-    if teacher_cfg.model.num_labels != num_labels:
-        raise ValueError(
-            f"eval_labels have {num_labels} labels but teacher.model.num_labels is {teacher_cfg.model.num_labels}"
-        )
+    if recipe.num_labels != num_labels:
+        raise ValueError(f"eval_labels have {num_labels} labels but teacher.model.num_labels is {recipe.num_labels}")
 
-    recipe = Recipe.from_config(teacher_cfg, "teacher")
-    device = device_of(trainer_cfg)
+    device = trainer.device
     num_queries = len(query_indices)
     rows = np.concatenate([query_indices, eval_indices])
     x = torch.from_numpy(np.ascontiguousarray(images[rows])).to(device)
@@ -80,7 +77,7 @@ def predict_votes(
     accuracy = np.empty(len(paths), dtype=np.float64)
     for t, path in enumerate(progress_bar(paths, desc="votes", unit="teacher", disable=not progress)):
         net = load_teacher(path, recipe).to(device)
-        with autocast_for(device, trainer_cfg.precision):
+        with autocast_for(device, trainer.precision):
             predicted = predict_logits(net, x, batch_size) > 0
         votes[:, t] = predicted[:num_queries].cpu().numpy()
         accuracy[t] = per_label_accuracy(predicted[num_queries:].long(), y).mean().item()

@@ -3,6 +3,7 @@ describe the mathematics and round-trip through JSON to the same price, calibrat
 more noise and meets the target, and bad input is refused with ``ValueError`` naming the argument."""
 
 import dataclasses
+import inspect
 import json
 
 import numpy as np
@@ -144,6 +145,10 @@ def test_the_statement_mechanisms_keep_the_contract(cls, relation):
 
 @pytest.mark.parametrize("cls", [*method_classes(), NoisyPrevalence], ids=lambda cls: cls.__name__)
 def test_every_method_follows_the_protocol(cls):
-    """Every method of pate.pipeline.methods (discovered) and the test suite's example. Their events, released in
-    end-to-end runs, are checked by tests/pipeline/methods and the pipeline tests."""
-    assert isinstance(cls(), Method)
+    """Every method of pate.pipeline.methods (discovered) and the test suite's example: a concrete ``Method``, an
+    immutable (frozen) dataclass built by ``from_config``, naming who contributes one unit of its input. Their
+    events, released in end-to-end runs, are checked by tests/pipeline/methods and the pipeline tests."""
+    assert issubclass(cls, Method) and not inspect.isabstract(cls)
+    assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen
+    assert cls.contributor in ("teacher", "record") and "run" in {f.name for f in dataclasses.fields(cls)}
+    assert isinstance(inspect.getattr_static(cls, "from_config"), classmethod)

@@ -10,16 +10,25 @@ An aggregator is an immutable configured object (constructor arguments = keys of
   (pure-DP epsilons divided by it), for ``pate.privacy.calibrate_noise``;
 * ``noise_parameters()``: its noise settings by constructor name;
 * ``requires_teacher_votes``: True if it needs the per-teacher votes (``pate.votes.PackedVotes``)
-  rather than the vote counts ``[Q, L]``.
+  rather than the vote counts ``[Q, L]``;
+* ``priced_per_query``: True if its cost event is one query's (a release of Q queries costs Q of them); False if it
+  prices one release of the whole batch (``pate.aggregate.release_ledger``);
+* ``calibrated(target_epsilon, delta, num_queries)``: the same aggregator with its noise set for the target, and the
+  noise multiplier, for ``privacy.target_epsilon``.
+
+Every shipped aggregator subclasses ``Aggregator`` and so inherits the defaults of the last three (vote counts, per
+query, ``pate.privacy.calibrate_noise``); the pipeline reads them as plain attributes.
 """
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
+from pate.privacy import calibrate_noise
 from pate.privacy.sensitivity import NeighboringRelation
 
 __all__ = ["AggregationResult", "Aggregator", "check_rng"]
@@ -54,26 +63,41 @@ class AggregationResult:
 
 @runtime_checkable
 class Aggregator(Protocol):
-    """Structural type of the aggregators (see the module docstring)."""
+    """Structural type of the aggregators (see the module docstring), and their base class: a subclass inherits the
+    defaults below and overrides what differs."""
 
     num_labels: int
     num_teachers: int
     neighbors: NeighboringRelation | str
-    requires_teacher_votes: bool
+    requires_teacher_votes: ClassVar[bool] = False  # the vote counts [Q, L] suffice
+    priced_per_query: ClassVar[bool] = True  # dp_event is one query's cost
 
+    # abstract: a subclass that misses one of these fails at construction rather than answering None
+    @abstractmethod
     def __call__(self, votes, rng: np.random.Generator) -> AggregationResult: ...
 
+    @abstractmethod
     def rdp(self, orders) -> np.ndarray: ...
 
     @property
+    @abstractmethod
     def delta_per_query(self) -> float: ...
 
     @property
+    @abstractmethod
     def name(self) -> str: ...
 
+    @abstractmethod
     def scale_noise(self, multiplier: float) -> "Aggregator": ...
 
+    @abstractmethod
     def noise_parameters(self) -> dict[str, float]: ...
+
+    def calibrated(self, target_epsilon: float, delta: float, num_queries: int) -> tuple["Aggregator", float]:
+        """The aggregator whose noise meets ``target_epsilon`` at ``delta`` over ``num_queries`` queries, and the
+        noise multiplier: by default the generic search over ``scale_noise`` (``pate.privacy.calibrate_noise``).
+        A release priced as one batch overrides it with its own public rules (``DataDependentBinaryVoting``)."""
+        return calibrate_noise(self, target_epsilon, delta, num_queries)
 
 
 def check_rng(rng) -> np.random.Generator:

@@ -25,14 +25,13 @@ under both relations, and the data-independent sum is exactly the Gaussian on th
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
 
-from pate.aggregators.base import AggregationResult, check_rng
+from pate.aggregators.base import AggregationResult, Aggregator, check_rng
 from pate.aggregators.gaussian_pate import NoisyThresholdCost
 from pate.mechanisms.binary_voting import binary_gnmax, screen_labels
 from pate.mechanisms.dd_release import DistanceTest, binary_label_rdp, cost_table, costs_within, distance_to_budget
@@ -71,7 +70,7 @@ def _data_dependent_event(counts: np.ndarray, num_teachers: int, sigma: float, s
 
 
 @dataclass(frozen=True)
-class BinaryVoting(NoisyThresholdCost):
+class BinaryVoting(NoisyThresholdCost, Aggregator):
     """BinaryVoting(num_labels, num_teachers, sigma, neighbors="replace"): per label, yes + N(0, sigma^2) >
     no + N(0, sigma^2). Every query answered; ``details["data_dependent"]`` holds the raw data-dependent bound of
     the batch (not itself private). Its cost, noise parameters and scaling are the noisy threshold's
@@ -81,7 +80,6 @@ class BinaryVoting(NoisyThresholdCost):
     num_teachers: int
     sigma: float
     neighbors: NeighboringRelation | str = "replace"
-    requires_teacher_votes: ClassVar[bool] = False
 
     def __post_init__(self):
         self._check_common_fields()
@@ -113,7 +111,7 @@ class BinaryVoting(NoisyThresholdCost):
 
 
 @dataclass(frozen=True)
-class DataDependentBinaryVoting(PricedByEvent):
+class DataDependentBinaryVoting(PricedByEvent, Aggregator):
     """Binary voting released under a tested data-dependent bound (module docstring; ``pate.mechanisms.dd_release``).
 
     ``sigma``: GNMax's noise per count. ``screen_sigma`` and ``screen_threshold`` (a fraction of T in (1/2, 1]):
@@ -139,29 +137,33 @@ class DataDependentBinaryVoting(PricedByEvent):
     noise_ratio: float = 0.5
     test_share: float = 0.1
     neighbors: NeighboringRelation | str = "replace"
-    requires_teacher_votes: ClassVar[bool] = False
     priced_per_query: ClassVar[bool] = False  # one release for the whole batch (pate.aggregate.release_ledger)
 
     def __post_init__(self):
-        set_ = functools.partial(object.__setattr__, self)  # frozen dataclass: fields are normalised once, here
-        set_("num_labels", checks.positive_int("num_labels", self.num_labels))
-        set_("num_teachers", checks.positive_int("num_teachers", self.num_teachers))
-        set_("sigma", checks.positive("sigma", self.sigma))
-        set_("order", float(checks.orders_array([self.order], name="order")[0]))
-        set_("test_sigma", checks.positive("test_sigma", self.test_sigma))
-        set_("test_delta", checks.open_unit("test_delta", self.test_delta))
+        checks.set_fields(
+            self,
+            num_labels=checks.positive_int("num_labels", self.num_labels),
+            num_teachers=checks.positive_int("num_teachers", self.num_teachers),
+            sigma=checks.positive("sigma", self.sigma),
+            order=float(checks.orders_array([self.order], name="order")[0]),
+            test_sigma=checks.positive("test_sigma", self.test_sigma),
+            test_delta=checks.open_unit("test_delta", self.test_delta),
+        )
         if self.rdp_budget is not None:
-            set_("rdp_budget", checks.non_negative("rdp_budget", self.rdp_budget))
+            checks.set_fields(self, rdp_budget=checks.non_negative("rdp_budget", self.rdp_budget))
         if self.screen_sigma is not None:
-            set_("screen_sigma", checks.positive("screen_sigma", self.screen_sigma))
+            checks.set_fields(self, screen_sigma=checks.positive("screen_sigma", self.screen_sigma))
         threshold = self.screen_threshold
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.5 < threshold <= 1:
             raise ValueError(f"screen_threshold={threshold!r}; expected a fraction of the teachers in (0.5, 1]")
-        set_("screen_threshold", float(threshold))
-        set_("noise_ratio", checks.positive("noise_ratio", self.noise_ratio))
+        checks.set_fields(
+            self,
+            screen_threshold=float(threshold),
+            noise_ratio=checks.positive("noise_ratio", self.noise_ratio),
+        )
         if not 0 < checks.positive("test_share", self.test_share) < 1:
             raise ValueError(f"test_share={self.test_share!r}; expected a fraction in (0, 1)")
-        set_("neighbors", check_relation(self.neighbors))
+        checks.set_fields(self, neighbors=check_relation(self.neighbors))
 
     # ------------------------------------------------------------------ facts
     @property

@@ -9,13 +9,11 @@ can vote for all attributes". Every query is answered.
 from __future__ import annotations
 
 import dataclasses
-import functools
 from dataclasses import dataclass
-from typing import ClassVar
 
 import numpy as np
 
-from pate.aggregators.base import AggregationResult, check_rng
+from pate.aggregators.base import AggregationResult, Aggregator, check_rng
 from pate.mechanisms.noisy_threshold import noisy_threshold
 from pate.privacy import checks
 from pate.privacy.accountant import PricedByEvent
@@ -33,11 +31,13 @@ class NoisyThresholdCost(PricedByEvent):
 
     def _check_common_fields(self) -> None:
         """Normalise num_labels, num_teachers and sigma and check the relation (frozen dataclass: once, here)."""
-        set_ = functools.partial(object.__setattr__, self)
-        set_("num_labels", checks.positive_int("num_labels", self.num_labels))
-        set_("num_teachers", checks.positive_int("num_teachers", self.num_teachers))
-        set_("sigma", checks.positive("sigma", self.sigma))
-        object.__setattr__(self, "neighbors", check_relation(self.neighbors))
+        checks.set_fields(
+            self,
+            num_labels=checks.positive_int("num_labels", self.num_labels),
+            num_teachers=checks.positive_int("num_teachers", self.num_teachers),
+            sigma=checks.positive("sigma", self.sigma),
+            neighbors=check_relation(self.neighbors),
+        )
 
     @property
     def threshold(self) -> float:
@@ -58,7 +58,7 @@ class NoisyThresholdCost(PricedByEvent):
 
 
 @dataclass(frozen=True)
-class GaussianPATE(NoisyThresholdCost):
+class GaussianPATE(NoisyThresholdCost, Aggregator):
     """GaussianPATE(num_labels, num_teachers, sigma, neighbors="replace").
 
     ``__call__(votes, rng)`` takes vote counts int ``[Q, L]`` (numpy, or a torch tensor converted with
@@ -69,7 +69,6 @@ class GaussianPATE(NoisyThresholdCost):
     num_teachers: int
     sigma: float
     neighbors: NeighboringRelation | str = "replace"
-    requires_teacher_votes: ClassVar[bool] = False  # vote counts [Q, L] suffice
 
     def __post_init__(self):
         self._check_common_fields()

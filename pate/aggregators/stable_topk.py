@@ -15,22 +15,20 @@ setting (RNM-Gaussian sigma_1 = 50, PTR-Gaussian sigma = 60, delta_t = 1e-9).
 from __future__ import annotations
 
 import dataclasses
-import functools
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 import numpy as np
 
-from pate.aggregators.base import AggregationResult, check_rng
-from pate.mechanisms.gap_selection import GapSelection, check_max_k, check_regularizer, check_selection
+from pate.aggregators.base import AggregationResult, Aggregator, check_rng
+from pate.mechanisms.gap_selection import GapSelection, check_selection
 from pate.mechanisms.gaps import count_gaps, sorted_padded_counts, top_k_labels
 from pate.mechanisms.noise import noise_parameter
 from pate.mechanisms.ptr import GapTest, check_test
 from pate.privacy import checks
 from pate.privacy.accountant import PricedByEvent
 from pate.privacy.events import ComposedEvent
-from pate.privacy.sensitivity import NeighboringRelation, check_relation
+from pate.privacy.sensitivity import NeighboringRelation
 from pate.votes import check_vote_counts
 
 __all__ = ["StableTopK", "StableTopKResult"]
@@ -50,7 +48,7 @@ class StableTopKResult(AggregationResult):
 
 
 @dataclass(frozen=True)
-class StableTopK(PricedByEvent):
+class StableTopK(PricedByEvent, Aggregator):
     """StableTopK aggregator. Keywords (= ``conf/aggregator/stable_topk_*.yaml`` keys):
 
     num_labels, num_teachers: L and T (counts lie in [0, T]).
@@ -79,40 +77,36 @@ class StableTopK(PricedByEvent):
     neighbors: NeighboringRelation | str = "replace"
     regularizer: tuple[float, ...] | None = None
     max_k: int | None = None
-    requires_teacher_votes: ClassVar[bool] = False  # vote counts [Q, L] suffice
     _selection: GapSelection = field(init=False, repr=False, compare=False)
     _test: GapTest = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
-        # Every argument is checked here, under the name it has in this signature, before the
-        # component mechanisms (which check again under their own names) are built.
-        set_ = functools.partial(object.__setattr__, self)  # frozen dataclass: fields are normalised once, here
-        set_("num_labels", checks.positive_int("num_labels", self.num_labels))
-        set_("num_teachers", checks.positive_int("num_teachers", self.num_teachers))
+        # Validated once: the two parts check the arguments they share with this signature, under the same names,
+        # and their normal forms are copied back. Only the noise is named differently here (sigma_select /
+        # eps_select, sigma_test / eps_test), so it is checked here, under these names, before the parts exist.
         check_selection(self.selection)
         select_value = noise_parameter(
             self.selection == "gumbel", self.sigma_select, self.eps_select, "sigma_select", "eps_select",
             f"selection={self.selection!r}",
         )
-        set_("eps_select" if self.selection == "gumbel" else "sigma_select", select_value)
         check_test(self.test)
         test_value = noise_parameter(
             self.test == "laplace", self.sigma_test, self.eps_test, "sigma_test", "eps_test", f"test={self.test!r}"
         )
-        set_("eps_test" if self.test == "laplace" else "sigma_test", test_value)
-        set_("delta_t", checks.open_unit("delta_t", self.delta_t))
-        object.__setattr__(self, "neighbors", check_relation(self.neighbors))
-        set_("regularizer", check_regularizer(self.regularizer, self.num_labels))
-        set_("max_k", check_max_k(self.max_k, self.num_labels))
-
-        set_("_selection", GapSelection(
+        checks.set_fields(self, **{"eps_select" if self.selection == "gumbel" else "sigma_select": select_value,
+                                   "eps_test" if self.test == "laplace" else "sigma_test": test_value})
+        selection = GapSelection(
             num_labels=self.num_labels, num_teachers=self.num_teachers, selection=self.selection,
             sigma=self.sigma_select, epsilon=self.eps_select, neighbors=self.neighbors,
             regularizer=self.regularizer, max_k=self.max_k,
-        ))
-        set_("_test", GapTest(
-            test=self.test, delta_t=self.delta_t, sigma=self.sigma_test, epsilon=self.eps_test, neighbors=self.neighbors
-        ))
+        )
+        test = GapTest(test=self.test, delta_t=self.delta_t, sigma=self.sigma_test, epsilon=self.eps_test,
+                       neighbors=selection.neighbors)
+        checks.set_fields(
+            self, num_labels=selection.num_labels, num_teachers=selection.num_teachers, neighbors=selection.neighbors,
+            regularizer=selection.regularizer, max_k=selection.max_k, delta_t=test.delta_t, _selection=selection,
+            _test=test,
+        )
 
     # ------------------------------------------------------------ components
     @property

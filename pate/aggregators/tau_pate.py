@@ -28,9 +28,10 @@ from typing import ClassVar
 
 import numpy as np
 
-from pate.aggregators.base import AggregationResult, check_rng
+from pate.aggregators.base import AggregationResult, Aggregator, check_rng
 from pate.aggregators.gaussian_pate import NoisyThresholdCost
 from pate.mechanisms.noisy_threshold import noisy_threshold
+from pate.privacy import checks
 from pate.privacy.sensitivity import NeighboringRelation, clipped_vote_l2_sensitivity
 from pate.votes import PackedVotes, as_numpy, check_vote_bits
 
@@ -70,7 +71,7 @@ def clipped_counts(votes, tau: float, norm: str) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class TauPATE(NoisyThresholdCost):
+class TauPATE(NoisyThresholdCost, Aggregator):
     """TauPATE(num_labels, num_teachers, sigma, tau, norm="l1", neighbors="replace").
 
     ``tau`` in [1, L]; ``norm`` in {"l1", "l2"}. ``__call__(votes, rng)`` takes per-teacher votes: bool
@@ -92,7 +93,7 @@ class TauPATE(NoisyThresholdCost):
         self._check_common_fields()
         # Checks tau in [1, L] and norm, naming them.
         clipped_vote_l2_sensitivity(self.num_labels, self.tau, self.norm, self.neighbors)
-        object.__setattr__(self, "tau", float(self.tau))
+        checks.set_fields(self, tau=float(self.tau))
 
     @property
     def sensitivity(self) -> float:

@@ -10,7 +10,7 @@ or any labels written in CelebA's format) and ``SyntheticCelebA`` (the built-in 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -88,10 +88,11 @@ class SyntheticCelebA(CelebAFormat):
         return super().load(cache_dir, progress, check_splits)
 
 
-def data_identity(data_cfg: Mapping[str, Any], data: LabelledImages) -> dict[str, Any]:
-    """What identifies the decoded dataset in stage keys: its name, resolution and content fingerprint
+def data_identity(name: str, image_size: int, data: LabelledImages) -> dict[str, Any]:
+    """What identifies the decoded dataset in stage keys: its name (``data.name``), resolution (``data.image_size``)
+    and content fingerprint
     (``LabelledImages.fingerprint``: labels, splits, file names and images) -- never its location on disk, so
     moving a dataset keeps the cache and editing it in place does not."""
     if not data.fingerprint:
         raise ValueError("the dataset has no content fingerprint; read it with a reader (pate.data.readers)")
-    return {"name": str(data_cfg["name"]), "image_size": int(data_cfg["image_size"]), "content": data.fingerprint}
+    return {"name": str(name), "image_size": int(image_size), "content": data.fingerprint}

@@ -117,10 +117,13 @@ class DistanceTest(PricedByEvent):
     budget: float
 
     def __post_init__(self):
-        object.__setattr__(self, "sigma", checks.positive("sigma", self.sigma))
-        object.__setattr__(self, "delta", checks.open_unit("delta", self.delta))
-        object.__setattr__(self, "order", float(checks.orders_array([self.order], name="order")[0]))
-        object.__setattr__(self, "budget", checks.non_negative("budget", self.budget))
+        checks.set_fields(
+            self,
+            sigma=checks.positive("sigma", self.sigma),
+            delta=checks.open_unit("delta", self.delta),
+            order=float(checks.orders_array([self.order], name="order")[0]),
+            budget=checks.non_negative("budget", self.budget),
+        )
 
     @property
     def threshold(self) -> float:

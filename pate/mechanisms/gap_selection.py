@@ -37,7 +37,6 @@ curve: it is a public shift of the scores.
 from __future__ import annotations
 
 import dataclasses
-import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -130,17 +129,22 @@ class GapSelection(PricedByEvent):
     _offset: np.ndarray | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
-        set_ = functools.partial(object.__setattr__, self)  # frozen dataclass: fields are normalised once, here
-        set_("num_labels", checks.positive_int("num_labels", self.num_labels))
-        set_("num_teachers", checks.positive_int("num_teachers", self.num_teachers))
+        checks.set_fields(
+            self,
+            num_labels=checks.positive_int("num_labels", self.num_labels),
+            num_teachers=checks.positive_int("num_teachers", self.num_teachers),
+        )
         check_selection(self.selection)
         value = noise_parameter(
             self.selection == "gumbel", self.sigma, self.epsilon, "sigma", "epsilon", f"selection={self.selection!r}"
         )
-        set_("epsilon" if self.selection == "gumbel" else "sigma", value)
-        object.__setattr__(self, "neighbors", check_relation(self.neighbors))
-        set_("regularizer", check_regularizer(self.regularizer, self.num_labels))
-        set_("max_k", check_max_k(self.max_k, self.num_labels))
+        checks.set_fields(self, **{"epsilon" if self.selection == "gumbel" else "sigma": value})
+        checks.set_fields(
+            self,
+            neighbors=check_relation(self.neighbors),
+            regularizer=check_regularizer(self.regularizer, self.num_labels),
+            max_k=check_max_k(self.max_k, self.num_labels),
+        )
 
         num_labels = self.num_labels
         allowed = np.ones(num_labels + 1, dtype=bool)  # indexed by j
@@ -154,12 +158,12 @@ class GapSelection(PricedByEvent):
             )
         columns = np.flatnonzero(allowed[::-1])  # column i <-> j = L - i
         contiguous = columns[-1] - columns[0] + 1 == columns.size
-        set_("_columns", slice(int(columns[0]), int(columns[-1]) + 1) if contiguous else columns)
+        checks.set_fields(self, _columns=slice(int(columns[0]), int(columns[-1]) + 1) if contiguous else columns)
         offset = None
         if self.regularizer is not None:
             offset = np.asarray(self.regularizer, dtype=np.float64)[::-1][columns]
             offset = None if not np.any(offset) else offset
-        set_("_offset", offset)
+        checks.set_fields(self, _offset=offset)
 
     # ------------------------------------------------------------------ facts
     @property

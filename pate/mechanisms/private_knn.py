@@ -14,6 +14,7 @@ argument of Mironov, Talwar & Zhang 2019, Section 3). Q queries compose: Q steps
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import ClassVar
 
 import numpy as np
 import torch
@@ -85,13 +86,19 @@ class PrivateKNN(PricedByEvent):
     sampling_rate: float
     sigma: float
     neighbors: str = "replace"
+    # what pate.aggregate.queries_within_budget reads of an aggregator (pate.aggregators.Aggregator, a layer above
+    # this one): Q queries cost Q runs of dp_event, each with its own subsample
+    priced_per_query: ClassVar[bool] = True
 
     def __post_init__(self):
-        object.__setattr__(self, "num_labels", positive_int("num_labels", self.num_labels))
-        object.__setattr__(self, "k", positive_int("k", self.k))
-        object.__setattr__(self, "sampling_rate", checks.sampling_rate("sampling_rate", self.sampling_rate))
-        object.__setattr__(self, "sigma", positive("sigma", self.sigma))
-        object.__setattr__(self, "neighbors", str(check_relation(self.neighbors)))
+        checks.set_fields(
+            self,
+            num_labels=positive_int("num_labels", self.num_labels),
+            k=positive_int("k", self.k),
+            sampling_rate=checks.sampling_rate("sampling_rate", self.sampling_rate),
+            sigma=positive("sigma", self.sigma),
+            neighbors=str(check_relation(self.neighbors)),
+        )
 
     @property
     def name(self) -> str:

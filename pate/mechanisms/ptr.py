@@ -29,7 +29,6 @@ with probability >= 1 - delta_t (``reliable_gap``).
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 from dataclasses import dataclass
 
@@ -69,14 +68,16 @@ class GapTest(PricedByEvent):
     neighbors: NeighboringRelation | str = "replace"
 
     def __post_init__(self):
-        set_ = functools.partial(object.__setattr__, self)  # frozen dataclass: fields are normalised once, here
         check_test(self.test)
         value = noise_parameter(
             self.test == "laplace", self.sigma, self.epsilon, "sigma", "epsilon", f"test={self.test!r}"
         )
-        set_("epsilon" if self.test == "laplace" else "sigma", value)
-        set_("delta_t", checks.open_unit("delta_t", self.delta_t))
-        object.__setattr__(self, "neighbors", check_relation(self.neighbors))
+        checks.set_fields(self, **{"epsilon" if self.test == "laplace" else "sigma": value})
+        checks.set_fields(
+            self,
+            delta_t=checks.open_unit("delta_t", self.delta_t),
+            neighbors=check_relation(self.neighbors),
+        )
 
     # ------------------------------------------------------------------ facts
     @property

@@ -4,8 +4,28 @@ The one part of ``pate`` above the teachers and the student: it wires them into 
 (``pate-train``, ``pate-topk``). Imports flow one way: ``pate.pipeline`` -> ``student`` -> ``teachers`` ->
 the library (the rest of ``pate``, which imports neither them nor Lightning; pyproject.toml's import contracts).
 See docs/architecture.md for the stage graph, the privacy unit and the public contract.
+
+``run(cfg)`` is one run. A script that runs part of the pipeline by hand (the benchmarks do, to time or vary one
+stage) composes it from the rest, the same functions the runner calls:
+
+* ``instantiate(node, group)``: a config node built by its ``_target_`` (an error names ``group``);
+  ``set_num_labels(cfg, names)``: ``data.num_labels`` from the data's label names, as a run sets it;
+* ``Dataset(arrays, identity)``: the graph's source, the arrays a reader loaded and their identity in stage keys
+  (``pate.data.data_identity(cfg.data.name, cfg.data.image_size, arrays)``), ``plain`` turning a config node into plain Python;
+* ``features_stage(cfg, data, extractor)``, ``queries_stage(cfg, data)``: the public features and the public
+  queries as stages, which ``ArtifactStore(cache_dir).get(stage)`` builds or reads from the cache;
+* ``trainer_settings(cfg)``, ``head_teacher_settings(cfg.teacher)``, ``network_teacher_settings(cfg.teacher)``:
+  the config as the settings that ``teachers`` takes;
+* ``majority_class_accuracy(labels)``: the majority-class floor a run reports beside its student.
 """
 
-from pate.pipeline.runner import run, summary
+from pate.artifacts import ArtifactStore
+from pate.evaluation import majority_class_accuracy
+from pate.pipeline.checks import instantiate
+from pate.pipeline.graph import Dataset, features_stage, plain, queries_stage
+from pate.pipeline.runner import run, set_num_labels, summary
+from pate.pipeline.settings import head_teacher_settings, network_teacher_settings, trainer_settings
 
-__all__ = ["run", "summary"]
+__all__ = ["ArtifactStore", "Dataset", "features_stage", "head_teacher_settings", "instantiate",
+           "majority_class_accuracy", "network_teacher_settings", "plain", "queries_stage", "run", "set_num_labels",
+           "summary", "trainer_settings"]

@@ -39,7 +39,7 @@ from pate.data import LabelledImages
 from pate.data.partition import build_partition, build_queries, read_queries
 from pate.features import FeatureTable, build_features, choose_fit_rows, fit_extractor, read_features
 from pate.features.views import build_views
-from pate.pipeline.noise import noise_source
+from pate.pipeline.noise import NoiseSource
 from pate.privacy import DEFAULT_ORDERS
 from pate.votes import read_votes
 
@@ -78,8 +78,8 @@ class Dataset:
     identity: dict[str, Any]
 
 
-def partition_stage(cfg: DictConfig, data: Dataset) -> Stage:
-    num_teachers, seed = int(cfg.partition.num_teachers), int(cfg.partition.seed)
+def partition_stage(data: Dataset, num_teachers: int, seed: int) -> Stage:
+    """Who sees what of the private training split: ``num_teachers`` disjoint parts, shuffled by ``seed``."""
     return Stage("partition", {"data": data.identity, "num_teachers": num_teachers, "seed": seed},
                  lambda work, _: build_partition(work, data.arrays, num_teachers, seed), code=CODE["partition"])
 
@@ -155,15 +155,15 @@ def cost_fingerprint(aggregator) -> str:
     return hashlib.sha256(blob).hexdigest()[:16]
 
 
-def aggregate_stage(cfg: DictConfig, aggregator, asked: int, votes: Stage) -> Stage:
+def aggregate_stage(aggregator, settings: dict[str, Any], asked: int, votes: Stage, noise: NoiseSource,
+                    num_labels: int) -> Stage:
     """The released labels of the first ``asked`` queries and their cost events (``ledger.json``), drawn from the
     run's noise source (``privacy.noise``, pate/pipeline/noise.py), which the key names: with its seed when seeded,
-    without one when secure (a rerun reuses the release rather than drawing a second)."""
-    noise = noise_source(cfg)
-    config = {"aggregator": str(cfg.aggregator._target_), "parameters": aggregator.noise_parameters(),
-              "settings": plain(cfg.aggregator), "neighbors": str(aggregator.neighbors), "asked": asked,
+    without one when secure (a rerun reuses the release rather than drawing a second). ``settings`` is the
+    aggregator's config node as plain data (``plain(cfg.aggregator)``), its ``_target_`` included."""
+    config = {"aggregator": str(settings["_target_"]), "parameters": aggregator.noise_parameters(),
+              "settings": settings, "neighbors": str(aggregator.neighbors), "asked": asked,
               **noise.key(), "cost": cost_fingerprint(aggregator)}
-    num_labels = int(cfg.data.num_labels)
     return Stage("aggregate", config,
                  lambda work, up: build_aggregate(work, aggregator, read_votes(up["votes"]), num_labels, asked,
                                                   noise.generator()),

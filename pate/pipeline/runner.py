@@ -3,15 +3,16 @@ artifacts, evaluate, and write ``metrics.json``."""
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import platform
 from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import hydra
 import numpy as np
 import torch
 from omegaconf import DictConfig, open_dict
@@ -23,26 +24,31 @@ from pate.data.readers import data_identity
 from pate.evaluation import label_metrics, majority_class_accuracy
 from pate.host import host
 from pate.pipeline.checks import UserError, building, check_config, check_fit_split, instantiate
-from pate.pipeline.graph import (Dataset, check_features, features_stage, plain, queries_stage, reference_stage,
+from pate.pipeline.graph import (Dataset, check_features, features_stage, queries_stage, reference_stage,
                                  views_stage)
-from pate.pipeline.methods.base import Release, SharedStages
+from pate.pipeline.methods.base import Method, Release, RunSettings, SharedStages
 from pate.pipeline.noise import log_reused_release, noise_source
 from pate.pipeline.paths import check_locations
+from pate.pipeline.settings import run_settings, trainer_settings
+from pate.pipeline.students import student_component
 from pate.privacy.unit import PrivacyUnit, privacy_unit
 from pate.run_record import check_record, not_covered_by_epsilon, ordered
-from student.semi import SemiSupervision
-from teachers.training.trainer import device_of
+from student.stages import read_student_scores
 
 log = logging.getLogger("train")
 
 @dataclass(frozen=True)
 class Graph:
-    """The stages of one run (nothing is built until ``ArtifactStore.get`` asks): the shared ones and the method's."""
+    """Every stage of one run, declared at once before anything is built (``ArtifactStore.get`` builds what is
+    read): the shared ones, the method's release, the student trained on it (or the method's released model),
+    the views of the pool for the head student's consistency method, and, with ``references=true``, each reference
+    source's labels with the student trained on them."""
 
     shared: SharedStages
     release: Release
-    student: Any  # the student component (student.component), which wires the student stage
-    views: Stage | None = None  # strong views of the pool for the head student's consistency method
+    student: Stage
+    views: Stage | None = None
+    references: Mapping[str, tuple[Stage, Stage]] = field(default_factory=dict)
 
     def keys(self) -> dict[str, str]:
         stages = {"queries": self.shared.queries, "features": self.shared.features, **self.release.stages,
@@ -70,26 +76,22 @@ def prepare(cfg: DictConfig) -> tuple[Graph, Dataset, Any]:
     with building(None):  # the reader names the file or the key itself
         reader.check()
         set_num_labels(cfg, reader.label_names())
-    method = instantiate(cfg.method, "method")
-    method.check(cfg)
-    student = instantiate(cfg.student.component, "student.component")
-    student.check(cfg)
-    with building("student.semi"):
-        SemiSupervision.from_config(cfg.student)
-    uses_features = method.uses_features(cfg) or student.reads_features
+    method = method_component(cfg, run_settings(cfg))
+    student = student_component(cfg)
+    uses_features = method.reads_features or student.reads_features
     extractor = instantiate(cfg.features.extractor, "features.extractor") if uses_features else None
     if extractor is not None:
         with building(None):
-            extractor.to(device_of(cfg.trainer))  # features on trainer.accelerator's device
+            extractor.to(trainer_settings(cfg).device)  # features on trainer.accelerator's device
             extractor.check_image_size(int(cfg.data.image_size))
-        if student.needs_views(cfg) and not extractor.reads_images:
+        if student.needs_views and not extractor.reads_images:
             raise UserError(f"student.semi.method={cfg.student.semi.method} needs features of augmented images, which "
                             f"{type(extractor).__name__} (features.extractor) cannot compute; use another "
                             f"student.semi.method or an extractor that reads the images")
     with building(None):  # the data code names the file or the key itself
         arrays = reader.load(Path(cfg.paths.cache_dir) / "tensors", progress=bool(cfg.progress),
                              check_splits=split_checks(cfg, method, uses_features))
-    data = Dataset(arrays, data_identity(plain(cfg.data), arrays))
+    data = Dataset(arrays, data_identity(cfg.data.name, cfg.data.image_size, arrays))
     if extractor is not None:
         with building(None):  # precomputed embeddings: one row per image of the data just read, storable
             extractor.check_rows(len(arrays))
@@ -97,8 +99,31 @@ def prepare(cfg: DictConfig) -> tuple[Graph, Dataset, Any]:
     queries = queries_stage(cfg, data)
     features = features_stage(cfg, data, extractor) if extractor is not None else None
     shared = SharedStages(queries, features)
-    views = views_stage(cfg, data, extractor, features, queries) if student.needs_views(cfg) else None
-    return Graph(shared, method.release(cfg, data, shared), student, views), data, method
+    views = views_stage(cfg, data, extractor, features, queries) if student.needs_views else None
+    release = method.release(data, shared)
+
+    def student_of(labels: Stage) -> Stage:
+        return student.stage(data, labels, queries, features, views)
+
+    references = {}
+    if cfg.get("references", False):
+        sources = {**method.references(data, release, shared),
+                   "true_labels": reference_stage("true_labels", data, None, queries)}
+        references = {source: (labels, student_of(labels)) for source, labels in sources.items()}
+    graph = Graph(shared, release, release.model or student_of(release.labels), views, references)
+    return graph, data, method
+
+
+def method_component(cfg: DictConfig, run: RunSettings) -> Method:
+    """The method of ``method._target_``, from its ``from_config`` (the one place it reads the config): every
+    setting checked and its noise calibrated before any data is read."""
+    with building("method._target_", cfg.method):
+        kind = hydra.utils.get_class(str(cfg.method._target_))
+    if not (isinstance(kind, type) and issubclass(kind, Method)):
+        raise UserError(f"method._target_={cfg.method._target_!r} is not a method: expected a subclass of "
+                        f"pate.pipeline.methods.Method (docs/add-a-method.md)")
+    with building("method", cfg.method):
+        return kind.from_config(cfg, run)
 
 
 def split_checks(cfg: DictConfig, method, uses_features: bool) -> Callable[[np.ndarray], None]:
@@ -107,21 +132,18 @@ def split_checks(cfg: DictConfig, method, uses_features: bool) -> Callable[[np.n
     split (``check_fit_split``)."""
     def check(split: np.ndarray) -> None:
         check_partition_config(split, int(cfg.partition.num_teachers), int(cfg.data.num_queries),
-                               float(cfg.data.pool_fraction), *getattr(method, "records_per_teacher", (1, "")))
+                               float(cfg.data.pool_fraction), *method.records_per_teacher)
         if uses_features:
             check_fit_split(split, cfg.features.fit_split)
     return check
 
 
-def student_result(cfg: DictConfig, store: ArtifactStore, graph: Graph, data: Dataset, labels: Stage,
-                   model: Stage | None = None) -> dict[str, Any]:
-    """The released (or reference) labels of ``labels`` with their quality on the public queries, and the student
-    trained on them -- or, for a method that released a model, that model's scores (``model``)."""
-    student = model or graph.student.stage(cfg, data, labels, graph.shared.queries, graph.shared.features,
-                                           graph.views)
+def student_result(store: ArtifactStore, graph: Graph, data: Dataset, labels: Stage, student: Stage) -> dict[str, Any]:
+    """The released (or reference) labels of ``labels`` with their quality on the public queries, and the scores of
+    ``student``: the student trained on them, or the model a method released."""
     released = read_aggregate(store.get(labels))
     query_indices = read_queries(store.get(graph.shared.queries)).queries
-    scores = json.loads(store.get(student).file("student.json").read_text())
+    scores = read_student_scores(store.get(student))
     return {"released": released, "student": scores, "student_key": student.key,
             **label_metrics(released["labels"], released["answered"], data.arrays.labels[query_indices],
                             released["released"])}
@@ -150,7 +172,7 @@ def evaluate(cfg: DictConfig, store: ArtifactStore, graph: Graph, data: Dataset,
     """The run's metrics: the privacy of the release (replayed from its cost events), the released labels'
     quality, the student's, the method's own keys and, with ``references=true``, the reference students."""
     delta = float(cfg.privacy.delta)
-    main = student_result(cfg, store, graph, data, graph.release.labels, graph.release.model)
+    main = student_result(store, graph, data, graph.release.labels, graph.student)
     privacy = replay_privacy(store.get(graph.release.labels), delta)
     eval_indices = read_queries(store.get(graph.shared.queries)).evaluation
     answered = main["released"]["answered"]
@@ -187,15 +209,13 @@ def evaluate(cfg: DictConfig, store: ArtifactStore, graph: Graph, data: Dataset,
         "versions": {**code_version(), "torch": torch.__version__, "python": platform.python_version()},
         "host": host(),
         "artifacts": {**graph.keys(), "student": main["student_key"]},
-        **method.metrics(cfg, store, graph.release),
+        **method.metrics(store, graph.release),
     }
-    if cfg.get("references", False):
+    if graph.references:
         # the floor every student must clear: it needs no teacher and no training
         metrics["reference"] = {"majority_class": {"student_accuracy": metrics["majority_class_accuracy"]}}
-        sources = {**method.references(cfg, data, graph.release, graph.shared),
-                   "true_labels": reference_stage("true_labels", data, None, graph.shared.queries)}
-        for source, labels in sources.items():
-            ref = student_result(cfg, store, graph, data, labels)
+        for source, (labels, student) in graph.references.items():
+            ref = student_result(store, graph, data, labels, student)
             metrics["reference"][source] = {"label_f1": ref["label_f1"], "label_accuracy": ref["label_accuracy"],
                                             "student_accuracy": ref["student"]["student_accuracy"],
                                             "student_f1": ref["student"]["student_f1"]}
@@ -217,7 +237,7 @@ def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict[str, Any]
     graph, data, method = prepare(cfg)
     store = ArtifactStore(Path(cfg.paths.cache_dir))
     if cfg.get("teacher_shard"):
-        return method.train_shard(cfg, store, graph.release, data)
+        return method.train_shard(store, graph.release, data, str(cfg.teacher_shard))
     metrics = evaluate(cfg, store, graph, data, method)
     log_reused_release(store, graph.release.labels, noise_source(cfg))
     atomic_write_json(output_dir / "metrics.json", metrics)
@@ -280,4 +300,4 @@ def summary(m: dict[str, Any]) -> str:
     return "results\n  " + "\n  ".join(lines)
 
 
-__all__ = ["Graph", "evaluate", "prepare", "run", "set_num_labels", "split_checks", "summary"]
+__all__ = ["Graph", "evaluate", "method_component", "prepare", "run", "set_num_labels", "split_checks", "summary"]

@@ -1,12 +1,14 @@
-"""Teacher ensembles as components of the PATE method, built from ``teacher.component._target_``: each checks its
-settings before any data is read, wires its teachers and votes stages, and trains a cluster shard if it can.
+"""Teacher ensembles as components of the PATE method, named by ``teacher.component._target_`` and constructed by
+:func:`teacher_component` with their settings, built from the config here (``pate.pipeline.settings``) and checked
+before any data is read. Each wires its teachers and votes stages and trains a cluster shard if it can.
 
 * ``HeadTeachers`` (``teacher=heads``): ridge heads on the public features, fitted in batched chunks in one
   process (seconds per hundred teachers); no shards.
 * ``NetworkTeachers`` (the CNN configs): one Lightning fit per teacher, or ``teacher.ensemble_size`` stacked in
   the batched engine (teachers/batched.py); shards for cluster array jobs.
 
-A new kind of teacher is one class with these methods and one ``conf/teacher`` file naming it.
+A new kind of teacher is one class with these methods, its settings built in :func:`teacher_component`, and one
+``conf/teacher`` file naming it.
 """
 
 from __future__ import annotations
@@ -15,120 +17,135 @@ import logging
 from pathlib import Path
 from typing import Any
 
+import hydra
 from omegaconf import DictConfig
 
 from pate.artifacts import Artifact, ArtifactStore, Stage
 from pate.data.partition import read_queries, read_teacher_parts
 from pate.features import read_features
 from pate.pipeline.checks import UserError, building
-from pate.pipeline.graph import CODE, Dataset, plain
+from pate.pipeline.graph import CODE, Dataset
+from pate.pipeline.settings import head_teacher_settings, network_teacher_settings, trainer_settings
 from teachers.ensemble import train_teachers
-from teachers.heads import check_heads_config
+from teachers.settings import HeadTeacherSettings, NetworkTeacherSettings
 from teachers.stages import build_head_teachers, build_head_votes, build_teachers, build_votes
-from teachers.training.recipe import Recipe
-from teachers.training.trainer import check_trainer_config
+from teachers.training.trainer import TrainerSettings
 
 log = logging.getLogger("train")
 
-__all__ = ["HeadTeachers", "NetworkTeachers", "check_network", "parse_shard"]
+__all__ = ["HeadTeachers", "NetworkTeachers", "parse_shard", "teacher_component"]
 
 
-def check_network(cfg: DictConfig, group: str) -> None:
-    """A network config (``teacher`` or ``student``): its recipe, a network built once (a bad depth or width fails
-    here, not after the data is decoded) and the Lightning trainer's settings."""
-    with building(group, cfg[group]):
-        recipe = Recipe.from_config(cfg[group], group)
-    with building(f"{group}.model", cfg[group].model):
-        recipe.make_net()
-    with building(None):
-        check_trainer_config(cfg.trainer)
-
-
-class HeadTeachers:
-    """Ridge heads on the public features (module docstring)."""
-
-    reads_features = True
-    records_per_teacher = (2, "teacher=heads picks each head's L2 strength by leave-one-out")
-
-    def check(self, cfg: DictConfig) -> None:
-        with building("teacher", cfg.teacher):
-            check_heads_config(cfg.teacher)
+def teacher_component(cfg: DictConfig) -> HeadTeachers | NetworkTeachers:
+    """The teacher ensemble of ``teacher.component._target_`` (``HeadTeachers``, ``NetworkTeachers`` or a subclass),
+    constructed with its settings from ``cfg.teacher`` (and ``cfg.trainer`` for networks) and ``cfg.progress``.
+    Every setting is checked here, before any data is read: a bad one is a :class:`UserError` naming its key."""
+    node = cfg.teacher
+    with building("teacher.component", node.component):
+        # _partial_: the settings are objects, which instantiate's keyword overrides would turn into config nodes
+        construct = hydra.utils.instantiate(node.component, _partial_=True)
+    kind = construct.func
+    if isinstance(kind, type) and issubclass(kind, HeadTeachers):
         if cfg.get("teacher_shard"):
             raise UserError(f"teacher_shard is for CNN teachers (got teacher_shard={cfg.teacher_shard!r}); "
                             "teacher=heads fits all teachers in one process (seconds per hundred teachers): run "
                             "without it")
+        with building("teacher", node):
+            kwargs: dict[str, Any] = {"settings": head_teacher_settings(node)}
+    elif isinstance(kind, type) and issubclass(kind, NetworkTeachers):
+        with building("teacher", node):
+            network = network_teacher_settings(node)
+        with building("teacher.model", node.model):
+            network.recipe.make_net()  # a bad depth or width fails here, not after the data is decoded
+        kwargs = {"settings": network, "trainer": trainer_settings(cfg, check=True)}
+    else:
+        raise UserError(f"teacher.component._target_={node.component._target_!r}; expected "
+                        "pate.pipeline.teachers.HeadTeachers or NetworkTeachers (or a subclass)")
+    with building("teacher.component", node.component):
+        return construct(progress=bool(cfg.progress), **kwargs)
 
-    def stages(self, cfg: DictConfig, data: Dataset, partition: Stage, features: Stage | None,
-               queries: Stage) -> tuple[Stage, Stage]:
+
+class HeadTeachers:
+    """Ridge heads on the public features (module docstring), fitted and scored as ``settings`` say; ``progress``
+    shows bars."""
+
+    reads_features = True
+    records_per_teacher = (2, "teacher=heads picks each head's L2 strength by leave-one-out")
+
+    def __init__(self, settings: HeadTeacherSettings, progress: bool = True):
+        self.settings, self.progress = settings, progress
+
+    def stages(self, data: Dataset, partition: Stage, features: Stage | None, queries: Stage) -> tuple[Stage, Stage]:
         """The teachers (keyed by the teacher config, the partition and the features) and their votes."""
-        progress, labels = bool(cfg.progress), data.arrays.labels
-        teachers = Stage("teachers", {"teacher": plain(cfg.teacher)},
-                         lambda work, up: build_head_teachers(work, cfg.teacher, read_features(up["features"]), labels,
+        settings, progress, labels = self.settings, self.progress, data.arrays.labels
+        teachers = Stage("teachers", {"teacher": settings.identity},
+                         lambda work, up: build_head_teachers(work, settings, read_features(up["features"]), labels,
                                                               read_teacher_parts(up["partition"]), progress=progress),
                          {"partition": partition, "features": features}, code=CODE["teachers"])
 
         def build_votes_(work: Path, up: dict[str, Artifact]) -> None:
             public = read_queries(up["queries"])
-            build_head_votes(work, up["teachers"], cfg.teacher, read_features(up["features"]),
+            build_head_votes(work, up["teachers"], settings, read_features(up["features"]),
                              read_teacher_parts(up["partition"]), labels, public.queries, public.evaluation,
                              progress=progress)
 
-        votes = Stage("votes", {"accuracy_images": int(cfg.teacher.accuracy_images)}, build_votes_,
+        votes = Stage("votes", {"accuracy_images": settings.accuracy_images}, build_votes_,
                       {"teachers": teachers, "queries": queries, "features": features, "partition": partition},
                       code=CODE["votes"])
         return teachers, votes
 
-    def train_shard(self, cfg: DictConfig, store: ArtifactStore, teachers: Stage, partition: Stage,
-                    data: Dataset) -> dict[str, Any]:
-        raise UserError("teacher_shard is for CNN teachers")  # refused by check already
+    def train_shard(self, store: ArtifactStore, teachers: Stage, partition: Stage, data: Dataset,
+                    shard: str) -> dict[str, Any]:
+        raise UserError("teacher_shard is for CNN teachers")  # refused by teacher_component already
 
 
 class NetworkTeachers:
-    """One network per teacher, the Lightning loop or the batched engine (module docstring)."""
+    """One network per teacher, the Lightning loop or the batched engine (module docstring), trained as
+    ``settings`` say with ``trainer``'s device and precision; ``progress`` shows bars."""
 
     reads_features = False
     records_per_teacher = (1, "")
 
-    def check(self, cfg: DictConfig) -> None:
-        check_network(cfg, "teacher")
+    def __init__(self, settings: NetworkTeacherSettings, trainer: TrainerSettings, progress: bool = True):
+        self.settings, self.trainer, self.progress = settings, trainer, progress
 
-    def stages(self, cfg: DictConfig, data: Dataset, partition: Stage, features: Stage | None,
-               queries: Stage) -> tuple[Stage, Stage]:
+    def stages(self, data: Dataset, partition: Stage, features: Stage | None, queries: Stage) -> tuple[Stage, Stage]:
         """The teachers (keyed by the teacher config, the precision and the partition) and their votes."""
-        progress, arrays = bool(cfg.progress), data.arrays
-        teachers = Stage("teachers", {"teacher": plain(cfg.teacher), "precision": str(cfg.trainer.precision)},
-                         lambda work, up: build_teachers(work, cfg.teacher, cfg.trainer, arrays.images, arrays.labels,
+        settings, trainer, progress, arrays = self.settings, self.trainer, self.progress, data.arrays
+        teachers = Stage("teachers", {"teacher": settings.identity, "precision": str(trainer.precision)},
+                         lambda work, up: build_teachers(work, settings, trainer, arrays.images, arrays.labels,
                                                          read_teacher_parts(up["partition"]), progress=progress),
                          {"partition": partition}, code=CODE["teachers"])
 
         def build_votes_(work: Path, up: dict[str, Artifact]) -> None:
             public = read_queries(up["queries"])
             num_teachers = len(read_teacher_parts(up["partition"]))
-            build_votes(work, up["teachers"], num_teachers, cfg.teacher, cfg.trainer, arrays.images,
-                        arrays.labels, public.queries, public.evaluation, progress=progress)
+            build_votes(work, up["teachers"], num_teachers, settings, trainer, arrays.images, arrays.labels,
+                        public.queries, public.evaluation, progress=progress)
 
         votes = Stage("votes", {}, build_votes_, {"teachers": teachers, "queries": queries, "partition": partition},
                       code=CODE["votes"])
         return teachers, votes
 
-    def train_shard(self, cfg: DictConfig, store: ArtifactStore, teachers: Stage, partition: Stage,
-                    data: Dataset) -> dict[str, Any]:
-        """Train one shard of the teachers into the teachers stage's resumable build directory and stop.
+    def train_shard(self, store: ArtifactStore, teachers: Stage, partition: Stage, data: Dataset,
+                    shard: str) -> dict[str, Any]:
+        """Train shard ``shard`` (``teacher_shard``, "i/n") of the teachers into the teachers stage's resumable build
+        directory and stop.
 
         A cluster array job runs ``teacher_shard=0/n ... n-1/n`` in parallel (the cache directory on a shared
         file system); the next ordinary run finds every teacher there, skips their training and seals the
         artifact. Teachers are saved atomically one by one, so shards never see each other's partial files.
         """
         parts = read_teacher_parts(store.get(partition))
-        ids = parse_shard(cfg.teacher_shard, len(parts))
+        ids = parse_shard(shard, len(parts))
         if store.path(teachers).exists():
-            log.info("teachers %s already complete; nothing to train for shard %s", teachers.key, cfg.teacher_shard)
+            log.info("teachers %s already complete; nothing to train for shard %s", teachers.key, shard)
         else:
             work = store.work_path(teachers)
             work.mkdir(parents=True, exist_ok=True)
-            train_teachers(cfg.teacher, cfg.trainer, data.arrays.images, data.arrays.labels, parts, work,
-                           teacher_ids=list(ids), progress=bool(cfg.progress))
-        return {"teacher_shard": str(cfg.teacher_shard), "teachers": teachers.key, "trained": len(ids)}
+            train_teachers(self.settings, self.trainer, data.arrays.images, data.arrays.labels, parts, work,
+                           teacher_ids=list(ids), progress=self.progress)
+        return {"teacher_shard": shard, "teachers": teachers.key, "trained": len(ids)}
 
 
 def parse_shard(shard: str, num_teachers: int) -> range:

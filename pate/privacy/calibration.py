@@ -95,6 +95,7 @@ def calibrate_noise(mechanism, target_epsilon: float, delta: float, count: int, 
     every noise scale multiplied by m (a pure-epsilon parameter divided by m), priced under its ``neighbors`` by
     its ``dp_event`` (or, for an object with only ``rdp`` and ``delta_per_query``, by the curve it reports, as
     ``Ledger.compose`` records it). Returns (the calibrated mechanism, m)."""
+    # getattr: .neighbors is optional, as for Ledger.compose (any object with .rdp and .delta_per_query)
     multiplier = calibrate(lambda m: event_of(mechanism.scale_noise(m), orders), target_epsilon, delta, count,
                            orders, rtol, neighbors=getattr(mechanism, "neighbors", None))
     return mechanism.scale_noise(multiplier), multiplier

@@ -12,6 +12,14 @@ import numbers
 import numpy as np
 
 
+def set_fields(obj, **values) -> None:
+    """Store the checked, normalised ``values`` in the frozen dataclass ``obj``: the one write to a frozen
+    instance, called once from its ``__post_init__`` with each argument already passed through its check
+    (``sigma=positive("sigma", self.sigma)``), so that every instance holds only valid values in one normal form."""
+    for name, value in values.items():
+        object.__setattr__(obj, name, value)
+
+
 def _is_real(value) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
 

@@ -123,8 +123,11 @@ class GaussianEvent(DpEvent):
     sensitivity: float
 
     def __post_init__(self):
-        object.__setattr__(self, "sigma", checks.positive("sigma", self.sigma))
-        object.__setattr__(self, "sensitivity", checks.positive("sensitivity", self.sensitivity))
+        checks.set_fields(
+            self,
+            sigma=checks.positive("sigma", self.sigma),
+            sensitivity=checks.positive("sensitivity", self.sensitivity),
+        )
 
 
 @_register("laplace")
@@ -135,8 +138,11 @@ class LaplaceEvent(DpEvent):
     sensitivity: float
 
     def __post_init__(self):
-        object.__setattr__(self, "scale", checks.positive("scale", self.scale))
-        object.__setattr__(self, "sensitivity", checks.positive("sensitivity", self.sensitivity))
+        checks.set_fields(
+            self,
+            scale=checks.positive("scale", self.scale),
+            sensitivity=checks.positive("sensitivity", self.sensitivity),
+        )
 
 
 @_register("pure_dp")
@@ -146,7 +152,7 @@ class PureDpEvent(DpEvent):
     epsilon: float
 
     def __post_init__(self):
-        object.__setattr__(self, "epsilon", checks.positive("epsilon", self.epsilon))
+        checks.set_fields(self, epsilon=checks.positive("epsilon", self.epsilon))
 
 
 @_register("bounded_range")
@@ -156,7 +162,7 @@ class BoundedRangeEvent(DpEvent):
     epsilon: float
 
     def __post_init__(self):
-        object.__setattr__(self, "epsilon", checks.positive("epsilon", self.epsilon))
+        checks.set_fields(self, epsilon=checks.positive("epsilon", self.epsilon))
 
 
 @_register("zcdp")
@@ -166,7 +172,7 @@ class ZcdpEvent(DpEvent):
     rho: float
 
     def __post_init__(self):
-        object.__setattr__(self, "rho", checks.non_negative("rho", self.rho))
+        checks.set_fields(self, rho=checks.non_negative("rho", self.rho))
 
 
 @_register("poisson_sampled_gaussian")
@@ -187,10 +193,13 @@ class PoissonSampledGaussianEvent(DpEvent):
     def __post_init__(self):
         if self.neighbors not in ("add_remove", "replace"):
             raise ValueError(f"neighbors={self.neighbors!r}; expected 'add_remove' or 'replace'")
-        object.__setattr__(self, "neighbors", str(self.neighbors))
-        object.__setattr__(self, "sampling_rate", checks.sampling_rate("sampling_rate", self.sampling_rate))
-        object.__setattr__(self, "noise_multiplier", checks.positive("noise_multiplier", self.noise_multiplier))
-        object.__setattr__(self, "steps", checks.non_negative_int("steps", self.steps))
+        checks.set_fields(
+            self,
+            neighbors=str(self.neighbors),
+            sampling_rate=checks.sampling_rate("sampling_rate", self.sampling_rate),
+            noise_multiplier=checks.positive("noise_multiplier", self.noise_multiplier),
+            steps=checks.non_negative_int("steps", self.steps),
+        )
 
 
 @_register("rdp_curve")
@@ -211,9 +220,12 @@ class RdpCurveEvent(DpEvent):
         if orders.ndim != 1:
             raise ValueError(f"orders must be a 1-D sequence, got shape {orders.shape}")
         curve = checks.rdp_array([float(value) for value in self.epsilons], orders, name="epsilons")
-        object.__setattr__(self, "orders", tuple(float(order) for order in orders))
-        object.__setattr__(self, "epsilons", tuple(float(value) for value in curve))
-        object.__setattr__(self, "delta", checks.non_negative("delta", self.delta))
+        checks.set_fields(
+            self,
+            orders=tuple(float(order) for order in orders),
+            epsilons=tuple(float(value) for value in curve),
+            delta=checks.non_negative("delta", self.delta),
+        )
 
     @property
     def data_dependent(self) -> bool:
@@ -232,8 +244,7 @@ class RdpAtOrderEvent(DpEvent):
 
     def __post_init__(self):
         order = checks.orders_array([self.order], name="order")
-        object.__setattr__(self, "order", float(order[0]))
-        object.__setattr__(self, "epsilon", checks.non_negative("epsilon", self.epsilon))
+        checks.set_fields(self, order=float(order[0]), epsilon=checks.non_negative("epsilon", self.epsilon))
 
 
 # ------------------------------------------------------------------------------------------- combinators
@@ -247,7 +258,7 @@ class ReportNoisyMaxEvent(DpEvent):
 
     def __post_init__(self):
         _check_event("scalar", self.scalar)
-        object.__setattr__(self, "num_candidates", checks.positive_int("num_candidates", self.num_candidates))
+        checks.set_fields(self, num_candidates=checks.positive_int("num_candidates", self.num_candidates))
 
     @property
     def children(self):
@@ -262,7 +273,7 @@ class TightestOfEvent(DpEvent):
     bounds: tuple[DpEvent, ...]
 
     def __post_init__(self):
-        object.__setattr__(self, "bounds", tuple(self.bounds))
+        checks.set_fields(self, bounds=tuple(self.bounds))
         if not self.bounds:
             raise ValueError("bounds must hold at least one event")
         for index, bound in enumerate(self.bounds):
@@ -283,7 +294,7 @@ class ApproximateEvent(DpEvent):
 
     def __post_init__(self):
         _check_event("event", self.event)
-        object.__setattr__(self, "delta", checks.open_unit("delta", self.delta))
+        checks.set_fields(self, delta=checks.open_unit("delta", self.delta))
 
     @property
     def children(self):
@@ -297,7 +308,7 @@ class ComposedEvent(DpEvent):
     events: tuple[DpEvent, ...]
 
     def __post_init__(self):
-        object.__setattr__(self, "events", tuple(self.events))
+        checks.set_fields(self, events=tuple(self.events))
         for index, event in enumerate(self.events):
             _check_event(f"events[{index}]", event)
 
@@ -315,7 +326,7 @@ class SelfComposedEvent(DpEvent):
 
     def __post_init__(self):
         _check_event("event", self.event)
-        object.__setattr__(self, "count", checks.non_negative_int("count", self.count))
+        checks.set_fields(self, count=checks.non_negative_int("count", self.count))
 
     @property
     def children(self):
@@ -338,9 +349,9 @@ class CostEvent:
     event: DpEvent
 
     def __post_init__(self):
-        object.__setattr__(self, "count", checks.non_negative_int("count", self.count))
+        checks.set_fields(self, count=checks.non_negative_int("count", self.count))
         if self.neighbors is not None:
-            object.__setattr__(self, "neighbors", check_relation(self.neighbors))
+            checks.set_fields(self, neighbors=check_relation(self.neighbors))
         _check_event("event", self.event)
 
     def to_dict(self) -> dict[str, Any]:

@@ -128,6 +128,7 @@ class Ledger:
         ledger's relation; its ``.name`` (or class name) names it in the history. See :meth:`compose_event`.
         Returns the ledger, so calls chain.
         """
+        # getattr: any object with .rdp and .delta_per_query composes (the public contract), so .neighbors is optional
         return self.compose_event(event_of(mechanism, self._orders), count=count, name=_name_of(mechanism),
                                   neighbors=getattr(mechanism, "neighbors", None))
 
@@ -270,6 +271,7 @@ class Ledger:
 
 
 def _name_of(mechanism) -> str:
+    # getattr: .name is optional for what Ledger.compose accepts (any object with .rdp and .delta_per_query)
     return str(getattr(mechanism, "name", type(mechanism).__name__))
 
 
@@ -279,6 +281,7 @@ def event_of(mechanism, orders) -> DpEvent:
     first, naming the mechanism)."""
     if isinstance(mechanism, DpEvent):
         return mechanism
+    # getattr: .dp_event is optional for what Ledger.compose accepts (any object with .rdp and .delta_per_query)
     event = getattr(mechanism, "dp_event", None)
     if event is not None:
         return event

@@ -5,7 +5,7 @@ from teachers.training.data import IndexedImages, make_loader, to_float
 from teachers.training.models import SmallCNN, resnet
 from teachers.training.module import MultiLabelModule
 from teachers.training.recipe import Recipe
-from teachers.training.trainer import build_trainer, fit
+from teachers.training.trainer import TrainerSettings, build_trainer, fit
 
-__all__ = ["IndexedImages", "MultiLabelModule", "Recipe", "SmallCNN", "build_trainer", "fit", "make_loader", "resnet",
+__all__ = ["IndexedImages", "MultiLabelModule", "Recipe", "SmallCNN", "TrainerSettings", "build_trainer", "fit", "make_loader", "resnet",
            "to_float"]

@@ -1,4 +1,5 @@
-"""The Lightning Trainer factory and the device helpers shared by teacher and student training."""
+"""The Lightning Trainer's settings (``TrainerSettings``, a conf/trainer node's ``_target_``), the Trainer factory and
+the device helpers shared by teacher and student training."""
 
 from __future__ import annotations
 
@@ -6,11 +7,11 @@ import logging
 import warnings
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytorch_lightning as pl
 import torch
-from omegaconf import DictConfig
 from pytorch_lightning.loggers import CSVLogger, TensorBoardLogger
 from pytorch_lightning.utilities.exceptions import MisconfigurationException
 
@@ -35,23 +36,66 @@ class EpochBar(pl.Callback):
         self.bar.close()
 
 
+@dataclass(frozen=True)
+class TrainerSettings:
+    """How Lightning trains and where tensors live, shared by the teacher and student stages (conf/trainer).
+
+    ``accelerator``, ``devices``, ``precision`` and ``deterministic`` go to ``pl.Trainer`` as they are;
+    ``num_workers`` is the DataLoader's worker count (0 loads in the main process); ``logger`` is "csv" or
+    "tensorboard"; ``verbose`` shows Lightning's own bars and info lines instead of one bar per fit. A bad logger
+    or worker count is a ValueError here; a bad accelerator, device count or precision is one in :meth:`check`.
+    """
+
+    accelerator: str = "cpu"
+    devices: int | str = 1
+    precision: str | int = "32-true"
+    deterministic: bool = True
+    num_workers: int = 0
+    logger: str = "csv"
+    verbose: bool = False
+
+    def __post_init__(self) -> None:
+        if self.logger not in _LOGGERS:
+            raise ValueError(f"trainer.logger must be one of {_LOGGERS}, got {self.logger!r}")
+        if not isinstance(self.num_workers, int) or isinstance(self.num_workers, bool) or self.num_workers < 0:
+            raise ValueError(f"trainer.num_workers must be a non-negative integer, got {self.num_workers!r}")
+
+    def check(self) -> None:
+        """Build (and drop) a Trainer, so that a bad accelerator, device count or precision is a ValueError naming
+        them before any data is read, not a Lightning traceback after the teachers' data."""
+        try:
+            with quiet_lightning(), expected_warnings_hidden():
+                build_trainer(self, 1)
+        except (MisconfigurationException, ValueError, TypeError) as err:
+            raise ValueError(f"trainer.accelerator={self.accelerator!r}, trainer.devices={self.devices!r}, "
+                             f"trainer.precision={self.precision!r}: {' '.join(str(err).split())}") from err
+
+    @property
+    def device(self) -> torch.device:
+        """``accelerator`` as a torch device: "cpu" -> cpu, "gpu" or "cuda" -> the current CUDA device."""
+        if self.accelerator == "cpu":
+            return torch.device("cpu")
+        if self.accelerator in ("gpu", "cuda"):
+            if not torch.cuda.is_available():
+                raise ValueError(f"trainer.accelerator={self.accelerator!r} but torch sees no CUDA device "
+                                 "(use trainer=cpu)")
+            return torch.device("cuda")
+        raise ValueError(f"trainer.accelerator must be 'cpu' or 'gpu' for inference, got {self.accelerator!r}")
+
+
 def build_trainer(
-    trainer_cfg: DictConfig, max_epochs: int, log_dir: Path | None = None, progress: bool = False,
+    settings: TrainerSettings, max_epochs: int, log_dir: Path | None = None, progress: bool = False,
     desc: str = "training",
 ) -> pl.Trainer:
-    """A Lightning Trainer from a conf/trainer node: no checkpoints (stages save their own outputs), no model
-    summary, a CSV (or TensorBoard) logger writing to ``log_dir`` (no logger when ``log_dir`` is None) and,
-    when ``progress``, one bar over the epochs named ``desc`` -- or Lightning's own bars with
-    ``trainer.verbose`` (train.py ``verbose=true``)."""
+    """A Lightning Trainer from ``settings``: no checkpoints (stages save their own outputs), no model summary, a
+    CSV (or TensorBoard) logger writing to ``log_dir`` (no logger when ``log_dir`` is None) and, when
+    ``progress``, one bar over the epochs named ``desc`` -- or Lightning's own bars with ``settings.verbose``
+    (train.py ``verbose=true``)."""
     if not isinstance(max_epochs, int) or max_epochs < 1:
         raise ValueError(f"max_epochs must be a positive integer, got {max_epochs!r}")
-    kind = trainer_cfg.get("logger", "csv")
-    if kind not in _LOGGERS:
-        raise ValueError(f"trainer.logger must be one of {_LOGGERS}, got {kind!r}")
-    verbose = bool(trainer_cfg.get("verbose", False))
     logger = False
     if log_dir is not None:
-        if kind == "tensorboard":
+        if settings.logger == "tensorboard":
             try:
                 import tensorboard  # noqa: F401  (TensorBoardLogger fails late and obscurely without it)
             except ImportError as err:
@@ -62,31 +106,20 @@ def build_trainer(
         else:
             logger = CSVLogger(save_dir=str(log_dir), name="")
     return pl.Trainer(
-        accelerator=trainer_cfg.accelerator,
-        devices=trainer_cfg.devices,
-        precision=trainer_cfg.precision,
-        deterministic=trainer_cfg.deterministic,
+        accelerator=settings.accelerator,
+        devices=settings.devices,
+        precision=settings.precision,
+        deterministic=settings.deterministic,
         max_epochs=max_epochs,
         logger=logger,
         default_root_dir=None if log_dir is None else str(log_dir),
         enable_checkpointing=False,
         enable_model_summary=False,
-        enable_progress_bar=progress and verbose,
-        callbacks=[EpochBar(desc)] if progress and not verbose else None,
+        enable_progress_bar=progress and settings.verbose,
+        callbacks=[EpochBar(desc)] if progress and not settings.verbose else None,
         # train/loss is logged per epoch; this only silences the warning about short epochs.
         log_every_n_steps=1,
     )
-
-
-def check_trainer_config(trainer_cfg: DictConfig) -> None:
-    """Build (and drop) a Trainer from ``trainer_cfg``, so that a bad accelerator, device count or precision is
-    a ValueError naming them before any data is read, not a Lightning traceback after the teachers' data."""
-    try:
-        with quiet_lightning(), expected_warnings_hidden():
-            build_trainer(trainer_cfg, 1)
-    except (MisconfigurationException, ValueError, TypeError) as err:
-        raise ValueError(f"trainer.accelerator={trainer_cfg.accelerator!r}, trainer.devices={trainer_cfg.devices!r}, "
-                         f"trainer.precision={trainer_cfg.precision!r}: {' '.join(str(err).split())}") from err
 
 
 @contextmanager
@@ -124,18 +157,6 @@ def quiet_lightning(enabled: bool = True) -> Iterator[None]:
             lg.setLevel(level)
 
 
-def device_of(trainer_cfg: DictConfig) -> torch.device:
-    """``trainer.accelerator`` as a torch device: "cpu" -> cpu, "gpu" or "cuda" -> the current CUDA device."""
-    accelerator = trainer_cfg.accelerator
-    if accelerator == "cpu":
-        return torch.device("cpu")
-    if accelerator in ("gpu", "cuda"):
-        if not torch.cuda.is_available():
-            raise ValueError(f"trainer.accelerator={accelerator!r} but torch sees no CUDA device (use trainer=cpu)")
-        return torch.device("cuda")
-    raise ValueError(f"trainer.accelerator must be 'cpu' or 'gpu' for inference, got {accelerator!r}")
-
-
 def autocast_for(device: torch.device, precision) -> AbstractContextManager:
     """Autocast matching Lightning's ``precision`` setting: bf16 for "bf16-*", fp16 for "16-*", else off."""
     precision = str(precision)
@@ -143,4 +164,4 @@ def autocast_for(device: torch.device, precision) -> AbstractContextManager:
     return torch.autocast(device.type, dtype=dtype, enabled=dtype is not None)
 
 
-__all__ = ["autocast_for", "build_trainer", "device_of", "expected_warnings_hidden", "fit", "quiet_lightning"]
+__all__ = ["TrainerSettings", "autocast_for", "build_trainer", "expected_warnings_hidden", "fit", "quiet_lightning"]

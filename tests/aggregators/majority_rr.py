@@ -14,22 +14,20 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import ClassVar
 
 import numpy as np
 
-from pate.aggregators.base import AggregationResult, check_rng
+from pate.aggregators.base import AggregationResult, Aggregator, check_rng
 from pate.privacy import PricedByEvent, PureDpEvent, SelfComposedEvent, check_relation, checks
 from pate.votes import check_vote_counts
 
 
 @dataclass(frozen=True)
-class MajorityRandomizedResponse(PricedByEvent):
+class MajorityRandomizedResponse(PricedByEvent, Aggregator):
     num_labels: int
     num_teachers: int
     epsilon: float
     neighbors: str = "replace"
-    requires_teacher_votes: ClassVar[bool] = False
 
     def __post_init__(self):
         object.__setattr__(self, "epsilon", checks.positive("epsilon", self.epsilon))

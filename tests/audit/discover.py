@@ -3,8 +3,7 @@
 * priced mechanisms and aggregators: every dataclass defined in a module of ``pate.aggregators`` or
   ``pate.mechanisms`` that carries a cost (``dp_event`` or ``dp_statement``) and releases something
   (``__call__``, ``release`` or ``passes``);
-* methods: every class of ``pate.pipeline.methods`` that keeps the ``Method`` protocol (``release`` and
-  ``metrics``);
+* methods: every concrete subclass of ``Method`` in ``pate.pipeline.methods``;
 * the aggregator configs: the ``_target_`` of every ``conf/aggregator/*.yaml``.
 """
 
@@ -57,10 +56,10 @@ def aggregator_classes() -> list[type]:
 
 
 def method_classes() -> list[type]:
-    """Every class of ``pate.pipeline.methods`` with ``release`` and ``metrics`` (the Method protocol; the protocol
-    class itself left out)."""
-    return [cls for cls in _classes(pate.pipeline.methods) if not getattr(cls, "_is_protocol", False)
-            and callable(getattr(cls, "release", None)) and callable(getattr(cls, "metrics", None))]
+    """Every concrete method of ``pate.pipeline.methods``: a subclass of ``Method`` (the protocol's base) that
+    implements all of it (the base itself, abstract, left out)."""
+    return [cls for cls in _classes(pate.pipeline.methods)
+            if issubclass(cls, pate.pipeline.methods.Method) and not inspect.isabstract(cls)]
 
 
 def configured_aggregators() -> set[str]:

@@ -25,11 +25,11 @@ import numpy as np
 import torch
 
 from pate.aggregators import BinaryVoting, DataDependentBinaryVoting, GaussianPATE, StableTopK, TauPATE
+from pate.dp_sgd import linear_probe, train_dp_sgd
 from pate.mechanisms import DistanceTest, GapSelection, GapTest, PrivateKNN, count_gaps, sorted_padded_counts
 from pate.mechanisms.topk import EMPeeling, Joint, LimitedDomain, PNFPeeling, StableTopKFixed, TopStable
 from pate.pipeline.methods import DPSGD, PATE, PrivateKNNMethod
 from pate.privacy import Ledger, PoissonSampledGaussianEvent
-from student.dp_sgd import linear_probe, train_dp_sgd
 from tests.audit import laws
 from tests.audit.audits import CONFIDENCE, AuditResult, exact_dp_audit, exact_rdp_audit, monte_carlo_audit
 from tests.audit.divergence import epsilon_lower_bound

@@ -17,6 +17,7 @@ import teachers.stages
 from pate.artifacts import Artifact
 from pate.features import read_features
 from pate.pipeline import run
+from student.stages import read_student_scores
 from tests.conftest import compose_config
 
 pytestmark = pytest.mark.slow  # end-to-end runs: not in the fast loop (-m 'not slow')
@@ -234,7 +235,8 @@ def test_unanswered_queries_join_the_unlabeled_pool(tiny_cfg, tmp_path, monkeypa
     assert np.isin(unanswered, expected).all() and len(expected) == len(queries["pool_indices"]) - answered.sum()
     torch.testing.assert_close(unlabeled, table.take(expected))
     assert not released[~answered].any()  # what an unanswered query holds; build_head_student drops it
-    student = json.loads((cache / "student" / metrics["artifacts"]["student"] / "student.json").read_text())
+    student_key = metrics["artifacts"]["student"]
+    student = read_student_scores(Artifact("student", student_key, cache / "student" / student_key))
     assert student["student_train_size"] == answered.sum() and student["student_unlabeled_size"] == len(expected)
 
 

@@ -13,7 +13,7 @@ from pate.aggregate import read_aggregate
 from pate.aggregators import GaussianPATE
 from pate.artifacts import ArtifactStore, Stage, read_artifact
 from pate.pipeline.checks import UserError, check_config
-from pate.pipeline.graph import aggregate_stage
+from pate.pipeline.graph import aggregate_stage, plain
 from pate.pipeline.noise import NoiseSource, noise_source
 from pate.pipeline.runner import prepare
 from tests.cli import run_cli
@@ -61,7 +61,8 @@ def test_secure_generators_differ_across_calls_and_seeded_ones_replay():
 def _aggregate_key(*overrides: str) -> tuple[str, dict]:
     cfg = compose_config([*FOLDER, *overrides])
     aggregator = GaussianPATE(num_labels=5, num_teachers=4, sigma=2.0, neighbors="replace")
-    stage = aggregate_stage(cfg, aggregator, 40, Stage("votes", {"v": 1}, lambda work, up: None))
+    stage = aggregate_stage(aggregator, plain(cfg.aggregator), 40, Stage("votes", {"v": 1}, lambda work, up: None),
+                            noise_source(cfg), 5)
     return stage.key, dict(stage.config)
 
 

@@ -12,10 +12,9 @@ import pytest
 import torch
 from torch import nn
 
-from pate.evaluation import label_metrics, majority_class_accuracy
+from pate.evaluation import label_metrics, majority_class_accuracy, student_scores
 from teachers.training.label_metrics import accuracy_metric, f1_metric, macro_f1, per_label_accuracy
 from teachers.training.module import MultiLabelModule
-from teachers.training.scoring import student_scores
 from tests.cli import run_cli
 from tests.data.folder_data import write_folder
 

@@ -11,14 +11,17 @@ from torch.nn import functional as F
 
 from pate.features import fit_ridge_heads, head_scores, head_weights
 from pate.features.views import strong_view
+from pate.pipeline.settings import head_student_settings, semi_supervision
 from student.consistency import ConsistencyModule, consistency_loaders
 from student.head import train_head_student
 from student.semi import SemiSupervision, confident_pseudo_labels
+from student.settings import NetworkStudentSettings
 from student.train import student_loader
 from teachers.training.data import to_float
 from teachers.training.models import SmallCNN
 from teachers.training.module import MultiLabelModule, random_hflip
 from teachers.training.recipe import Recipe
+from teachers.training.trainer import TrainerSettings
 
 
 def test_the_threshold_is_per_attribute():
@@ -41,7 +44,7 @@ def test_the_threshold_is_per_attribute():
 def test_bad_semi_settings_name_the_key(node, match):
     cfg = OmegaConf.create({"semi": {"method": "pseudo_label", "keep_fraction": 0.5, "rounds": 1, **node}})
     with pytest.raises(ValueError, match=f"student.semi.{match}"):
-        SemiSupervision.from_config(cfg)
+        semi_supervision(cfg)
 
 
 def _problem(n=60, u=200, e=100, d=12, labels=3, seed=0):
@@ -61,8 +64,9 @@ def test_head_self_training_is_the_refit_it_describes(method):
     x, y, unlabeled, x_eval, y_eval = _problem()
     strong = unlabeled + 0.3 * torch.randn(unlabeled.shape, generator=torch.Generator().manual_seed(1))
     lambdas = [0.01, 0.1, 1.0]
-    cfg = OmegaConf.create({"lambdas": lambdas, "semi": {"method": method, "keep_fraction": 0.3, "rounds": 1}})
-    got = train_head_student(cfg, x, y, unlabeled, x_eval, y_eval, strong_features=strong)
+    semi = {"method": method, "keep_fraction": 0.3, "rounds": 1}
+    settings = head_student_settings(OmegaConf.create({"lambdas": lambdas, "semi": semi}))
+    got = train_head_student(settings, x, y, unlabeled, x_eval, y_eval, strong_features=strong)
 
     def fit(features, targets):
         heads = fit_ridge_heads(features[None], targets[None], lambdas)
@@ -80,14 +84,16 @@ def test_head_self_training_is_the_refit_it_describes(method):
     assert got["student_accuracy"] == pytest.approx(float((predicted == y_eval.astype(bool)).mean()), abs=1e-6)
     assert got["student_unlabeled_size"] == len(unlabeled) and got["student_semi"] == method
     assert got["student_pseudo_labelled_fraction"] == pytest.approx(0.3, abs=0.02)
-    supervised = train_head_student(OmegaConf.create({"lambdas": lambdas}), x, y, unlabeled, x_eval, y_eval)
+    supervised = train_head_student(head_student_settings(OmegaConf.create({"lambdas": lambdas})), x, y, unlabeled,
+                                    x_eval, y_eval)
     assert supervised["student_unlabeled_size"] == 0 and supervised["student_pseudo_labelled_fraction"] == 0
 
 
 def test_head_consistency_with_identical_views_is_pseudo_labelling():
     x, y, unlabeled, x_eval, y_eval = _problem(seed=3)
     node = {"keep_fraction": 0.4, "rounds": 2}
-    runs = [train_head_student(OmegaConf.create({"lambdas": [0.1, 1.0], "semi": {"method": method, **node}}),
+    runs = [train_head_student(head_student_settings(OmegaConf.create({"lambdas": [0.1, 1.0],
+                                                                       "semi": {"method": method, **node}})),
                                x, y, unlabeled, x_eval, y_eval, strong_features=unlabeled.clone())
             for method in ("pseudo_label", "consistency")]
     assert runs[0]["student_per_attribute_accuracy"] == runs[1]["student_per_attribute_accuracy"]
@@ -95,11 +101,11 @@ def test_head_consistency_with_identical_views_is_pseudo_labelling():
 
 def test_head_consistency_needs_the_strong_views():
     x, y, unlabeled, x_eval, y_eval = _problem()
-    cfg = OmegaConf.create({"lambdas": [1.0], "semi": {"method": "consistency"}})
+    settings = head_student_settings(OmegaConf.create({"lambdas": [1.0], "semi": {"method": "consistency"}}))
     with pytest.raises(ValueError, match="consistency needs strong_features"):
-        train_head_student(cfg, x, y, unlabeled, x_eval, y_eval)
+        train_head_student(settings, x, y, unlabeled, x_eval, y_eval)
     with pytest.raises(ValueError, match=r"shape \(200, 12\), got \(199, 12\)"):
-        train_head_student(cfg, x, y, unlabeled, x_eval, y_eval, strong_features=unlabeled[1:])
+        train_head_student(settings, x, y, unlabeled, x_eval, y_eval, strong_features=unlabeled[1:])
 
 
 def test_masked_entries_add_nothing_to_the_loss():
@@ -151,7 +157,9 @@ def test_the_consistency_loss_is_fixmatch_with_per_attribute_thresholds():
 
 
 def test_consistency_batches_pair_each_labeled_batch_with_ratio_times_as_many_pool_images():
-    labeled = student_loader(OmegaConf.create({"batch_size": 4}), OmegaConf.create({"num_workers": 0}),
+    recipe = Recipe(make_net=lambda: SmallCNN(num_labels=2, width=4), make_optimizer=torch.optim.AdamW,
+                    num_labels=2, augment=False, batch_size=4, max_epochs=1)
+    labeled = student_loader(NetworkStudentSettings(recipe), TrainerSettings(num_workers=0),
                              np.full((10, 3, 8, 8), 3, np.uint8), np.zeros((10, 2), np.uint8), seed=0)
     pool = np.full((50, 3, 8, 8), 7, np.uint8)
     pool[:, 0, 0, 0] = np.arange(50)  # tell the images apart
@@ -170,20 +178,20 @@ def test_a_label_left_out_of_the_release_adds_nothing_to_the_head_student():
     flipping a missing entry changes nothing, and the result equals fitting that attribute on its rows alone."""
     x, y, unlabeled, x_eval, y_eval = _problem(seed=4)
     mask = np.random.default_rng(9).random(y.shape) < 0.7
-    cfg = OmegaConf.create({"lambdas": [0.1, 1.0]})
-    got = train_head_student(cfg, x, y, unlabeled, x_eval, y_eval, train_mask=mask)
+    settings = head_student_settings(OmegaConf.create({"lambdas": [0.1, 1.0]}))
+    got = train_head_student(settings, x, y, unlabeled, x_eval, y_eval, train_mask=mask)
     flipped = np.where(mask, y, 1 - y)
-    assert train_head_student(cfg, x, flipped, unlabeled, x_eval, y_eval, train_mask=mask) == got
+    assert train_head_student(settings, x, flipped, unlabeled, x_eval, y_eval, train_mask=mask) == got
     for label in range(y.shape[1]):
         rows = torch.from_numpy(mask[:, label])
         twice = [label, label]  # two columns: the scores need at least 2 labels
-        alone = train_head_student(cfg, x[rows], y[mask[:, label]][:, twice], unlabeled, x_eval, y_eval[:, twice])
+        alone = train_head_student(settings, x[rows], y[mask[:, label]][:, twice], unlabeled, x_eval, y_eval[:, twice])
         assert got["student_per_attribute_accuracy"][label] == pytest.approx(
             alone["student_per_attribute_accuracy"][0], abs=1e-6)
-    everything = train_head_student(cfg, x, y, unlabeled, x_eval, y_eval)
-    assert train_head_student(cfg, x, y, unlabeled, x_eval, y_eval, train_mask=np.ones_like(mask)) == everything
+    everything = train_head_student(settings, x, y, unlabeled, x_eval, y_eval)
+    assert train_head_student(settings, x, y, unlabeled, x_eval, y_eval, train_mask=np.ones_like(mask)) == everything
     with pytest.raises(ValueError, match="train_mask must have the shape"):
-        train_head_student(cfg, x, y, unlabeled, x_eval, y_eval, train_mask=mask[:, :2])
+        train_head_student(settings, x, y, unlabeled, x_eval, y_eval, train_mask=mask[:, :2])
 
 
 def test_a_label_left_out_of_the_release_adds_nothing_to_the_consistency_loss():

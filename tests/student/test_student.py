@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+from pate.pipeline.settings import network_student_settings, trainer_settings
 from student.train import student_loader, train_student
 
 TRAIN = np.array([40, 3, 17, 25, 8, 33, 1, 12, 29])
@@ -20,7 +21,8 @@ def released(n, seed=0):
 def test_loader_holds_exactly_the_given_images(cfg, tiny_data):
     images, _ = tiny_data
     labels = released(len(TRAIN))
-    loader = student_loader(cfg.student, cfg.trainer, images[TRAIN], labels, seed=0)
+    loader = student_loader(network_student_settings(cfg.student), trainer_settings(cfg), images[TRAIN], labels,
+                            seed=0)
     assert len(loader.dataset) == len(TRAIN)
     batches = list(loader)  # one epoch (each pass over the loader reshuffles)
     seen_images = torch.cat([b[0] for b in batches]).numpy()
@@ -33,7 +35,8 @@ def test_loader_holds_exactly_the_given_images(cfg, tiny_data):
 
 def test_train_student_reports_and_is_reproducible(cfg, tiny_data, tmp_path):
     images, labels = tiny_data
-    args = (cfg.student, cfg.trainer, images[TRAIN], released(len(TRAIN)), images[:0], images[EVAL], labels[EVAL])
+    args = (network_student_settings(cfg.student), trainer_settings(cfg), images[TRAIN], released(len(TRAIN)),
+            images[:0], images[EVAL], labels[EVAL])
     first = train_student(*args, seed=7, log_dir=tmp_path / "a", progress=False)
     second = train_student(*args, seed=7, log_dir=tmp_path / "b", progress=False)
     assert first == second
@@ -56,5 +59,5 @@ def test_train_student_reports_and_is_reproducible(cfg, tiny_data, tmp_path):
 def test_bad_inputs_are_rejected(cfg, tiny_data, tmp_path, train, evaluate, match):
     images, labels = tiny_data
     with pytest.raises(ValueError, match=match):
-        train_student(cfg.student, cfg.trainer, images[train], released(len(train)), images[:0], images[evaluate],
-                      labels[evaluate], seed=0, log_dir=tmp_path, progress=False)
+        train_student(network_student_settings(cfg.student), trainer_settings(cfg), images[train], released(len(train)),
+                      images[:0], images[evaluate], labels[evaluate], seed=0, log_dir=tmp_path, progress=False)

@@ -3,6 +3,7 @@ from the same initialisation and data order, its AdamW against torch.optim.AdamW
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 import numpy as np
@@ -10,13 +11,16 @@ import pytest
 import torch
 from omegaconf import OmegaConf
 
-from teachers.batched import AdamW, adamw_step, cosine_lr
+from pate.pipeline.settings import network_teacher_settings
+from teachers.batched import adamw_step, cosine_lr, refusal
 from teachers.ensemble import train_teachers
+from teachers.settings import AdamW
+from teachers.training.trainer import TrainerSettings
 
 pytestmark = pytest.mark.slow  # command lines, end-to-end runs or heavy computations: not in the fast loop
 
-TRAINER = OmegaConf.create({"accelerator": "cpu", "devices": 1, "precision": "32-true", "deterministic": True,
-                            "num_workers": 0, "logger": "csv"})
+TRAINER = TrainerSettings(accelerator="cpu", devices=1, precision="32-true", deterministic=True, num_workers=0,
+                          logger="csv")
 
 
 SMALL_CNN = {"_target_": "teachers.training.models.SmallCNN", "num_labels": 5, "width": 4}
@@ -25,16 +29,16 @@ PRETRAINED_RESNET = {"_target_": "teachers.training.models.resnet", "depth": 18,
                      "pretrained": "imagenet", "norm": "frozen", "frozen_stages": 2}
 
 
-def _teacher_cfg(ensemble_size: int, norm: str = "group", augment: bool = False, model: dict | None = None,
+def _settings(ensemble_size: int, norm: str = "group", augment: bool = False, model: dict | None = None,
                  eps: float = 1e-8):
-    """A tiny teacher config: the SmallCNN with ``norm``, or ``model`` (which sets its own norm)."""
-    return OmegaConf.create({
+    """The settings of tiny teachers: the SmallCNN with ``norm``, or ``model`` (which sets its own norm)."""
+    return network_teacher_settings(OmegaConf.create({
         "kind": "network", "seed": 3, "batch_size": 4, "max_epochs": 2, "augment": augment,
         "ensemble_size": ensemble_size,
         "model": model or {**SMALL_CNN, "norm": norm},
         "optimizer": {"_target_": "torch.optim.AdamW", "_partial_": True, "lr": 5e-3, "weight_decay": 1e-4,
                       "eps": eps},
-    })
+    }))
 
 
 def _assert_same_teachers(a, b, atol=1e-5, rtol=1e-4):
@@ -60,8 +64,8 @@ def test_batched_training_gives_the_loops_weights(problem, tmp_path):
     """GroupNorm SmallCNN, parts of 10, 13 and 7 images (so padded, masked batches and idle steps), 2 epochs,
     no augmentation: every parameter of every teacher agrees with the Lightning loop's to 1e-5."""
     images, labels, parts = problem
-    loop = _weights(train_teachers(_teacher_cfg(1), TRAINER, images, labels, parts, tmp_path / "loop", progress=False))
-    batched = _weights(train_teachers(_teacher_cfg(3), TRAINER, images, labels, parts, tmp_path / "batched",
+    loop = _weights(train_teachers(_settings(1), TRAINER, images, labels, parts, tmp_path / "loop", progress=False))
+    batched = _weights(train_teachers(_settings(3), TRAINER, images, labels, parts, tmp_path / "batched",
                                       progress=False))
     for a, b in zip(loop, batched, strict=True):
         assert a["meta"]["engine"] == "loop" and b["meta"]["engine"] == "batched"
@@ -90,9 +94,9 @@ def test_a_pretrained_resnet_with_frozen_statistics_and_stages_trains_batched_as
     float rounding (grouped vs plain convolutions) then flips steps and the runs drift apart (2.6e-3 after 16
     steps; 1e-4 with eps=1e-4), while with eps=1e-2 they agree to 2.4e-7."""
     images, labels, parts = problem
-    cfg = _teacher_cfg(1, model=PRETRAINED_RESNET, eps=1e-2)
-    loop = _weights(train_teachers(cfg, TRAINER, images, labels, parts, tmp_path / "loop", progress=False))
-    batched = _weights(train_teachers(_teacher_cfg(3, model=PRETRAINED_RESNET, eps=1e-2), TRAINER, images, labels,
+    settings = _settings(1, model=PRETRAINED_RESNET, eps=1e-2)
+    loop = _weights(train_teachers(settings, TRAINER, images, labels, parts, tmp_path / "loop", progress=False))
+    batched = _weights(train_teachers(_settings(3, model=PRETRAINED_RESNET, eps=1e-2), TRAINER, images, labels,
                                       parts, tmp_path / "batched", progress=False))
     for a, b in zip(loop, batched, strict=True):
         assert b["meta"]["engine"] == "batched"
@@ -115,10 +119,10 @@ def test_bf16_mixed_precision_trains_batched_close_to_the_loop(problem, tmp_path
     0.09-0.11 from the float32 one; the test asks for less than half: it fails if the engine ignored the
     precision (it would sit on the float32 teacher) or computed something else."""
     images, labels, parts = problem
-    bf16 = OmegaConf.merge(TRAINER, {"precision": "bf16-mixed"})
+    bf16 = dataclasses.replace(TRAINER, precision="bf16-mixed")
 
     def train(group, trainer, name):
-        return _weights(train_teachers(_teacher_cfg(group, eps=1e-2), trainer, images, labels, parts,
+        return _weights(train_teachers(_settings(group, eps=1e-2), trainer, images, labels, parts,
                                        tmp_path / name, progress=False))
 
     loop, batched, fp32 = train(1, bf16, "loop"), train(3, bf16, "batched"), train(3, TRAINER, "fp32")
@@ -132,9 +136,9 @@ def test_teachers_are_independent_of_their_group(problem, tmp_path):
     """A teacher trained with two others equals the same teacher trained alone by the engine (G = 2 vs 3):
     nothing couples the members of a group."""
     images, labels, parts = problem
-    three = _weights(train_teachers(_teacher_cfg(3, augment=True), TRAINER, images, labels, parts, tmp_path / "a",
+    three = _weights(train_teachers(_settings(3, augment=True), TRAINER, images, labels, parts, tmp_path / "a",
                                     progress=False))
-    two = _weights(train_teachers(_teacher_cfg(2, augment=True), TRAINER, images, labels, parts, tmp_path / "b",
+    two = _weights(train_teachers(_settings(2, augment=True), TRAINER, images, labels, parts, tmp_path / "b",
                                   progress=False))
     for a, b in zip(three, two, strict=True):
         for name in a["state_dict"]:
@@ -144,7 +148,7 @@ def test_teachers_are_independent_of_their_group(problem, tmp_path):
 def test_batchnorm_models_fall_back_to_the_loop(problem, tmp_path, caplog):
     images, labels, parts = problem
     caplog.set_level(logging.WARNING)
-    out = _weights(train_teachers(_teacher_cfg(3, norm="batch"), TRAINER, images, labels, parts[:1], tmp_path,
+    out = _weights(train_teachers(_settings(3, norm="batch"), TRAINER, images, labels, parts[:1], tmp_path,
                                   progress=False))
     assert "BatchNorm" in caplog.text and "one teacher at a time" in caplog.text
     assert out[0]["meta"]["engine"] == "loop"
@@ -154,10 +158,24 @@ def test_batchnorm_models_fall_back_to_the_loop(problem, tmp_path, caplog):
 def test_fp16_mixed_precision_falls_back_to_the_loop(problem, tmp_path, caplog):
     images, labels, parts = problem
     caplog.set_level(logging.WARNING)
-    fp16 = OmegaConf.merge(TRAINER, {"precision": "16-mixed"})
-    out = _weights(train_teachers(_teacher_cfg(3), fp16, images, labels, parts[:1], tmp_path, progress=False))
+    fp16 = dataclasses.replace(TRAINER, precision="16-mixed")
+    out = _weights(train_teachers(_settings(3), fp16, images, labels, parts[:1], tmp_path, progress=False))
     assert "not trainer.precision='16-mixed'" in caplog.text and "one teacher at a time" in caplog.text
     assert out[0]["meta"]["engine"] == "loop" and out[0]["meta"]["precision"] == "16-mixed"
+
+
+def test_an_optimizer_other_than_plain_adamw_is_trained_by_the_loop():
+    """The batched engine implements AdamW's lr, betas, eps and weight_decay only (torch's defaults for those left
+    out): another optimizer, or AdamW with another keyword, has no AdamW settings and is refused with its node."""
+    assert AdamW.from_keywords({"lr": 0.1}) == AdamW(lr=0.1, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
+    assert AdamW.from_keywords({"lr": 0.1, "amsgrad": True}) is None
+    sgd = network_teacher_settings(OmegaConf.create({
+        "seed": 0, "batch_size": 4, "max_epochs": 1, "augment": False, "ensemble_size": 3,
+        "model": {**SMALL_CNN, "norm": "group"}, "optimizer": {"_target_": "torch.optim.SGD", "_partial_": True,
+                                                                "lr": 0.1}}))
+    assert sgd.adamw is None
+    assert "not plain torch.optim.AdamW ({'_target_': 'torch.optim.SGD'" in refusal(sgd, "32-true")
+    assert refusal(_settings(3), "32-true") is None
 
 
 def test_adamw_step_is_torch_adamw_per_teacher():
@@ -204,9 +222,9 @@ def test_batched_training_on_a_gpu_gives_the_loops_weights(problem, tmp_path):
     """The same equivalence on a CUDA device (run where a device is lent: pytest -m gpu); cuDNN's kernels
     differ between a grouped and a plain convolution, hence the looser tolerance."""
     images, labels, parts = problem
-    gpu = OmegaConf.merge(TRAINER, {"accelerator": "gpu", "deterministic": False})
-    loop = _weights(train_teachers(_teacher_cfg(1), gpu, images, labels, parts, tmp_path / "loop", progress=False))
-    batched = _weights(train_teachers(_teacher_cfg(3), gpu, images, labels, parts, tmp_path / "batched",
+    gpu = dataclasses.replace(TRAINER, accelerator="gpu", deterministic=False)
+    loop = _weights(train_teachers(_settings(1), gpu, images, labels, parts, tmp_path / "loop", progress=False))
+    batched = _weights(train_teachers(_settings(3), gpu, images, labels, parts, tmp_path / "batched",
                                       progress=False))
     for a, b in zip(loop, batched, strict=True):
         assert b["meta"]["accelerator"] == "gpu"
@@ -219,15 +237,15 @@ def test_a_pretrained_resnet_trains_batched_on_a_gpu_as_in_the_loop(problem, tmp
     """The frozen-statistics ResNet-18 of the CPU test on a CUDA device (fp32; cuDNN may use TF32, hence 1e-3),
     and in bf16-mixed, where the engines agree to bfloat16's precision only (the CPU test's criterion)."""
     images, labels, parts = problem
-    gpu = OmegaConf.merge(TRAINER, {"accelerator": "gpu", "deterministic": False})
+    gpu = dataclasses.replace(TRAINER, accelerator="gpu", deterministic=False)
 
     def train(group, trainer, name):
-        return _weights(train_teachers(_teacher_cfg(group, model=PRETRAINED_RESNET, eps=1e-2), trainer, images,
+        return _weights(train_teachers(_settings(group, model=PRETRAINED_RESNET, eps=1e-2), trainer, images,
                                        labels, parts, tmp_path / name, progress=False))
 
     for a, b in zip(train(1, gpu, "loop"), train(3, gpu, "batched"), strict=True):
         _assert_same_teachers(a, b, atol=1e-3, rtol=1e-2)
-    bf16 = OmegaConf.merge(gpu, {"precision": "bf16-mixed"})
+    bf16 = dataclasses.replace(gpu, precision="bf16-mixed")
     trios = zip(train(1, bf16, "loop16"), train(3, bf16, "batched16"), train(3, gpu, "batched32"), strict=True)
     for a, b, c in trios:
         assert _distance(a, b) < 0.5 * min(_distance(b, c), _distance(a, c))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import weakref
 
@@ -10,10 +11,10 @@ import pytest
 import torch
 
 import teachers.predict as predict_module
+from pate.pipeline.settings import build_recipe, network_teacher_settings, trainer_settings
 from teachers.ensemble import train_teachers
 from teachers.predict import load_teacher, predict_votes
 from teachers.training.data import to_float
-from teachers.training.recipe import Recipe
 
 PARTITION = [np.arange(0, 10), np.arange(10, 20), np.arange(20, 30)]
 QUERIES = np.arange(30, 43)
@@ -23,16 +24,14 @@ EVAL = np.arange(43, 60)
 @pytest.fixture(scope="module")
 def teacher_paths(cfg, tiny_data, tmp_path_factory):
     images, labels = tiny_data
-    return train_teachers(
-        cfg.teacher, cfg.trainer, images, labels, PARTITION, tmp_path_factory.mktemp("t"), progress=False
-    )
+    return train_teachers(network_teacher_settings(cfg.teacher), trainer_settings(cfg), images, labels, PARTITION,
+                          tmp_path_factory.mktemp("t"), progress=False)
 
 
 def run(cfg, tiny_data, paths, batch_size=512):
     images, labels = tiny_data
-    return predict_votes(
-        paths, cfg.teacher, cfg.trainer, images, QUERIES, EVAL, labels[EVAL], batch_size=batch_size, progress=False
-    )
+    return predict_votes(paths, build_recipe(cfg.teacher), trainer_settings(cfg), images, QUERIES, EVAL, labels[EVAL],
+                         batch_size=batch_size, progress=False)
 
 
 def test_shapes_dtypes_and_ranges(cfg, tiny_data, teacher_paths):
@@ -48,7 +47,7 @@ def test_votes_and_accuracy_match_a_direct_forward_pass(cfg, tiny_data, teacher_
     images, labels = tiny_data
     votes, accuracy = run(cfg, tiny_data, teacher_paths, batch_size=4)
     for t, path in enumerate(teacher_paths):
-        net = load_teacher(path, Recipe.from_config(cfg.teacher))
+        net = load_teacher(path, build_recipe(cfg.teacher))
         assert not net.training
         with torch.inference_mode():
             logits = net(to_float(torch.from_numpy(images)))
@@ -66,10 +65,10 @@ def test_deterministic_across_calls(cfg, tiny_data, teacher_paths):
 def test_at_most_one_teacher_in_memory(cfg, tiny_data, teacher_paths, monkeypatch):
     loaded = []
 
-    def tracking_load(path, teacher_cfg):
+    def tracking_load(path, recipe):
         gc.collect()
         assert all(ref() is None for ref in loaded), "a previous teacher is still alive"
-        net = load_teacher(path, teacher_cfg)
+        net = load_teacher(path, recipe)
         loaded.append(weakref.ref(net))
         return net
 
@@ -102,8 +101,8 @@ def test_bad_input_is_rejected(cfg, tiny_data, teacher_paths, change, match):
     with pytest.raises(ValueError, match=match):
         predict_votes(
             args["paths"],
-            cfg.teacher,
-            cfg.trainer,
+            build_recipe(cfg.teacher),
+            trainer_settings(cfg),
             images,
             args["query_indices"],
             args["eval_indices"],
@@ -118,8 +117,8 @@ def test_missing_teacher_file_is_reported_before_any_inference(cfg, tiny_data, t
     with pytest.raises(FileNotFoundError, match="1 teacher file"):
         predict_votes(
             [*teacher_paths, tmp_path / "teacher_0003.pt"],
-            cfg.teacher,
-            cfg.trainer,
+            build_recipe(cfg.teacher),
+            trainer_settings(cfg),
             images,
             QUERIES,
             EVAL,
@@ -129,23 +128,21 @@ def test_missing_teacher_file_is_reported_before_any_inference(cfg, tiny_data, t
 
 
 def test_unknown_accelerator_is_rejected(cfg, tiny_data, teacher_paths):
-    trainer_cfg = cfg.trainer.copy()
-    trainer_cfg.accelerator = "tpu"
+    tpu = dataclasses.replace(trainer_settings(cfg), accelerator="tpu")
     images, labels = tiny_data
     with pytest.raises(ValueError, match="accelerator.*tpu"):
-        predict_votes(teacher_paths, cfg.teacher, trainer_cfg, images, QUERIES, EVAL, labels[EVAL], progress=False)
+        predict_votes(teacher_paths, build_recipe(cfg.teacher), tpu, images, QUERIES, EVAL, labels[EVAL],
+                      progress=False)
 
 
 @pytest.mark.gpu
 def test_gpu_votes_match_cpu_votes(cfg, tiny_data, teacher_paths):
     """fp32 on the GPU gives the CPU's votes except where a logit is within float rounding of 0."""
     images, labels = tiny_data
-    gpu_cfg = cfg.trainer.copy()
-    gpu_cfg.accelerator, gpu_cfg.precision = "gpu", "32-true"
+    gpu = dataclasses.replace(trainer_settings(cfg), accelerator="gpu", precision="32-true")
     cpu_votes, cpu_acc = run(cfg, tiny_data, teacher_paths)
-    gpu_votes, gpu_acc = predict_votes(
-        teacher_paths, cfg.teacher, gpu_cfg, images, QUERIES, EVAL, labels[EVAL], progress=False
-    )
+    gpu_votes, gpu_acc = predict_votes(teacher_paths, build_recipe(cfg.teacher), gpu, images, QUERIES, EVAL,
+                                       labels[EVAL], progress=False)
     assert (cpu_votes != gpu_votes).mean() < 1e-3
     assert np.allclose(cpu_acc, gpu_acc, atol=1e-2)
 
@@ -160,7 +157,7 @@ def test_a_loaded_teacher_is_the_saved_network(norm, fake_imagenet_resnet18, tmp
                                       "stem": "imagenet", "pretrained": "imagenet", "norm": norm},
                             "optimizer": {"_target_": "torch.optim.AdamW", "_partial_": True},
                             "augment": False, "batch_size": 4, "max_epochs": 1})
-    recipe = Recipe.from_config(cfg)
+    recipe = build_recipe(cfg)
     torch.manual_seed(5)
     saved = recipe.make_net()
     for tensor in saved.state_dict().values():  # every tensor differs from the ImageNet file and a fresh fc

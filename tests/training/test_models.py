@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import torch
 
+from pate.pipeline.settings import build_recipe
 from teachers.training.models import SmallCNN, resnet
-from teachers.training.recipe import Recipe
 from tests.conftest import compose_config
 
 MODEL_CONFIGS = [
@@ -28,7 +28,7 @@ MODEL_CONFIGS = [
 def test_configured_models_give_one_logit_per_label(group, name, size):
     cfg = compose_config(["~aggregator", f"{group}={name}"])
     torch.manual_seed(0)
-    net = Recipe.from_config(cfg[group], group).make_net().eval()
+    net = build_recipe(cfg[group], group).make_net().eval()
     with torch.inference_mode():
         logits = net(torch.randn(2, 3, size, size))
     assert logits.shape == (2, 40)
@@ -75,7 +75,7 @@ def test_small_cnn_rejects_bad_arguments(kwargs, match):
 
 def test_a_recipe_instantiates_the_optimizer_as_a_factory():
     cfg = compose_config(["~aggregator", "teacher=small_cnn"])
-    recipe = Recipe.from_config(cfg.teacher)
+    recipe = build_recipe(cfg.teacher)
     module = recipe.module()
     optimizer = recipe.make_optimizer(module.net.parameters())
     assert isinstance(optimizer, torch.optim.AdamW)
@@ -87,7 +87,7 @@ def test_a_recipe_instantiates_the_optimizer_as_a_factory():
 def test_an_optimizer_node_without_partial_is_refused():
     cfg = compose_config(["~aggregator", "teacher=small_cnn", "teacher.optimizer._partial_=false"])
     with pytest.raises(ValueError, match="teacher.optimizer"):
-        Recipe.from_config(cfg.teacher)
+        build_recipe(cfg.teacher)
 
 
 @pytest.mark.parametrize("norm", ["batch", "frozen"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import sys
 
@@ -9,10 +10,10 @@ import numpy as np
 import pytest
 import torch
 
+from pate.pipeline.settings import build_recipe, trainer_settings
 from teachers.training.data import IndexedImages, make_loader, to_float
 from teachers.training.models import SmallCNN
 from teachers.training.module import MultiLabelModule, random_hflip
-from teachers.training.recipe import Recipe
 from teachers.training.trainer import build_trainer
 from tests.conftest import compose_config
 
@@ -33,7 +34,7 @@ def test_test_metrics_match_their_definitions(cfg, module_and_loader, tiny_data)
     logit > 0, computed here by hand in numpy from the network's own logits."""
     images, labels = tiny_data
     module, loader = module_and_loader
-    scores = build_trainer(cfg.trainer, max_epochs=1).test(module, loader, verbose=False)[0]
+    scores = build_trainer(trainer_settings(cfg), max_epochs=1).test(module, loader, verbose=False)[0]
     with torch.inference_mode():
         predicted = (module.net.eval()(to_float(torch.from_numpy(images))) > 0).numpy()
     truth = labels.astype(bool)
@@ -50,7 +51,7 @@ def test_test_metrics_match_their_definitions(cfg, module_and_loader, tiny_data)
 
 def test_validation_logs_val_metrics_and_training_logs_loss(cfg, module_and_loader, tmp_path):
     module, loader = module_and_loader
-    trainer = build_trainer(cfg.trainer, max_epochs=1, log_dir=tmp_path)
+    trainer = build_trainer(trainer_settings(cfg), max_epochs=1, log_dir=tmp_path)
     assert set(trainer.validate(module, loader, verbose=False)[0]) == {"val/acc", "val/f1"}
     trainer.fit(module, loader, loader)
     assert "train/loss" in trainer.callback_metrics
@@ -75,7 +76,7 @@ def test_random_hflip_flips_about_half_the_images_and_nothing_else():
 def test_a_recipe_rejects_bad_hyperparameters(override, match):
     cfg = compose_config(["~aggregator", "teacher=small_cnn", override])
     with pytest.raises(ValueError, match=match):
-        Recipe.from_config(cfg.teacher, "teacher")
+        build_recipe(cfg.teacher, "teacher")
 
 
 def test_the_module_builds_its_optimizer_from_the_factory():
@@ -87,15 +88,12 @@ def test_the_module_builds_its_optimizer_from_the_factory():
 
 def test_tensorboard_logger_without_the_package_names_the_extra(cfg, tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "tensorboard", None)  # makes `import tensorboard` raise ImportError
-    trainer_cfg = cfg.trainer.copy()
-    trainer_cfg.logger = "tensorboard"
+    tensorboard = dataclasses.replace(trainer_settings(cfg), logger="tensorboard")
     with pytest.raises(ImportError, match=r"pip install -e '\.\[tensorboard\]'"):
-        build_trainer(trainer_cfg, max_epochs=1, log_dir=tmp_path)
+        build_trainer(tensorboard, max_epochs=1, log_dir=tmp_path)
 
 
 @pytest.mark.parametrize(("logger", "epochs", "match"), [("wandb", 1, "logger.*wandb"), ("csv", 0, "max_epochs.*0")])
 def test_build_trainer_rejects_bad_settings(cfg, tmp_path, logger, epochs, match):
-    trainer_cfg = cfg.trainer.copy()
-    trainer_cfg.logger = logger
     with pytest.raises(ValueError, match=match):
-        build_trainer(trainer_cfg, max_epochs=epochs, log_dir=tmp_path)
+        build_trainer(dataclasses.replace(trainer_settings(cfg), logger=logger), max_epochs=epochs, log_dir=tmp_path)

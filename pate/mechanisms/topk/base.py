@@ -84,7 +84,7 @@ class DPStatement:
         checks.non_negative("epsilon", self.epsilon)
         if not 0.0 <= self.delta <= 1.0:
             raise ValueError(f"delta must lie in [0, 1], got {self.delta!r}")
-        object.__setattr__(self, "neighbors", check_relation(self.neighbors))
+        checks.set_fields(self, neighbors=check_relation(self.neighbors))
 
     def __str__(self) -> str:
         return f"({self.epsilon:.4g}, {self.delta:.3g})-DP under {self.neighbors} ({self.source})"

@@ -92,9 +92,12 @@ class Joint(PureEpsilonCost):
     neighbors: NeighboringRelation | str = "add_remove"
 
     def __post_init__(self):
-        object.__setattr__(self, "k", check_k(self.k))
-        object.__setattr__(self, "epsilon", checks.positive("epsilon", self.epsilon))
-        object.__setattr__(self, "neighbors", check_relation(self.neighbors))
+        checks.set_fields(
+            self,
+            k=check_k(self.k),
+            epsilon=checks.positive("epsilon", self.epsilon),
+            neighbors=check_relation(self.neighbors),
+        )
 
     @classmethod
     def for_budget(

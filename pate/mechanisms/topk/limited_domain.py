@@ -79,11 +79,14 @@ class LimitedDomain(StatementCost):
     max_contributions: int | None = None
 
     def __post_init__(self):
-        object.__setattr__(self, "k", check_k(self.k))
-        object.__setattr__(self, "max_k", check_max_k(self.max_k, self.k))
-        object.__setattr__(self, "epsilon", checks.positive("epsilon", self.epsilon))
-        object.__setattr__(self, "delta", checks.open_unit("delta", self.delta))
-        object.__setattr__(self, "neighbors", check_relation(self.neighbors))
+        checks.set_fields(
+            self,
+            k=check_k(self.k),
+            max_k=check_max_k(self.max_k, self.k),
+            epsilon=checks.positive("epsilon", self.epsilon),
+            delta=checks.open_unit("delta", self.delta),
+            neighbors=check_relation(self.neighbors),
+        )
         if self.max_contributions is not None:
             checks.positive_int("max_contributions", self.max_contributions)
 

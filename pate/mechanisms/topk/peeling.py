@@ -121,9 +121,12 @@ class _Peeling(PureEpsilonCost):
         return count_selection_range(self.neighbors) / self.pick_epsilon
 
     def __post_init__(self):
-        object.__setattr__(self, "k", check_k(self.k))
-        object.__setattr__(self, "pick_epsilon", checks.positive("pick_epsilon", self.pick_epsilon))
-        object.__setattr__(self, "neighbors", check_relation(self.neighbors))
+        checks.set_fields(
+            self,
+            k=check_k(self.k),
+            pick_epsilon=checks.positive("pick_epsilon", self.pick_epsilon),
+            neighbors=check_relation(self.neighbors),
+        )
 
 
 @dataclass(frozen=True)

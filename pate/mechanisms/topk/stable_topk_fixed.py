@@ -30,7 +30,6 @@ both already released, so this is adaptive composition and alpha rho_fill bounds
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 from dataclasses import dataclass
 
@@ -79,16 +78,21 @@ class StableTopKFixed(PricedByEvent):
     neighbors: NeighboringRelation | str = "add_remove"
 
     def __post_init__(self):
-        set_ = functools.partial(object.__setattr__, self)  # frozen dataclass: fields are normalised once, here
-        set_("k", check_k(self.k))
-        set_("select_epsilon", checks.positive("select_epsilon", self.select_epsilon))
-        set_("test_sigma", checks.positive("test_sigma", self.test_sigma))
-        set_("fill_rho", checks.positive("fill_rho", self.fill_rho))
-        set_("delta_t", checks.open_unit("delta_t", self.delta_t))
+        checks.set_fields(
+            self,
+            k=check_k(self.k),
+            select_epsilon=checks.positive("select_epsilon", self.select_epsilon),
+            test_sigma=checks.positive("test_sigma", self.test_sigma),
+            fill_rho=checks.positive("fill_rho", self.fill_rho),
+            delta_t=checks.open_unit("delta_t", self.delta_t),
+        )
         if self.max_k is not None:
-            set_("max_k", check_max_k(self.max_k, self.k))
-        set_("regularization", checks.non_negative("regularization", self.regularization))
-        object.__setattr__(self, "neighbors", check_relation(self.neighbors))
+            checks.set_fields(self, max_k=check_max_k(self.max_k, self.k))
+        checks.set_fields(
+            self,
+            regularization=checks.non_negative("regularization", self.regularization),
+            neighbors=check_relation(self.neighbors),
+        )
 
     # ------------------------------------------------------------- budget
     @classmethod

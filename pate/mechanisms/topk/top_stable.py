@@ -120,17 +120,23 @@ class TopStable(StatementCost):
     delta_q: float = field(init=False, repr=False)
 
     def __post_init__(self):
-        object.__setattr__(self, "k", check_k(self.k))
-        object.__setattr__(self, "max_k", check_max_k(self.max_k, self.k))
-        object.__setattr__(self, "epsilon", checks.positive("epsilon", self.epsilon))
-        object.__setattr__(self, "delta", checks.open_unit("delta", self.delta))
-        object.__setattr__(self, "p1", checks.open_unit("p1", self.p1))
+        checks.set_fields(
+            self,
+            k=check_k(self.k),
+            max_k=check_max_k(self.max_k, self.k),
+            epsilon=checks.positive("epsilon", self.epsilon),
+            delta=checks.open_unit("delta", self.delta),
+            p1=checks.open_unit("p1", self.p1),
+        )
         if math.isclose(self.c, 1.0, rel_tol=1e-9):  # 1/3 itself gives c = 1 - 2^-53 in floating point
             raise ValueError(f"p1 must differ from 1/3 (it makes c = 2 p1 / (1 - p1) = 1, Lemma 3.1), got {self.p1!r}")
-        object.__setattr__(self, "em_epsilon", checks.non_negative("em_epsilon", self.em_epsilon))
-        object.__setattr__(self, "fill_epsilon", checks.non_negative("fill_epsilon", self.fill_epsilon))
-        object.__setattr__(self, "neighbors", check_relation(self.neighbors))
-        object.__setattr__(self, "delta_q", query_delta(self.delta, self.max_k, self.c))
+        checks.set_fields(
+            self,
+            em_epsilon=checks.non_negative("em_epsilon", self.em_epsilon),
+            fill_epsilon=checks.non_negative("fill_epsilon", self.fill_epsilon),
+            neighbors=check_relation(self.neighbors),
+            delta_q=query_delta(self.delta, self.max_k, self.c),
+        )
 
     @classmethod
     def for_budget(

@@ -21,27 +21,27 @@ from __future__ import annotations
 import logging
 import math
 from pathlib import Path
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
 from omegaconf import DictConfig
 
 from pate.aggregate import write_release
-from pate.artifacts import Artifact, ArtifactStore, Stage, atomic_write_json
+from pate.artifacts import Artifact, ArtifactStore, Stage
 from pate.data.partition import read_queries
+from pate.dp_sgd import linear_probe, predict, score_model, train_dp_sgd
 from pate.features import read_features
 from pate.pipeline.checks import UserError, building
 from pate.pipeline.graph import Dataset
-from pate.pipeline.methods.base import Release, SharedStages
-from pate.pipeline.noise import noise_source
+from pate.pipeline.methods.base import Method, Release, RunSettings, SharedStages, method_settings
 from pate.privacy import Ledger, PoissonSampledGaussianEvent, calibrate, clipped_gradient_sum_sensitivity
 from pate.privacy.checks import positive, positive_int
 from pate.privacy.unit import privacy_unit
-from student.dp_sgd import linear_probe, predict, score_model, train_dp_sgd
+from student.stages import write_student_scores
 from teachers.training.data import to_float
 from teachers.training.models import SmallCNN
-from teachers.training.trainer import device_of
 
 log = logging.getLogger("train")
 
@@ -56,35 +56,44 @@ def probe_inputs(features: torch.Tensor) -> torch.Tensor:
     return torch.nn.functional.normalize(features, dim=1)
 
 
-class DPSGD:
-    """``method=dp_sgd`` (module docstring); the keyword names are the config's keys."""
+@dataclass(frozen=True)
+class DPSGD(Method):
+    """``method=dp_sgd`` (module docstring): the fields are conf/method/dp_sgd.yaml's keys, checked by
+    :meth:`from_config`, and the run's settings."""
 
-    contributor = "record"  # every Poisson batch samples records: both relations are record-level
+    contributor: ClassVar[str] = "record"  # every Poisson batch samples records: both relations are record-level
 
-    def __init__(self, model: str = "linear", width: int = 32, expected_batch_size: int = 4096, epochs: float = 20,
-                 clip_norm: float = 1.0, lr: float = 2.0, momentum: float = 0.9, noise_multiplier: float = 1.0):
-        self.model, self.width = model, width
-        self.expected_batch_size, self.epochs, self.clip_norm = expected_batch_size, epochs, clip_norm
-        self.lr, self.momentum, self.noise_multiplier = lr, momentum, noise_multiplier
-        self.event = None
+    model: str
+    width: int
+    expected_batch_size: int
+    epochs: float
+    clip_norm: float
+    lr: float
+    momentum: float
+    noise_multiplier: float
+    run: RunSettings
 
-    def check(self, cfg: DictConfig) -> None:
-        if self.model not in MODELS:
-            raise UserError(f"method.model={self.model!r}; expected one of {MODELS}")
+    @classmethod
+    def from_config(cls, cfg: DictConfig, run: RunSettings) -> DPSGD:
+        settings = method_settings(cfg.method, model="linear", width=32, expected_batch_size=4096, epochs=20,
+                                   clip_norm=1.0, lr=2.0, momentum=0.9, noise_multiplier=1.0)
+        if settings["model"] not in MODELS:
+            raise UserError(f"method.model={settings['model']!r}; expected one of {MODELS}")
         with building("method"):
-            self.width = positive_int("width", self.width)
-            self.expected_batch_size = positive_int("expected_batch_size", self.expected_batch_size)
-            self.epochs = positive("epochs", self.epochs)
-            self.lr = positive("lr", self.lr)
-            self.noise_multiplier = positive("noise_multiplier", self.noise_multiplier)
-            self.clip_norm = clipped_gradient_sum_sensitivity(self.clip_norm, str(cfg.privacy.neighbors))
-            if not 0 <= self.momentum < 1:
-                raise ValueError(f"momentum={self.momentum!r}; expected a number in [0, 1)")
-        if cfg.privacy.budget_epsilon is not None:
+            checked = {key: check(key, settings[key]) for key, check in (
+                ("width", positive_int), ("expected_batch_size", positive_int), ("epochs", positive), ("lr", positive),
+                ("noise_multiplier", positive))}
+            checked["clip_norm"] = clipped_gradient_sum_sensitivity(settings["clip_norm"], run.neighbors)
+            if not 0 <= settings["momentum"] < 1:
+                raise ValueError(f"momentum={settings['momentum']!r}; expected a number in [0, 1)")
+        if run.budget_epsilon is not None:
             raise UserError(f"privacy.budget_epsilon={cfg.privacy.budget_epsilon!r}: method=dp_sgd answers no queries "
                             f"one by one, its cost is fixed by its steps; set privacy.target_epsilon instead")
+        return cls(**{**settings, **checked}, run=run)
 
-    def uses_features(self, cfg: DictConfig) -> bool:
+    @property
+    def reads_features(self) -> bool:
+        """The linear probe reads the public features; the CNN reads the images."""
         return self.model == "linear"
 
     def network(self, dim: int, num_labels: int) -> torch.nn.Module:
@@ -105,23 +114,26 @@ class DPSGD:
         rate = self.expected_batch_size / num_records
         return rate, math.ceil(self.epochs / rate)
 
-    def calibrated_event(self, cfg: DictConfig, num_records: int) -> PoissonSampledGaussianEvent:
+    def calibrated_event(self, num_records: int) -> PoissonSampledGaussianEvent:
+        """The cost of training on ``num_records`` private records: the Poisson-sampled Gaussian of
+        :meth:`schedule`, its noise multiplier calibrated to the run's target epsilon when it has one."""
         rate, steps = self.schedule(num_records)
-        relation, delta = str(cfg.privacy.neighbors), float(cfg.privacy.delta)
+        run, relation = self.run, self.run.neighbors
         multiplier = self.noise_multiplier
-        if cfg.privacy.target_epsilon is not None:
+        if run.target_epsilon is not None:
             with building("privacy"):
                 multiplier = calibrate(lambda m: PoissonSampledGaussianEvent(rate, m, steps, relation),
-                                       float(cfg.privacy.target_epsilon), delta, neighbors=relation)
+                                       run.target_epsilon, run.delta, neighbors=relation)
             log.info("calibrated DP-SGD (q=%.4g, %d steps) to epsilon=%g at delta=%g (neighbours: %s, one neighbour: "
-                     "%s): noise multiplier %.4f", rate, steps, cfg.privacy.target_epsilon, delta, relation,
+                     "%s): noise multiplier %.4f", rate, steps, run.target_epsilon, run.delta, relation,
                      privacy_unit(self.contributor, relation).text, multiplier)
         return PoissonSampledGaussianEvent(rate, multiplier, steps, relation)
 
-    def release(self, cfg: DictConfig, data: Dataset, shared: SharedStages) -> Release:
-        arrays, seed, relation, noise = data.arrays, int(cfg.seed), str(cfg.privacy.neighbors), noise_source(cfg)
+    def release(self, data: Dataset, shared: SharedStages) -> Release:
+        arrays, seed, relation, noise = data.arrays, self.run.seed, self.run.neighbors, self.run.noise
+        progress, device = self.run.progress, self.run.trainer.device
         private_rows = arrays.indices("train")
-        event = self.event = self.calibrated_event(cfg, len(private_rows))
+        event = self.calibrated_event(len(private_rows))
         settings = {"lr": self.lr, "momentum": self.momentum, "clip_norm": self.clip_norm}
 
         def build(work: Path, up: dict[str, Artifact]) -> None:
@@ -139,16 +151,15 @@ class DPSGD:
             model = self.network(dim, arrays.labels.shape[1])
             train_dp_sgd(model, inputs(private_rows), torch.from_numpy(arrays.labels[private_rows]),
                          sampling_rate=event.sampling_rate, noise_multiplier=event.noise_multiplier,
-                         steps=event.steps, seed=noise.torch_seed(), progress=bool(cfg.progress),
-                         device=device_of(cfg.trainer),
+                         steps=event.steps, seed=noise.torch_seed(), progress=progress, device=device,
                          transform=transform, **settings)
             torch.save(model.state_dict(), work / "model.pt")
             labels = (predict(model, inputs(public.queries), transform=transform) > 0.5).numpy()
             ledger = Ledger().compose_event(event, name=self.name(event), neighbors=relation)
             write_release(work, labels, np.ones(len(labels), bool), labels.sum(axis=1), ledger)
             scores = score_model(model, inputs(public.evaluation), arrays.labels[public.evaluation], transform)
-            atomic_write_json(work / "student.json", {**scores, "student_train_size": int(len(private_rows)),
-                                                      "student_semi": "supervised", "student_unlabeled_size": 0})
+            write_student_scores(work, {**scores, "student_train_size": int(len(private_rows)),
+                                        "student_semi": "supervised", "student_unlabeled_size": 0})
 
         upstream = {"queries": shared.queries, **({"features": shared.features} if self.model == "linear" else {})}
         cnn = {} if self.model == "linear" else {"model": self.model, "width": self.width}
@@ -157,7 +168,7 @@ class DPSGD:
         config = {"method": "dp_sgd", "event": event.to_dict(), "settings": settings, **noise.key(),
                   "data": data.identity, **cnn}
         stage = Stage("aggregate", config, build, upstream, code=("pate.pipeline.methods.dp_sgd",))
-        return Release(stage, {"dp_sgd": stage}, model=stage)
+        return Release(stage, {"dp_sgd": stage}, model=stage, facts={"event": event})
 
     @property
     def model_name(self) -> str:
@@ -168,19 +179,13 @@ class DPSGD:
                 f"noise_multiplier={event.noise_multiplier:.4g}, steps={event.steps}, clip_norm={self.clip_norm:g}, "
                 f"neighbors={event.neighbors})")
 
-    def metrics(self, cfg: DictConfig, store: ArtifactStore, release: Release) -> dict[str, Any]:
-        event = self.event
+    def metrics(self, store: ArtifactStore, release: Release) -> dict[str, Any]:
+        event = release.facts["event"]
         # the linear probe keeps the plain name its committed reports use; a CNN gets its own row in a report
         method = "dp_sgd" if self.model == "linear" else f"dp_sgd+{self.model}"
-        return {"method": method, "mechanism": self.name(event), "target_epsilon": cfg.privacy.target_epsilon,
+        return {"method": method, "mechanism": self.name(event), "target_epsilon": self.run.target_epsilon,
                 "noise": {"noise_multiplier": event.noise_multiplier, "clip_norm": self.clip_norm},
                 "noise_multiplier": event.noise_multiplier, "sampling_rate": event.sampling_rate,
                 "steps": event.steps,
                 "released_model": f"the DP-SGD {self.model_name} itself, trained on the {event.steps} Poisson "
                                   f"batches of the private split; no student"}
-
-    def references(self, cfg: DictConfig, data: Dataset, release: Release, shared: SharedStages) -> dict[str, Stage]:
-        return {}
-
-    def train_shard(self, cfg: DictConfig, store: ArtifactStore, release: Release, data: Dataset) -> dict[str, Any]:
-        raise UserError("teacher_shard: method=dp_sgd trains no teachers to shard")

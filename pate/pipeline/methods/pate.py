@@ -10,9 +10,9 @@ queries answered stop where ``privacy.budget_epsilon`` would be exceeded.
 
 from __future__ import annotations
 
-import functools
 import logging
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
@@ -20,25 +20,24 @@ from omegaconf import DictConfig
 from pate.aggregate import queries_within_budget
 from pate.artifacts import ArtifactStore, Stage
 from pate.pipeline.checks import building, instantiate
-from pate.pipeline.graph import aggregate_stage, partition_stage, reference_stage
-from pate.pipeline.methods.base import Release, SharedStages, with_semi
-from pate.privacy import DEFAULT_ORDERS, calibrate_noise
+from pate.pipeline.graph import aggregate_stage, partition_stage, plain, reference_stage
+from pate.pipeline.methods.base import Method, Release, RunSettings, SharedStages, method_settings
+from pate.pipeline.teachers import HeadTeachers, NetworkTeachers, teacher_component
+from pate.privacy import DEFAULT_ORDERS
 from pate.privacy.unit import privacy_unit
 from pate.votes import read_votes
 
 log = logging.getLogger("train")
 
-__all__ = ["PATE", "method_name", "prepare_aggregator"]
+__all__ = ["PATE", "aggregator_name", "prepare_aggregator"]
 
 
-def method_name(cfg: DictConfig) -> str:
-    """The aggregator's config name (``conf/aggregator/<name>.yaml``, its class name outside Hydra), with
-    ``+<student.semi.method>`` when the student learns from the unlabeled pool too: a report over both students
-    shows them as separate methods."""
+def aggregator_name(cfg: DictConfig) -> str:
+    """The aggregator's config name (``conf/aggregator/<name>.yaml``; its class name outside Hydra)."""
     name = cfg.aggregator._target_.rsplit(".", 1)[-1]
     if HydraConfig.initialized():
         name = HydraConfig.get().runtime.choices.get("aggregator") or name
-    return with_semi(name, cfg)
+    return name
 
 
 def prepare_aggregator(cfg: DictConfig):
@@ -49,9 +48,8 @@ def prepare_aggregator(cfg: DictConfig):
     multiplier = None
     if cfg.privacy.target_epsilon is not None:
         # a data-dependent release proposes its bound from the target by its own public rules; the others scale
-        # their noise until the data-independent epsilon meets it
-        calibrate = getattr(aggregator, "calibrated", None) or functools.partial(calibrate_noise, aggregator)
-        aggregator, multiplier = calibrate(float(cfg.privacy.target_epsilon), delta, num_queries)
+        # their noise until the data-independent epsilon meets it (pate.aggregators.Aggregator.calibrated)
+        aggregator, multiplier = aggregator.calibrated(float(cfg.privacy.target_epsilon), delta, num_queries)
         log.info("calibrated %s to epsilon=%g at delta=%g over %d queries (neighbours: %s, one neighbour: %s): noise "
                  "multiplier %.4f", aggregator.name, cfg.privacy.target_epsilon, delta, num_queries,
                  aggregator.neighbors, privacy_unit(PATE.contributor, aggregator.neighbors).text, multiplier)
@@ -65,22 +63,37 @@ def prepare_aggregator(cfg: DictConfig):
     return aggregator, multiplier, asked
 
 
-class PATE:
-    """The PATE method (module docstring). ``check`` builds and calibrates the aggregator and builds the teacher
-    ensemble (``teacher.component``, pate/pipeline/teachers.py) once; the later steps use them."""
+@dataclass(frozen=True)
+class PATE(Method):
+    """The PATE method (module docstring): the calibrated ``aggregator`` answering the first ``asked`` queries with
+    its noise ``multiplier`` (None without a target), the teacher ensemble (``teacher.component``, built by
+    ``teacher_component`` in pate/pipeline/teachers.py), the partition's ``num_teachers`` and ``partition_seed``,
+    the aggregator's config ``name`` and ``settings`` (in reports and in the aggregate's key) and the run's
+    settings. :meth:`from_config` decides them all before any data is read."""
 
-    contributor = "teacher"  # the aggregator sees teachers' votes: add_remove is teacher-level (pate.privacy.unit)
+    contributor: ClassVar[str] = "teacher"  # the aggregator sees teachers' votes: add_remove is teacher-level
 
-    def __init__(self):
-        self.aggregator, self.multiplier, self.asked, self.teachers = None, None, 0, None
+    aggregator: Any
+    multiplier: float | None
+    asked: int
+    teachers: HeadTeachers | NetworkTeachers
+    num_teachers: int
+    partition_seed: int
+    name: str
+    settings: dict[str, Any]
+    run: RunSettings
 
-    def check(self, cfg: DictConfig) -> None:
+    @classmethod
+    def from_config(cls, cfg: DictConfig, run: RunSettings) -> PATE:
+        method_settings(cfg.method)  # PATE's own node has no keys: its settings are its groups
         with building("privacy"):
-            self.aggregator, self.multiplier, self.asked = prepare_aggregator(cfg)
-        self.teachers = instantiate(cfg.teacher.component, "teacher.component")
-        self.teachers.check(cfg)
+            aggregator, multiplier, asked = prepare_aggregator(cfg)
+        return cls(aggregator, multiplier, asked, teacher_component(cfg), int(cfg.partition.num_teachers),
+                   int(cfg.partition.seed), aggregator_name(cfg), plain(cfg.aggregator), run)
 
-    def uses_features(self, cfg: DictConfig) -> bool:
+    @property
+    def reads_features(self) -> bool:
+        """Whether the teachers read the public features (ridge heads) rather than the images."""
         return self.teachers.reads_features
 
     @property
@@ -89,32 +102,33 @@ class PATE:
         any decode."""
         return self.teachers.records_per_teacher
 
-    def release(self, cfg: DictConfig, data, shared: SharedStages) -> Release:
-        partition = partition_stage(cfg, data)
-        teachers, votes = self.teachers.stages(cfg, data, partition, shared.features, shared.queries)
-        aggregate = aggregate_stage(cfg, self.aggregator, self.asked, votes)
+    def release(self, data, shared: SharedStages) -> Release:
+        partition = partition_stage(data, self.num_teachers, self.partition_seed)
+        teachers, votes = self.teachers.stages(data, partition, shared.features, shared.queries)
+        aggregate = aggregate_stage(self.aggregator, self.settings, self.asked, votes, self.run.noise,
+                                    self.run.num_labels)
         return Release(aggregate, {"partition": partition, "teachers": teachers, "votes": votes,
                                    "aggregate": aggregate})
 
-    def metrics(self, cfg: DictConfig, store: ArtifactStore, release: Release) -> dict[str, Any]:
+    def metrics(self, store: ArtifactStore, release: Release) -> dict[str, Any]:
         votes = read_votes(store.get(release.stages["votes"]))
         return {
-            "method": method_name(cfg),
+            "method": self.run.named(self.name),
             "aggregator": self.aggregator.name,
-            "target_epsilon": cfg.privacy.target_epsilon,
-            "budget_epsilon": cfg.privacy.budget_epsilon,
+            "target_epsilon": self.run.target_epsilon,
+            "budget_epsilon": self.run.budget_epsilon,
             "noise": self.aggregator.noise_parameters(),
             "noise_multiplier": self.multiplier,
             "queries_asked": self.asked,
             # a diagnostic not covered by epsilon (pate.run_record.NOT_COVERED_BY_EPSILON lists it for every run)
             "teacher_accuracy": float(votes["teacher_accuracy"].mean()),
-            "num_teachers": int(cfg.partition.num_teachers),
+            "num_teachers": self.num_teachers,
         }
 
-    def references(self, cfg: DictConfig, data, release: Release, shared: SharedStages) -> dict[str, Stage]:
+    def references(self, data, release: Release, shared: SharedStages) -> dict[str, Stage]:
         """The teachers' non-private majority vote."""
         return {"majority_vote": reference_stage("majority_vote", data, release.stages["votes"], shared.queries)}
 
-    def train_shard(self, cfg: DictConfig, store: ArtifactStore, release: Release, data) -> dict[str, Any]:
+    def train_shard(self, store: ArtifactStore, release: Release, data, shard: str) -> dict[str, Any]:
         """A cluster shard of the teachers (``teacher_shard=i/n``), by the teacher ensemble."""
-        return self.teachers.train_shard(cfg, store, release.stages["teachers"], release.stages["partition"], data)
+        return self.teachers.train_shard(store, release.stages["teachers"], release.stages["partition"], data, shard)

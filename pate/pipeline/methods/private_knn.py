@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -24,10 +25,9 @@ from pate.artifacts import Artifact, ArtifactStore, Stage
 from pate.data.partition import read_queries
 from pate.features import read_features
 from pate.mechanisms import PrivateKNN, subsampled_knn_votes
-from pate.pipeline.checks import UserError, building
+from pate.pipeline.checks import building
 from pate.pipeline.graph import Dataset
-from pate.pipeline.methods.base import Release, SharedStages, with_semi
-from pate.pipeline.noise import noise_source
+from pate.pipeline.methods.base import Method, Release, RunSettings, SharedStages, method_settings
 from pate.privacy import Ledger, calibrate_noise
 from pate.privacy.unit import privacy_unit
 
@@ -36,35 +36,38 @@ log = logging.getLogger("train")
 __all__ = ["PrivateKNNMethod"]
 
 
-class PrivateKNNMethod:
-    """``method=private_knn`` (module docstring). ``k``, ``sampling_rate`` and ``sigma`` are the config's keys."""
+@dataclass(frozen=True)
+class PrivateKNNMethod(Method):
+    """``method=private_knn`` (module docstring): the calibrated ``mechanism`` answering the first ``asked`` queries,
+    its noise ``multiplier`` (None without a target) and the run's settings. ``conf/method/private_knn.yaml``'s
+    ``k``, ``sampling_rate`` and ``sigma`` are read by :meth:`from_config`."""
 
-    contributor = "record"  # each record votes on its own: both relations are record-level
+    contributor: ClassVar[str] = "record"  # each record votes on its own: both relations are record-level
+    reads_features: ClassVar[bool] = True
 
-    def __init__(self, k: int = 200, sampling_rate: float = 0.1, sigma: float = 20.0):
-        self.k, self.sampling_rate, self.sigma = k, sampling_rate, sigma
-        self.mechanism, self.multiplier, self.asked = None, None, 0
+    mechanism: PrivateKNN
+    multiplier: float | None
+    asked: int
+    run: RunSettings
 
-    def check(self, cfg: DictConfig) -> None:
+    @classmethod
+    def from_config(cls, cfg: DictConfig, run: RunSettings) -> PrivateKNNMethod:
+        settings = method_settings(cfg.method, k=200, sampling_rate=0.1, sigma=20.0)
         with building("method"):
-            mechanism = PrivateKNN(int(cfg.data.num_labels), self.k, self.sampling_rate, self.sigma,
-                                   str(cfg.privacy.neighbors))
-        num_queries, delta = int(cfg.data.num_queries), float(cfg.privacy.delta)
+            mechanism = PrivateKNN(run.num_labels, settings["k"], settings["sampling_rate"], settings["sigma"],
+                                   run.neighbors)
+        multiplier = None
         with building("privacy"):
-            if cfg.privacy.target_epsilon is not None:
-                mechanism, self.multiplier = calibrate_noise(mechanism, float(cfg.privacy.target_epsilon), delta,
-                                                             num_queries)
+            if run.target_epsilon is not None:
+                mechanism, multiplier = calibrate_noise(mechanism, run.target_epsilon, run.delta, run.num_queries)
                 log.info("calibrated %s to epsilon=%g at delta=%g over %d queries (neighbours: %s, one neighbour: %s)",
-                         mechanism.name, cfg.privacy.target_epsilon, delta, num_queries, mechanism.neighbors,
-                         privacy_unit(self.contributor, mechanism.neighbors).text)
-            self.asked = queries_within_budget(mechanism, num_queries, cfg.privacy.budget_epsilon, delta)
-        self.mechanism = mechanism
+                         mechanism.name, run.target_epsilon, run.delta, run.num_queries, mechanism.neighbors,
+                         privacy_unit(cls.contributor, mechanism.neighbors).text)
+            asked = queries_within_budget(mechanism, run.num_queries, run.budget_epsilon, run.delta)
+        return cls(mechanism, multiplier, asked, run)
 
-    def uses_features(self, cfg: DictConfig) -> bool:
-        return True
-
-    def release(self, cfg: DictConfig, data: Dataset, shared: SharedStages) -> Release:
-        mechanism, asked, arrays, noise = self.mechanism, self.asked, data.arrays, noise_source(cfg)
+    def release(self, data: Dataset, shared: SharedStages) -> Release:
+        mechanism, asked, arrays, noise = self.mechanism, self.asked, data.arrays, self.run.noise
 
         def build(work: Path, up: dict[str, Artifact]) -> None:
             """The Poisson subsample and the Gaussian noise both come from the run's noise source: the
@@ -86,14 +89,8 @@ class PrivateKNNMethod:
                       code=("pate.pipeline.methods.private_knn",))
         return Release(stage, {"aggregate": stage})
 
-    def metrics(self, cfg: DictConfig, store: ArtifactStore, release: Release) -> dict[str, Any]:
-        return {"method": with_semi("private_knn", cfg), "target_epsilon": cfg.privacy.target_epsilon,
-                "budget_epsilon": cfg.privacy.budget_epsilon, "noise": self.mechanism.noise_parameters(),
+    def metrics(self, store: ArtifactStore, release: Release) -> dict[str, Any]:
+        return {"method": self.run.named("private_knn"), "target_epsilon": self.run.target_epsilon,
+                "budget_epsilon": self.run.budget_epsilon, "noise": self.mechanism.noise_parameters(),
                 "noise_multiplier": self.multiplier, "queries_asked": self.asked,
                 "mechanism": self.mechanism.name}
-
-    def references(self, cfg: DictConfig, data: Dataset, release: Release, shared: SharedStages) -> dict[str, Stage]:
-        return {}
-
-    def train_shard(self, cfg: DictConfig, store: ArtifactStore, release: Release, data: Dataset) -> dict[str, Any]:
-        raise UserError("teacher_shard: method=private_knn trains no teachers to shard")

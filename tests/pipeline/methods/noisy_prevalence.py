@@ -11,37 +11,39 @@ sensitivity and sigma.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
 from pate.aggregate import write_release
 from pate.artifacts import Stage
-from pate.pipeline.checks import UserError, building
-from pate.pipeline.methods import Release, SharedStages
-from pate.pipeline.noise import noise_source
+from pate.pipeline.checks import building
+from pate.pipeline.methods import Method, Release, RunSettings, SharedStages, method_settings
 from pate.privacy import GaussianEvent, Ledger, count_l2_sensitivity
 from pate.privacy.checks import positive
 
 
-class NoisyPrevalence:
+@dataclass(frozen=True)
+class NoisyPrevalence(Method):
     """Gaussian noise on the private label counts, one label set for every query."""
 
-    contributor = "record"  # one record moves the counts: both relations are record-level
+    contributor: ClassVar[str] = "record"  # one record moves the counts: both relations are record-level
+    reads_features: ClassVar[bool] = False
 
-    def __init__(self, sigma: float = 10.0):
-        self.sigma = sigma
+    sigma: float
+    run: RunSettings
 
-    def check(self, cfg) -> None:
-        with building("method.sigma"):
-            self.sigma = positive("sigma", self.sigma)
+    @classmethod
+    def from_config(cls, cfg, run: RunSettings) -> NoisyPrevalence:
+        settings = method_settings(cfg.method, sigma=10.0)
+        with building("method"):
+            return cls(positive("sigma", settings["sigma"]), run)
 
-    def uses_features(self, cfg) -> bool:
-        return False
-
-    def release(self, cfg, data, shared: SharedStages) -> Release:
-        arrays, noise, sigma = data.arrays, noise_source(cfg), self.sigma
-        relation, num_queries = str(cfg.privacy.neighbors), int(cfg.data.num_queries)
+    def release(self, data, shared: SharedStages) -> Release:
+        arrays, noise, sigma = data.arrays, self.run.noise, self.sigma
+        relation, num_queries = self.run.neighbors, self.run.num_queries
 
         def build(work: Path, up) -> None:
             private = arrays.labels[arrays.indices("train")].astype(np.float64)
@@ -59,11 +61,5 @@ class NoisyPrevalence:
                        build, {"queries": shared.queries}, code=("tests.pipeline.methods.noisy_prevalence",))
         return Release(labels, {"aggregate": labels})
 
-    def metrics(self, cfg, store, release: Release) -> dict:
+    def metrics(self, store, release: Release) -> dict:
         return {"method": "noisy_prevalence", "noise": {"sigma": self.sigma}}
-
-    def references(self, cfg, data, release: Release, shared: SharedStages) -> dict:
-        return {}
-
-    def train_shard(self, cfg, store, release: Release, data) -> dict:
-        raise UserError("teacher_shard: the noisy_prevalence method trains nothing to shard")

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from pate.pipeline.checks import UserError
-from pate.pipeline.methods import PATE, Method
+from pate.pipeline.methods import DPSGD, PATE, Method, PrivateKNNMethod
 from pate.pipeline.runner import run
 from pate.privacy import DEFAULT_ORDERS, epsilon_from_rdp, gaussian_rdp
 from tests.pipeline.methods.noisy_prevalence import NoisyPrevalence
@@ -32,13 +32,34 @@ def test_a_toy_method_runs_end_to_end_through_config_alone(tiny_cfg, tmp_path, r
     assert set(metrics["reference"]) == {"majority_class", "true_labels"}  # no teachers: no majority vote
 
 
-def test_methods_follow_the_protocol():
-    assert isinstance(PATE(), Method) and isinstance(NoisyPrevalence(), Method)
+def test_every_method_of_the_library_and_the_toy_one_subclass_the_protocol():
+    assert all(issubclass(kind, Method) for kind in (PATE, PrivateKNNMethod, DPSGD, NoisyPrevalence))
+
+
+def test_a_method_missing_a_protocol_member_fails_when_defined_not_when_called():
+    class Incomplete(Method):  # no release, no metrics
+        contributor = "record"
+        reads_features = False
+
+        @classmethod
+        def from_config(cls, cfg, run):
+            return cls()
+
+    with pytest.raises(TypeError, match="abstract"):
+        Incomplete()
+
+
+def test_a_target_that_is_no_method_and_an_unknown_method_key_are_refused_naming_them(tiny_cfg, tmp_path):
+    with pytest.raises(UserError, match=r"method._target_='pate.aggregators.GaussianPATE' is not a method"):
+        run(tiny_cfg("method._target_=pate.aggregators.GaussianPATE"), output_dir=tmp_path)
+    with pytest.raises(UserError, match=r"method.sigmaa=5.0: .*NoisyPrevalence has no such setting; its settings are "
+                                        r"sigma"):
+        run(tiny_cfg(TOY[0], "+method.sigmaa=5.0"), output_dir=tmp_path)
 
 
 def test_a_toy_methods_bad_setting_and_a_shard_are_refused_before_compute(tiny_cfg, tmp_path):
     with pytest.raises(UserError, match="sigma"):
         run(tiny_cfg("method._target_=tests.pipeline.methods.noisy_prevalence.NoisyPrevalence", "+method.sigma=-1"),
             output_dir=tmp_path)
-    with pytest.raises(UserError, match="trains nothing to shard"):
+    with pytest.raises(UserError, match="NoisyPrevalence trains no teachers to shard"):
         run(tiny_cfg(*TOY, "teacher_shard=0/2"), output_dir=tmp_path)

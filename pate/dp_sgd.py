@@ -4,7 +4,7 @@ model Opacus can wrap (a linear probe on features, a CNN with GroupNorm on image
 
 Opacus computes the per-example gradient norms by ghost clipping (``GradSampleModuleFastGradientClipping``: for a
 linear layer ||g_i|| = ||dL_i/dz_i|| ||x_i||, never the [B, L, D] tensor of per-example gradients) and adds the
-noise (``DPOptimizerFastGradientClipping``); tests/student/test_dp_sgd.py checks both against a direct
+noise (``DPOptimizerFastGradientClipping``); tests/test_dp_sgd.py checks both against a direct
 computation. Layers without a ghost norm (convolutions, GroupNorm) get their per-example gradients materialised
 by Opacus, as in its plain mode. The batches are drawn here, one Bernoulli(q) coin per record and step from a
 seeded generator (Poisson sampling: the privacy analysis of ``PoissonSampledGaussianEvent`` needs exactly this),
@@ -19,8 +19,8 @@ import warnings
 import torch
 from torch import nn
 
+from pate.evaluation import student_scores
 from pate.progress import progress_bar
-from teachers.training.scoring import student_scores
 
 __all__ = ["MultiLabelLoss", "linear_probe", "predict", "score_model", "train_dp_sgd"]
 

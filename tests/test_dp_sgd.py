@@ -14,8 +14,8 @@ from dp_accounting.pld import PLDAccountant
 from dp_accounting.privacy_accountant import NeighboringRelation as NeighborRel
 from dp_accounting.rdp import RdpAccountant
 
+from pate.dp_sgd import MultiLabelLoss, linear_probe, score_model, train_dp_sgd
 from pate.privacy import DEFAULT_ORDERS, Ledger, PoissonSampledGaussianEvent
-from student.dp_sgd import MultiLabelLoss, linear_probe, score_model, train_dp_sgd
 
 
 def _task(n=64, d=9, num_labels=4, seed=0):
