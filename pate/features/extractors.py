@@ -43,6 +43,7 @@ def check_uint8_images(images, name: str = "images") -> None:
 
 
 def batches(num: int, batch_size: int) -> Iterator[slice]:
+    """Consecutive slices of ``range(num)`` of ``batch_size`` rows (the last one shorter)."""
     for start in range(0, num, batch_size):
         yield slice(start, min(start + batch_size, num))
 
@@ -87,10 +88,12 @@ class Extractor(ABC):
 
     # -- the protocol
     def identity(self) -> dict[str, Any]:
+        """What identifies the extractor in the features stage's key: its class and its settings."""
         return {"extractor": type(self).__name__, **self.settings()}
 
     @property
     def fitted(self) -> bool:
+        """Whether ``fit`` has set the standardisation (the views stage refits an extractor that has not)."""
         return self._mean is not None
 
     def fit(self, public_images: np.ndarray, seed: int = 0, progress: Callable[[int], None] | None = None

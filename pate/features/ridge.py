@@ -31,6 +31,7 @@ import torch
 
 
 def check_lambdas(lambdas) -> np.ndarray:
+    """The L2-strength grid as float64 [n]: non-empty, finite and > 0, else a ``ValueError`` naming it."""
     grid = np.asarray(lambdas, dtype=np.float64)
     if grid.ndim != 1 or grid.size < 1 or not np.all(np.isfinite(grid)) or not np.all(grid > 0):
         raise ValueError(f"lambdas={lambdas!r}; expected a non-empty list of finite L2 strengths > 0")

@@ -98,9 +98,12 @@ class FeatureTable:
 
     @property
     def dim(self) -> int:
+        """The feature dimension D."""
         return int(self.features.shape[1])
 
     def take(self, indices: np.ndarray) -> torch.Tensor:
+        """float32 [len(indices), D]: the features of these image rows, in their order; ``KeyError`` naming rows the
+        artifact does not cover (it holds the training and test splits only)."""
         indices = np.asarray(indices, dtype=np.int64)
         pos = np.searchsorted(self.rows, indices).clip(0, len(self.rows) - 1)
         missing = indices[self.rows[pos] != indices]
@@ -114,6 +117,7 @@ class FeatureTable:
 
 
 def read_features(art: Artifact) -> FeatureTable:
+    """The features artifact as a :class:`FeatureTable` (the features memory-mapped, opened through the manifest)."""
     return FeatureTable(features=np.load(art.file(FEATURES_FILE), mmap_mode="r"),
                         rows=np.load(art.file(ROWS_FILE)),
                         identity=json.loads(art.file("extractor.json").read_text()))

@@ -75,6 +75,9 @@ class DPSGD(Method):
 
     @classmethod
     def from_config(cls, cfg: DictConfig, run: RunSettings) -> DPSGD:
+        """conf/method/dp_sgd.yaml's keys checked (the model one of ``MODELS``; width, batch size, epochs, lr and
+        noise multiplier positive; momentum in [0, 1)); ``privacy.budget_epsilon`` refused: DP-SGD's cost is fixed
+        by its steps. The calibration waits for N (:meth:`calibrated_event`, in :meth:`release`)."""
         settings = method_settings(cfg.method, model="linear", width=32, expected_batch_size=4096, epochs=20,
                                    clip_norm=1.0, lr=2.0, momentum=0.9, noise_multiplier=1.0)
         if settings["model"] not in MODELS:
@@ -130,6 +133,9 @@ class DPSGD(Method):
         return PoissonSampledGaussianEvent(rate, multiplier, steps, relation)
 
     def release(self, data: Dataset, shared: SharedStages) -> Release:
+        """One stage: the noise calibrated for the N private records, the model trained by :func:`train_dp_sgd`
+        from the run's noise source, its predictions on the queries as the released labels (post-processing) and
+        its scores on the evaluation images (``student.json``: the released model stands in for the student)."""
         arrays, seed, relation, noise = data.arrays, self.run.seed, self.run.neighbors, self.run.noise
         progress, device = self.run.progress, self.run.trainer.device
         private_rows = arrays.indices("train")
@@ -172,14 +178,18 @@ class DPSGD(Method):
 
     @property
     def model_name(self) -> str:
+        """The model in words, for the console and the report ("linear probe", "small_cnn, width 32")."""
         return "linear probe" if self.model == "linear" else f"{self.model}, width {self.width}"
 
     def name(self, event: PoissonSampledGaussianEvent) -> str:
+        """The mechanism's name in the ledger and metrics.json: the model and every privacy-relevant setting."""
         return (f"DP-SGD({self.model_name}, q={event.sampling_rate:.4g}, "
                 f"noise_multiplier={event.noise_multiplier:.4g}, steps={event.steps}, clip_norm={self.clip_norm:g}, "
                 f"neighbors={event.neighbors})")
 
     def metrics(self, store: ArtifactStore, release: Release) -> dict[str, Any]:
+        """The method's name (``dp_sgd`` for the probe, ``dp_sgd+<model>`` otherwise), its calibrated event's
+        noise, sampling rate and steps, and what was released."""
         event = release.facts["event"]
         # the linear probe keeps the plain name its committed reports use; a CNN gets its own row in a report
         method = "dp_sgd" if self.model == "linear" else f"dp_sgd+{self.model}"

@@ -85,6 +85,8 @@ class PATE(Method):
 
     @classmethod
     def from_config(cls, cfg: DictConfig, run: RunSettings) -> PATE:
+        """The aggregator built and calibrated (:func:`prepare_aggregator`), the teacher ensemble built with its
+        settings (``teacher_component``), the partition's settings read: PATE's own node has no keys."""
         method_settings(cfg.method)  # PATE's own node has no keys: its settings are its groups
         with building("privacy"):
             aggregator, multiplier, asked = prepare_aggregator(cfg)
@@ -103,6 +105,7 @@ class PATE(Method):
         return self.teachers.records_per_teacher
 
     def release(self, data, shared: SharedStages) -> Release:
+        """partition -> teachers -> votes -> aggregate."""
         partition = partition_stage(data, self.num_teachers, self.partition_seed)
         teachers, votes = self.teachers.stages(data, partition, shared.features, shared.queries)
         aggregate = aggregate_stage(self.aggregator, self.settings, self.asked, votes, self.run.noise,
@@ -111,6 +114,8 @@ class PATE(Method):
                                    "aggregate": aggregate})
 
     def metrics(self, store: ArtifactStore, release: Release) -> dict[str, Any]:
+        """The aggregator's name and noise, the calibration, the queries asked and the teachers' mean accuracy (a
+        diagnostic not covered by epsilon)."""
         votes = read_votes(store.get(release.stages["votes"]))
         return {
             "method": self.run.named(self.name),

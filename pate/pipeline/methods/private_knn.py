@@ -52,6 +52,8 @@ class PrivateKNNMethod(Method):
 
     @classmethod
     def from_config(cls, cfg: DictConfig, run: RunSettings) -> PrivateKNNMethod:
+        """The mechanism built from ``k``, ``sampling_rate`` and ``sigma``, calibrated to the run's target epsilon
+        when it has one, and the queries the budget allows."""
         settings = method_settings(cfg.method, k=200, sampling_rate=0.1, sigma=20.0)
         with building("method"):
             mechanism = PrivateKNN(run.num_labels, settings["k"], settings["sampling_rate"], settings["sigma"],
@@ -67,6 +69,7 @@ class PrivateKNNMethod(Method):
         return cls(mechanism, multiplier, asked, run)
 
     def release(self, data: Dataset, shared: SharedStages) -> Release:
+        """features -> private_knn: the first ``asked`` queries labelled, the rest unanswered."""
         mechanism, asked, arrays, noise = self.mechanism, self.asked, data.arrays, self.run.noise
 
         def build(work: Path, up: dict[str, Artifact]) -> None:
@@ -90,6 +93,7 @@ class PrivateKNNMethod(Method):
         return Release(stage, {"aggregate": stage})
 
     def metrics(self, store: ArtifactStore, release: Release) -> dict[str, Any]:
+        """The mechanism's name and noise, the calibration and the queries asked."""
         return {"method": self.run.named("private_knn"), "target_epsilon": self.run.target_epsilon,
                 "budget_epsilon": self.run.budget_epsilon, "noise": self.mechanism.noise_parameters(),
                 "noise_multiplier": self.multiplier, "queries_asked": self.asked,
