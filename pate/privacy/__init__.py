@@ -1,7 +1,8 @@
 """Privacy accounting for PATE: RDP curves, sensitivities, conversions, cost events, the accountant that prices
-them, the ledger and noise calibration.
+them, the ledger, noise calibration, and the exact profile of composed Gaussians (``gdp``).
 
-numpy (and scipy.special for the normal tails of the data-dependent bounds); imports nothing else of the project.
+numpy and scipy (the normal tails of the data-dependent bounds and of GDP, root finding); imports nothing else of
+the project.
 Every sensitivity derives from the neighbouring relation in ``pate.privacy.sensitivity``; every curve and
 conversion documents its formula and source.
 """
@@ -45,6 +46,7 @@ from pate.privacy.events import (
     ZcdpEvent,
     event_from_dict,
 )
+from pate.privacy.gdp import gaussian_mu, gdp_delta, gdp_epsilon
 from pate.privacy.ledger import Ledger
 from pate.privacy.orders import DEFAULT_ORDERS
 from pate.privacy.sensitivity import (
@@ -105,7 +107,10 @@ __all__ = [
     "exponential_mechanism_rdp",
     "gap_sensitivity",
     "knn_vote_l2_sensitivity",
+    "gaussian_mu",
     "gaussian_rdp",
+    "gdp_delta",
+    "gdp_epsilon",
     "laplace_rdp",
     "pure_dp_rdp",
     "replace_from_add_remove",

@@ -39,6 +39,7 @@ from pate.privacy import checks
 from pate.privacy.conversion import delta_from_rdp, epsilon_from_rdp, epsilon_from_rdp_classic
 from pate.privacy.accountant import price
 from pate.privacy.events import CostEvent, DpEvent, PoissonSampledGaussianEvent, RdpCurveEvent
+from pate.privacy.gdp import gaussian_mu, gdp_epsilon
 from pate.privacy.orders import DEFAULT_ORDERS
 from pate.privacy.sensitivity import NeighboringRelation, check_relation
 
@@ -178,6 +179,17 @@ class Ledger:
     def get_epsilon(self, delta: float) -> float:
         """Opacus-style alias: epsilon at ``delta`` only."""
         return self.epsilon(delta)[0]
+
+    def epsilon_gdp(self, delta: float) -> float | None:
+        """The exact epsilon at ``delta`` when every composed event is a Gaussian mechanism (or a composition of
+        them): the composition is mu-GDP with mu = sqrt(sum count (D / sigma)^2), whose profile is known in closed
+        form (``pate.privacy.gdp``); never above :meth:`epsilon`. None when any event has no such form (sampled,
+        approximate, bounded-range or data-dependent)."""
+        delta = checks.open_unit("delta", delta)
+        mu = gaussian_mu([(entry.event, entry.count) for entry in self._history])
+        if mu is None:
+            return None
+        return gdp_epsilon(mu, delta) if mu > 0 else 0.0
 
     def epsilon_classic(self, delta: float) -> tuple[float, float]:
         """(epsilon, order) at ``delta`` with the classic conversion (Mironov 2017, Prop. 3), for comparison."""

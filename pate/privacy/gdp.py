@@ -1,0 +1,79 @@
+"""The exact privacy profile of composed Gaussian mechanisms, by Gaussian differential privacy (GDP).
+
+A Gaussian mechanism of L2 sensitivity D and noise standard deviation sigma is mu-GDP with mu = D / sigma, and that
+is its exact privacy profile: for every epsilon >= 0 the smallest delta such that it is (epsilon, delta)-DP is
+
+    delta(epsilon) = Phi(-epsilon / mu + mu / 2) - e^epsilon Phi(-epsilon / mu - mu / 2)
+
+(Balle & Wang 2018, Theorem 8, "the analytic Gaussian mechanism"; Dong, Roth & Su 2019, Corollary 2.13). The
+adaptive composition of mu_i-GDP releases is sqrt(sum_i mu_i^2)-GDP (Dong, Roth & Su 2019, Corollary 3.3), and a
+composition of Gaussian mechanisms attains it (the pair N(0, I) against N(mu, I) is its worst case), so a release
+made of Gaussian cost events only has an exact epsilon. It is never above the RDP bound's, which converts a curve
+that over-approximates the same profile. Poisson-sampled, approximate (PTR) and data-dependent events have no such
+closed form: :func:`gaussian_mu` answers None for them.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.optimize import brentq
+from scipy.special import log_ndtr
+
+from pate.privacy import checks
+from pate.privacy.events import ComposedEvent, DpEvent, GaussianEvent, SelfComposedEvent
+
+__all__ = ["gaussian_mu", "gdp_delta", "gdp_epsilon"]
+
+
+def _mu_squared(event: DpEvent) -> float | None:
+    if isinstance(event, GaussianEvent):
+        return (event.sensitivity / event.sigma) ** 2
+    if isinstance(event, SelfComposedEvent):
+        inner = _mu_squared(event.event)
+        return None if inner is None else event.count * inner
+    if isinstance(event, ComposedEvent):
+        parts = [_mu_squared(part) for part in event.events]
+        return None if any(part is None for part in parts) else math.fsum(parts)
+    return None
+
+
+def gaussian_mu(events: list[tuple[DpEvent, int]]) -> float | None:
+    """mu of the composition of ``count`` runs of each ``event`` when every one is a Gaussian mechanism (or a
+    composition of them): sqrt(sum count * (D / sigma)^2) (Dong, Roth & Su 2019, Corollary 3.3); None when any is
+    not, since then no closed form gives the exact profile."""
+    total = []
+    for event, count in events:
+        part = _mu_squared(event)
+        if part is None:
+            return None
+        total.append(checks.non_negative_int("count", count) * part)
+    return math.sqrt(math.fsum(total))
+
+
+def gdp_delta(mu: float, epsilon: float) -> float:
+    """The smallest delta such that a mu-GDP release is (epsilon, delta)-DP (module docstring; Dong, Roth & Su 2019,
+    Corollary 2.13), computed in log space so that neither term underflows before their difference."""
+    mu = checks.positive("mu", mu)
+    epsilon = checks.non_negative("epsilon", epsilon)
+    first = log_ndtr(-epsilon / mu + mu / 2)
+    second = epsilon + log_ndtr(-epsilon / mu - mu / 2)
+    return float(np.exp(first) * -np.expm1(second - first)) if second < first else 0.0
+
+
+def gdp_epsilon(mu: float, delta: float) -> float:
+    """The smallest epsilon >= 0 such that a mu-GDP release is (epsilon, delta)-DP: the root of
+    ``gdp_delta(mu, epsilon) = delta`` (decreasing in epsilon), found by Brent's method to 1e-12 and then rounded up
+    to the next float at which ``gdp_delta`` is at most ``delta``, so the epsilon returned is a valid bound."""
+    mu = checks.positive("mu", mu)
+    delta = checks.open_unit("delta", delta)
+    if gdp_delta(mu, 0.0) <= delta:
+        return 0.0
+    upper = 1.0
+    while gdp_delta(mu, upper) > delta:
+        upper *= 2
+    epsilon = brentq(lambda eps: gdp_delta(mu, eps) - delta, 0.0, upper, xtol=1e-12, rtol=1e-14)
+    while gdp_delta(mu, epsilon) > delta:  # the root's last bits may sit on the wrong side
+        epsilon = math.nextafter(epsilon, math.inf)
+    return float(epsilon)

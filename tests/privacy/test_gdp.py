@@ -1,0 +1,87 @@
+"""The exact profile of composed Gaussian mechanisms (pate.privacy.gdp): the closed form against the analytic
+Gaussian computed directly, the inversion, dp-accounting's PLD accountant on the same events (never below the exact
+epsilon, within 1e-3 of it), never above the RDP bound, and the events that have no closed form."""
+
+import math
+
+import dp_accounting
+import numpy as np
+import pytest
+from dp_accounting.pld import pld_privacy_accountant
+from scipy.stats import norm
+
+from pate.aggregators import BinaryVoting, GaussianPATE, TauPATE
+from pate.privacy import (ApproximateEvent, ComposedEvent, GaussianEvent, Ledger, PoissonSampledGaussianEvent,
+                          SelfComposedEvent)
+from pate.privacy.gdp import gaussian_mu, gdp_delta, gdp_epsilon
+
+CASES = [(0.05, 1e-6), (0.5, 1e-5), (1.4506, 1e-6), (3.0, 1e-8), (10.0, 1e-6)]
+
+
+@pytest.mark.parametrize("mu,epsilon", [(0.5, 0.0), (0.5, 1.0), (1.0, 2.0), (2.0, 0.3), (3.0, 6.0)])
+def test_the_profile_is_the_analytic_gaussians(mu, epsilon):
+    """Balle & Wang 2018, Theorem 8 with D / sigma = mu, computed with plain CDFs where they do not underflow."""
+    direct = norm.cdf(-epsilon / mu + mu / 2) - math.exp(epsilon) * norm.cdf(-epsilon / mu - mu / 2)
+    assert gdp_delta(mu, epsilon) == pytest.approx(direct, rel=1e-10, abs=1e-300)
+
+
+@pytest.mark.parametrize("mu,delta", CASES)
+def test_the_epsilon_is_the_smallest_valid_one(mu, delta):
+    epsilon = gdp_epsilon(mu, delta)
+    assert gdp_delta(mu, epsilon) <= delta < gdp_delta(mu, epsilon - 1e-9)
+
+
+@pytest.mark.parametrize("mu,delta", CASES)
+def test_dp_accountings_pld_agrees_and_never_goes_below_the_exact_epsilon(mu, delta):
+    """dp-accounting's PLD accountant, pessimistic discretisation at 1e-4, on one Gaussian of noise multiplier
+    1 / mu self-composed 100 times (mu / 10 each): an upper bound, within 1e-3 relative of the exact value."""
+    accountant = pld_privacy_accountant.PLDAccountant(value_discretization_interval=1e-4)
+    accountant.compose(dp_accounting.GaussianDpEvent(10 / mu), 100)
+    exact, pld = gdp_epsilon(mu, delta), accountant.get_epsilon(delta)
+    assert pld >= exact - 1e-12 and pld == pytest.approx(exact, rel=1e-3, abs=1e-6)
+
+
+@pytest.mark.parametrize("aggregator", [
+    TauPATE(40, 400, 75.5143, 10, "l1", "replace"), TauPATE(40, 400, 30.0, 5, "l2", "add_remove"),
+    GaussianPATE(40, 250, 40.0, "replace"), BinaryVoting(40, 400, 106.793, "add_remove"),
+], ids=lambda agg: agg.name)
+def test_exact_epsilon_is_never_above_the_rdp_bound_of_the_same_queries(aggregator):
+    ledger = Ledger().compose(aggregator, count=600)
+    exact = gdp_epsilon(gaussian_mu([(aggregator.dp_event, 600)]), 1e-6)
+    assert exact <= ledger.epsilon(1e-6)[0]
+    assert ledger.epsilon_gdp(1e-6) == exact
+
+
+def test_the_default_runs_tau_pate_is_7_506_exactly_where_rdp_says_7_999():
+    """Issue 39's measurement: TauPATE(sigma 75.5143, tau 10, l1) over 600 queries, replace, delta 1e-6."""
+    ledger = Ledger().compose(TauPATE(40, 400, 75.5143, 10, "l1", "replace"), count=600)
+    assert ledger.epsilon(1e-6)[0] == pytest.approx(7.999, abs=1e-3)
+    assert ledger.epsilon_gdp(1e-6) == pytest.approx(7.506, abs=1e-3)
+
+
+def test_mu_composes_as_the_root_sum_of_squares():
+    a, b = GaussianEvent(2.0, 1.0), GaussianEvent(3.0, 2.0)
+    expected = math.sqrt(5 * 0.25 + 2 * (4 / 9))
+    assert gaussian_mu([(a, 5), (b, 2)]) == pytest.approx(expected, rel=1e-15)
+    assert gaussian_mu([(ComposedEvent((SelfComposedEvent(a, 5), b)), 1), (b, 1)]) == pytest.approx(expected)
+    assert gaussian_mu([]) == 0.0
+
+
+@pytest.mark.parametrize("event", [
+    PoissonSampledGaussianEvent(0.01, 1.0, 100, "replace"), ApproximateEvent(GaussianEvent(1.0, 1.0), 1e-9),
+    ComposedEvent((GaussianEvent(1.0, 1.0), PoissonSampledGaussianEvent(0.01, 1.0, 10, "replace"))),
+], ids=["poisson_sampled", "approximate", "composed_with_sampled"])
+def test_events_without_a_closed_form_have_no_exact_epsilon(event):
+    assert gaussian_mu([(GaussianEvent(1.0, 1.0), 3), (event, 1)]) is None
+    ledger = Ledger(neighbors="replace").compose_event(GaussianEvent(1.0, 1.0), 3).compose_event(event, 1)
+    assert ledger.epsilon_gdp(1e-5) is None
+
+
+def test_bad_arguments_are_refused_naming_them():
+    with pytest.raises(ValueError, match="mu must be"):
+        gdp_epsilon(0.0, 1e-6)
+    with pytest.raises(ValueError, match="delta must lie"):
+        gdp_epsilon(1.0, 1.0)
+    with pytest.raises(ValueError, match="epsilon must be"):
+        gdp_delta(1.0, -1.0)
+    assert np.isfinite(gdp_epsilon(1e-4, 1e-12)) and gdp_epsilon(1e-4, 0.5) == 0.0
