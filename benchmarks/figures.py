@@ -232,6 +232,26 @@ def teacher_engines(record: dict[str, Any], file: str) -> list[str]:
             _source(record, file, f"{record['torch_threads']} torch threads")]
 
 
+def accountants(record: dict[str, Any], file: str) -> list[str]:
+    targets = sorted({row["target_epsilon"] for row in record["rows"]})
+    lines = ["**Noise calibrated by the RDP bound -> by the tightest valid epsilon**", "",
+             f"| method | neighbours | {' | '.join(f'epsilon {t:g}' for t in targets)} | tightest by | "
+             f"noise of epsilon {targets[-1]:g} by RDP, priced by RDP / GDP / PLD |",
+             f"|---|---|{'---:|' * len(targets)}---|---|"]
+    cells: dict[tuple[str, str], dict[float, dict[str, Any]]] = {}
+    for row in record["rows"]:
+        cells.setdefault((row["method"], row["neighbors"]), {})[row["target_epsilon"]] = row
+    for (method, relation), by_target in cells.items():
+        noise = " | ".join(f"{by_target[t]['rdp_noise']:.4g} -> {by_target[t]['tightest_noise']:.4g} "
+                           f"({by_target[t]['noise_saved']:.1%} less)" for t in targets)
+        priced = by_target[targets[-1]]["at_rdp_noise"]
+        epsilons = " / ".join("none" if priced[name] is None else f"{priced[name]:.3f}"
+                              for name in ("rdp", "gdp", "pld"))
+        lines.append(f"| {method} | {relation} | {noise} | {by_target[targets[-1]]['accountant']} | {epsilons} |")
+    return [*lines, "", _source(record, file, f"{record['queries']} queries (DP-SGD: its steps), delta "
+                                              f"{record['delta']:g}, bisection to {record['rtol']:g} relative")]
+
+
 def default_run_console(record: dict[str, Any], file: str) -> list[str]:
     return ["```", *record["console"], "```"]
 
@@ -244,7 +264,7 @@ RENDERERS: dict[tuple[str, str], Callable[[dict[str, Any], str], list[str]]] = {
     ("benchmarks/topk_runs.py", ""): topk_runs, ("benchmarks/teachers.py", ""): teachers,
     ("benchmarks/synthetic_difficulty.py", ""): synthetic_difficulty,
     ("benchmarks/teacher_levers.py", ""): teacher_levers, ("benchmarks/teachers.py", "engines"): teacher_engines,
-    ("benchmarks/soft_votes.py", ""): soft_votes,
+    ("benchmarks/soft_votes.py", ""): soft_votes, ("benchmarks/accountants.py", ""): accountants,
 }
 
 

@@ -1,8 +1,9 @@
 """Privacy accounting for PATE: RDP curves, sensitivities, conversions, cost events, the accountant that prices
-them, the ledger, noise calibration, and the exact profile of composed Gaussians (``gdp``).
+them, the ledger, noise calibration, the exact profile of composed Gaussians (``gdp``) and privacy loss
+distributions (``pld``).
 
-numpy and scipy (the normal tails of the data-dependent bounds and of GDP, root finding); imports nothing else of
-the project.
+numpy, scipy (the normal tails of the data-dependent bounds and of GDP, root finding) and dp-accounting (the
+privacy loss distributions of ``pld``); imports nothing else of the project.
 Every sensitivity derives from the neighbouring relation in ``pate.privacy.sensitivity``; every curve and
 conversion documents its formula and source.
 """
@@ -48,6 +49,7 @@ from pate.privacy.events import (
 )
 from pate.privacy.gdp import gaussian_mu, gdp_delta, gdp_epsilon
 from pate.privacy.ledger import Ledger
+from pate.privacy.pld import pld_epsilon, privacy_loss_distribution
 from pate.privacy.orders import DEFAULT_ORDERS
 from pate.privacy.sensitivity import (
     RELATIONS,
@@ -112,6 +114,8 @@ __all__ = [
     "gdp_delta",
     "gdp_epsilon",
     "laplace_rdp",
+    "pld_epsilon",
+    "privacy_loss_distribution",
     "pure_dp_rdp",
     "replace_from_add_remove",
     "report_noisy_max_rdp",

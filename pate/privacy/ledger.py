@@ -40,6 +40,7 @@ from pate.privacy.conversion import delta_from_rdp, epsilon_from_rdp, epsilon_fr
 from pate.privacy.accountant import price
 from pate.privacy.events import CostEvent, DpEvent, PoissonSampledGaussianEvent, RdpCurveEvent
 from pate.privacy.gdp import gaussian_mu, gdp_epsilon
+from pate.privacy.pld import DEFAULT_INTERVAL, pld_epsilon
 from pate.privacy.orders import DEFAULT_ORDERS
 from pate.privacy.sensitivity import NeighboringRelation, check_relation
 
@@ -190,6 +191,29 @@ class Ledger:
         if mu is None:
             return None
         return gdp_epsilon(mu, delta) if mu > 0 else 0.0
+
+    def epsilon_pld(self, delta: float, interval: float = DEFAULT_INTERVAL) -> float | None:
+        """The epsilon at ``delta`` by the privacy loss distributions of the composed events (``pate.privacy.pld``,
+        dp-accounting; pessimistic discretisation at ``interval``, so an upper bound on the true epsilon), or None
+        when any event has no PLD there (bounded-range, approximate, report-noisy-max, zCDP, curves)."""
+        return pld_epsilon([(entry.event, entry.count) for entry in self._history], delta, interval)
+
+    def epsilon_tightest(self, delta: float) -> tuple[float, str]:
+        """(epsilon, accountant): the smallest of the valid epsilons at ``delta`` -- the RDP bound (:meth:`epsilon`),
+        the exact GDP profile (:meth:`epsilon_gdp`) and the PLD (:meth:`epsilon_pld`) where the history has them --
+        and which accountant gave it ("rdp", "gdp" or "pld"). A data-dependent history is priced by RDP only (its
+        curve is tabulated). The GDP epsilon is exact where it exists, so the PLD, an upper bound on the same
+        profile, is not computed then."""
+        candidates = {"rdp": self.epsilon(delta)[0]}
+        exact = self.epsilon_gdp(delta)
+        if exact is not None:
+            candidates["gdp"] = exact
+        else:
+            pld = self.epsilon_pld(delta)
+            if pld is not None:
+                candidates["pld"] = pld
+        accountant = min(candidates, key=candidates.get)
+        return candidates[accountant], accountant
 
     def epsilon_classic(self, delta: float) -> tuple[float, float]:
         """(epsilon, order) at ``delta`` with the classic conversion (Mironov 2017, Prop. 3), for comparison."""
