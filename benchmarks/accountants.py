@@ -64,7 +64,7 @@ def least(epsilon_at, target: float, high: float) -> float:
     return high
 
 
-def scaled_row(method: str, relation: str, target: float, calibrated, noise_of) -> dict:
+def scaled_row(method: str, relation: str, target: float, calibrated, noise: str) -> dict:
     """One (method, relation, target): ``calibrated`` is the RDP-calibrated mechanism (``scale_noise`` scales its
     noise); the tightest calibration scales it down by the least factor that still meets the target."""
     def ledger(factor: float) -> Ledger:
@@ -72,12 +72,12 @@ def scaled_row(method: str, relation: str, target: float, calibrated, noise_of) 
 
     factor = least(lambda f: ledger(f).epsilon_tightest(DELTA)[0], target, 1.0)
     tight = ledger(factor)
-    return _row(method, relation, target, noise_of(calibrated), noise_of(calibrated.scale_noise(factor)),
-                ledger(1.0), tight.epsilon_tightest(DELTA))
+    return _row(method, relation, target, noise, calibrated.noise_parameters()[noise],
+                calibrated.scale_noise(factor).noise_parameters()[noise], ledger(1.0), tight.epsilon_tightest(DELTA))
 
 
-def _row(method, relation, target, rdp_noise, tight_noise, at_rdp_noise: Ledger, tightest) -> dict:
-    return {"method": method, "neighbors": relation, "target_epsilon": target, "rdp_noise": rdp_noise,
+def _row(method, relation, target, noise, rdp_noise, tight_noise, at_rdp_noise: Ledger, tightest) -> dict:
+    return {"method": method, "neighbors": relation, "target_epsilon": target, "noise": noise, "rdp_noise": rdp_noise,
             "tightest_noise": tight_noise, "noise_saved": 1 - tight_noise / rdp_noise,
             "tightest_epsilon": tightest[0], "accountant": tightest[1],
             "at_rdp_noise": {"rdp": at_rdp_noise.epsilon(DELTA)[0], "gdp": at_rdp_noise.epsilon_gdp(DELTA),
@@ -93,20 +93,20 @@ def rows(progress: bool = True) -> list[dict]:
             first = next(iter(configured.noise_parameters()))  # sigma, or the selection's noise of StableTopK
             for target in TARGETS:
                 calibrated, _ = configured.calibrated(target, DELTA, QUERIES)
-                out.append(scaled_row(name, relation, target, calibrated, lambda a: a.noise_parameters()[first]))
+                out.append(scaled_row(name, relation, target, calibrated, first))
                 if progress:
                     print(f"{relation:10s} {name:20s} epsilon {target:g}: noise saved {out[-1]['noise_saved']:.2%}",
                           flush=True)
         knn = PrivateKNN(LABELS, 200, 0.1, 20.0, relation)
         for target in TARGETS:
             calibrated, _ = calibrate_noise(knn, target, DELTA, QUERIES)
-            out.append(scaled_row("private_knn", relation, target, calibrated, lambda m: m.sigma))
+            out.append(scaled_row("private_knn", relation, target, calibrated, "sigma"))
         event_of = dp_sgd_event(relation)
         for target in TARGETS:
             by_rdp = calibrate(event_of, target, DELTA, neighbors=relation)
             by_tightest = least(lambda m: Ledger().compose_event(event_of(m), neighbors=relation)
                                 .epsilon_tightest(DELTA)[0], target, by_rdp)
-            out.append(_row("dp_sgd", relation, target, by_rdp, by_tightest,
+            out.append(_row("dp_sgd", relation, target, "noise_multiplier", by_rdp, by_tightest,
                             Ledger().compose_event(event_of(by_rdp), neighbors=relation),
                             Ledger().compose_event(event_of(by_tightest), neighbors=relation)
                             .epsilon_tightest(DELTA)))
