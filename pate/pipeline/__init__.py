@@ -11,7 +11,8 @@ stage) composes it from the rest, the same functions the runner calls:
 * ``instantiate(node, group)``: a config node built by its ``_target_`` (an error names ``group``);
   ``set_num_labels(cfg, names)``: ``data.num_labels`` from the data's label names, as a run sets it;
 * ``Dataset(arrays, identity)``: the graph's source, the arrays a reader loaded and their identity in stage keys
-  (``pate.data.data_identity(cfg.data.name, cfg.data.image_size, arrays)``), ``plain`` turning a config node into plain Python;
+  (``pate.data.data_identity(cfg.data.name, cfg.data.image_size, arrays)``), ``plain`` turning a config node into
+  plain Python;
 * ``features_stage(cfg, data, extractor)``, ``queries_stage(cfg, data)``: the public features and the public
   queries as stages, which ``ArtifactStore(cache_dir).get(stage)`` builds or reads from the cache;
 * ``trainer_settings(cfg)``, ``head_teacher_settings(cfg.teacher)``, ``network_teacher_settings(cfg.teacher)``:

@@ -144,10 +144,26 @@ def building(group: str | None, node: DictConfig | None = None) -> Iterator[None
         raise as_user_error(err, group, node) from err
 
 
+def component_class(node: DictConfig, key: str, base: type, only_target: bool = False) -> type:
+    """The class that ``node._target_`` names, checked to subclass ``base`` (``key`` names the node in errors). With
+    ``only_target`` the node holds nothing else: the component reads its settings beside it, through its
+    ``from_config``, so another key there would be silently ignored and is refused."""
+    with building(f"{key}._target_", node):
+        kind = hydra.utils.get_class(str(node._target_))
+    if not (isinstance(kind, type) and issubclass(kind, base)):
+        raise UserError(f"{key}._target_={node._target_!r} is not a {base.__name__}: expected a subclass of "
+                        f"{base.__module__}.{base.__qualname__}")
+    extra = [str(name) for name in node if name != "_target_"] if only_target else []
+    if extra:
+        raise UserError(f"{key}.{extra[0]}: {key} holds only its _target_; the component's settings live beside it")
+    return kind
+
+
 def instantiate(node: DictConfig, group: str):
     """``hydra.utils.instantiate``; an error is a one-line :class:`UserError` under the key ``group``."""
     with building(group, node):
         return hydra.utils.instantiate(node)
 
 
-__all__ = ["EXIT_USER_ERROR", "UserError", "as_user_error", "building", "check_config", "check_fit_split", "instantiate"]
+__all__ = ["EXIT_USER_ERROR", "UserError", "as_user_error", "building", "check_config", "check_fit_split",
+           "component_class", "instantiate"]

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import hydra
 import numpy as np
 import torch
 from omegaconf import DictConfig, open_dict
@@ -23,7 +22,7 @@ from pate.data.partition import check_partition_config, read_queries
 from pate.data.readers import data_identity
 from pate.evaluation import label_metrics, majority_class_accuracy
 from pate.host import host
-from pate.pipeline.checks import UserError, building, check_config, check_fit_split, instantiate
+from pate.pipeline.checks import UserError, building, check_config, check_fit_split, component_class, instantiate
 from pate.pipeline.graph import (Dataset, check_features, features_stage, queries_stage, reference_stage,
                                  views_stage)
 from pate.pipeline.methods.base import Method, Release, RunSettings, SharedStages
@@ -117,11 +116,7 @@ def prepare(cfg: DictConfig) -> tuple[Graph, Dataset, Any]:
 def method_component(cfg: DictConfig, run: RunSettings) -> Method:
     """The method of ``method._target_``, from its ``from_config`` (the one place it reads the config): every
     setting checked and its noise calibrated before any data is read."""
-    with building("method._target_", cfg.method):
-        kind = hydra.utils.get_class(str(cfg.method._target_))
-    if not (isinstance(kind, type) and issubclass(kind, Method)):
-        raise UserError(f"method._target_={cfg.method._target_!r} is not a method: expected a subclass of "
-                        f"pate.pipeline.methods.Method (docs/add-a-method.md)")
+    kind = component_class(cfg.method, "method", Method)
     with building("method", cfg.method):
         return kind.from_config(cfg, run)
 

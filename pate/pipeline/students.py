@@ -8,16 +8,16 @@ evaluation images (or features) and labels.
   views of the pool (the views stage).
 * ``NetworkStudent`` (the CNN configs): a Lightning fit.
 
-A new kind of student is one class with these methods, its settings built in :func:`student_component`, and one
+A new kind of student is one subclass of :class:`Student` (its ``from_config`` builds its settings) and one
 ``conf/student`` file naming it.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-import hydra
 import numpy as np
 from omegaconf import DictConfig
 
@@ -25,43 +25,43 @@ from pate.aggregate import read_aggregate
 from pate.artifacts import Artifact, Stage
 from pate.data.partition import read_queries
 from pate.features import read_features
-from pate.pipeline.checks import UserError, building
+from pate.pipeline.checks import building, component_class
 from pate.pipeline.graph import CODE, Dataset, plain
 from pate.pipeline.settings import head_student_settings, network_student_settings, trainer_settings
 from student.settings import HeadStudentSettings, NetworkStudentSettings
 from student.stages import build_head_student, build_student
 from teachers.training.trainer import TrainerSettings
 
-__all__ = ["HeadStudent", "NetworkStudent", "student_component"]
+__all__ = ["HeadStudent", "NetworkStudent", "Student", "student_component"]
 
 
-def student_component(cfg: DictConfig) -> HeadStudent | NetworkStudent:
-    """The student of ``student.component._target_`` (``HeadStudent``, ``NetworkStudent`` or a subclass),
-    constructed with its settings from ``cfg.student`` (and ``cfg.trainer`` for networks), the student node as plain
-    data (its identity in the student stage's key), ``cfg.seed`` and, for networks, ``cfg.progress``. Every setting
-    is checked here, before any data is read: a bad one is a :class:`UserError` naming its key."""
-    node = cfg.student
-    with building("student.component", node.component):
-        # _partial_: the settings are objects, which instantiate's keyword overrides would turn into config nodes
-        construct = hydra.utils.instantiate(node.component, _partial_=True)
-    kind = construct.func
-    if isinstance(kind, type) and issubclass(kind, HeadStudent):
-        with building("student", node):
-            kwargs: dict[str, Any] = {"settings": head_student_settings(node)}
-    elif isinstance(kind, type) and issubclass(kind, NetworkStudent):
-        with building("student", node):
-            network = network_student_settings(node)
-        with building("student.model", node.model):
-            network.recipe.make_net()  # a bad depth or width fails here, not after the data is decoded
-        kwargs = {"settings": network, "trainer": trainer_settings(cfg, check=True), "progress": bool(cfg.progress)}
-    else:
-        raise UserError(f"student.component._target_={node.component._target_!r}; expected "
-                        "pate.pipeline.students.HeadStudent or NetworkStudent (or a subclass)")
-    with building("student.component", node.component):
-        return construct(identity=plain(node), seed=int(cfg.seed), **kwargs)
+def student_component(cfg: DictConfig) -> Student:
+    """The student of ``student.component._target_`` (a :class:`Student`), from its ``from_config``: every setting
+    checked before any data is read, a bad one a :class:`UserError` naming its key."""
+    kind = component_class(cfg.student.component, "student.component", Student, only_target=True)
+    return kind.from_config(cfg)
 
 
-class HeadStudent:
+class Student(ABC):
+    """The base of the students (module docstring): ``from_config`` builds one with its settings; ``stage`` wires the
+    student stage on the labels it is given."""
+
+    reads_features: ClassVar[bool]  # whether it learns from the public features rather than the images
+    needs_views: bool = False  # whether the stage reads the strong views of the pool (the views stage)
+
+    @classmethod
+    @abstractmethod
+    def from_config(cls, cfg: DictConfig) -> Student:
+        """The student with its settings built from ``cfg.student`` (and the trainer, for networks) and checked; the
+        student node as plain data and ``cfg.seed`` key its stage."""
+
+    @abstractmethod
+    def stage(self, data: Dataset, labels: Stage, queries: Stage, features: Stage | None,
+              views: Stage | None = None) -> Stage:
+        """The student stage trained on ``labels`` (an aggregate artifact) for the public ``queries``."""
+
+
+class HeadStudent(Student):
     """A ridge head on the public features (module docstring), fitted as ``settings`` say. ``identity`` (the student
     node as plain data) and ``seed`` (the run's) key the student stage."""
 
@@ -69,6 +69,12 @@ class HeadStudent:
 
     def __init__(self, settings: HeadStudentSettings, identity: dict[str, Any], seed: int):
         self.settings, self.identity, self.seed = settings, identity, seed
+
+    @classmethod
+    def from_config(cls, cfg: DictConfig) -> HeadStudent:
+        """``student.lambdas`` and its semi-supervised settings."""
+        with building("student", cfg.student):
+            return cls(head_student_settings(cfg.student), plain(cfg.student), int(cfg.seed))
 
     @property
     def needs_views(self) -> bool:
@@ -91,7 +97,7 @@ class HeadStudent:
         return Stage("student", {"student": self.identity, "seed": self.seed}, build, upstream, code=CODE["student"])
 
 
-class NetworkStudent:
+class NetworkStudent(Student):
     """A network trained with Lightning on the public images (module docstring), as ``settings`` say, with
     ``trainer``'s device and precision and seeded by ``seed``; ``progress`` shows bars. ``identity`` (the student
     node as plain data), the precision and ``seed`` key the student stage."""
@@ -103,6 +109,17 @@ class NetworkStudent:
                  seed: int, progress: bool = True):
         self.settings, self.trainer, self.progress = settings, trainer, progress
         self.identity, self.seed = identity, seed
+
+    @classmethod
+    def from_config(cls, cfg: DictConfig) -> NetworkStudent:
+        """The recipe and semi-supervised settings of ``cfg.student``, a network built once (a bad depth or width
+        fails here, not after the data is decoded) and the trainer's settings, checked."""
+        with building("student", cfg.student):
+            settings = network_student_settings(cfg.student)
+        with building("student.model", cfg.student.model):
+            settings.recipe.make_net()
+        return cls(settings, trainer_settings(cfg, check=True), plain(cfg.student), int(cfg.seed),
+                   progress=bool(cfg.progress))
 
     def stage(self, data: Dataset, labels: Stage, queries: Stage, features: Stage | None,
               views: Stage | None = None) -> Stage:

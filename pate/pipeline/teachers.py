@@ -7,23 +7,23 @@ before any data is read. Each wires its teachers and votes stages and trains a c
 * ``NetworkTeachers`` (the CNN configs): one Lightning fit per teacher, or ``teacher.ensemble_size`` stacked in
   the batched engine (teachers/batched.py); shards for cluster array jobs.
 
-A new kind of teacher is one class with these methods, its settings built in :func:`teacher_component`, and one
+A new kind of teacher is one subclass of :class:`TeacherEnsemble` (its ``from_config`` builds its settings) and one
 ``conf/teacher`` file naming it.
 """
 
 from __future__ import annotations
 
 import logging
+from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-import hydra
 from omegaconf import DictConfig
 
 from pate.artifacts import Artifact, ArtifactStore, Stage
 from pate.data.partition import read_queries, read_teacher_parts
 from pate.features import read_features
-from pate.pipeline.checks import UserError, building
+from pate.pipeline.checks import UserError, building, component_class
 from pate.pipeline.graph import CODE, Dataset
 from pate.pipeline.settings import head_teacher_settings, network_teacher_settings, trainer_settings
 from teachers.ensemble import train_teachers
@@ -33,39 +33,40 @@ from teachers.training.trainer import TrainerSettings
 
 log = logging.getLogger("train")
 
-__all__ = ["HeadTeachers", "NetworkTeachers", "parse_shard", "teacher_component"]
+__all__ = ["HeadTeachers", "NetworkTeachers", "TeacherEnsemble", "parse_shard", "teacher_component"]
 
 
-def teacher_component(cfg: DictConfig) -> HeadTeachers | NetworkTeachers:
-    """The teacher ensemble of ``teacher.component._target_`` (``HeadTeachers``, ``NetworkTeachers`` or a subclass),
-    constructed with its settings from ``cfg.teacher`` (and ``cfg.trainer`` for networks) and ``cfg.progress``.
-    Every setting is checked here, before any data is read: a bad one is a :class:`UserError` naming its key."""
-    node = cfg.teacher
-    with building("teacher.component", node.component):
-        # _partial_: the settings are objects, which instantiate's keyword overrides would turn into config nodes
-        construct = hydra.utils.instantiate(node.component, _partial_=True)
-    kind = construct.func
-    if isinstance(kind, type) and issubclass(kind, HeadTeachers):
-        if cfg.get("teacher_shard"):
-            raise UserError(f"teacher_shard is for CNN teachers (got teacher_shard={cfg.teacher_shard!r}); "
-                            "teacher=heads fits all teachers in one process (seconds per hundred teachers): run "
-                            "without it")
-        with building("teacher", node):
-            kwargs: dict[str, Any] = {"settings": head_teacher_settings(node)}
-    elif isinstance(kind, type) and issubclass(kind, NetworkTeachers):
-        with building("teacher", node):
-            network = network_teacher_settings(node)
-        with building("teacher.model", node.model):
-            network.recipe.make_net()  # a bad depth or width fails here, not after the data is decoded
-        kwargs = {"settings": network, "trainer": trainer_settings(cfg, check=True)}
-    else:
-        raise UserError(f"teacher.component._target_={node.component._target_!r}; expected "
-                        "pate.pipeline.teachers.HeadTeachers or NetworkTeachers (or a subclass)")
-    with building("teacher.component", node.component):
-        return construct(progress=bool(cfg.progress), **kwargs)
+def teacher_component(cfg: DictConfig) -> TeacherEnsemble:
+    """The teacher ensemble of ``teacher.component._target_`` (a :class:`TeacherEnsemble`), from its ``from_config``:
+    every setting checked before any data is read, a bad one a :class:`UserError` naming its key."""
+    kind = component_class(cfg.teacher.component, "teacher.component", TeacherEnsemble, only_target=True)
+    return kind.from_config(cfg)
 
 
-class HeadTeachers:
+class TeacherEnsemble(ABC):
+    """The base of the teacher ensembles (module docstring): ``from_config`` builds one with its settings, ``stages``
+    wires its teachers and votes; ``train_shard`` trains a cluster shard where the kind has shards."""
+
+    reads_features: ClassVar[bool]  # whether the teachers read the public features rather than the images
+    # (records each teacher's part must hold, why): pate.data.partition.check_partition_config
+    records_per_teacher: ClassVar[tuple[int, str]] = (1, "")
+
+    @classmethod
+    @abstractmethod
+    def from_config(cls, cfg: DictConfig) -> TeacherEnsemble:
+        """The ensemble with its settings built from ``cfg.teacher`` (and the trainer, for networks) and checked."""
+
+    @abstractmethod
+    def stages(self, data: Dataset, partition: Stage, features: Stage | None, queries: Stage) -> tuple[Stage, Stage]:
+        """Its teachers stage and its votes stage."""
+
+    def train_shard(self, store: ArtifactStore, teachers: Stage, partition: Stage, data: Dataset,
+                    shard: str) -> dict[str, Any]:
+        """Train one cluster shard of the teachers: refused by a kind without shards."""
+        raise UserError(f"teacher_shard={shard}: {type(self).__name__} trains its teachers in one process")
+
+
+class HeadTeachers(TeacherEnsemble):
     """Ridge heads on the public features (module docstring), fitted and scored as ``settings`` say; ``progress``
     shows bars."""
 
@@ -74,6 +75,16 @@ class HeadTeachers:
 
     def __init__(self, settings: HeadTeacherSettings, progress: bool = True):
         self.settings, self.progress = settings, progress
+
+    @classmethod
+    def from_config(cls, cfg: DictConfig) -> HeadTeachers:
+        """``teacher.lambdas``, ``chunk_size`` and ``accuracy_images``; ``teacher_shard`` refused (no shards)."""
+        if cfg.get("teacher_shard"):
+            raise UserError(f"teacher_shard is for CNN teachers (got teacher_shard={cfg.teacher_shard!r}); "
+                            "teacher=heads fits all teachers in one process (seconds per hundred teachers): run "
+                            "without it")
+        with building("teacher", cfg.teacher):
+            return cls(head_teacher_settings(cfg.teacher), progress=bool(cfg.progress))
 
     def stages(self, data: Dataset, partition: Stage, features: Stage | None, queries: Stage) -> tuple[Stage, Stage]:
         """The teachers (keyed by the teacher config, the partition and the features) and their votes."""
@@ -94,12 +105,7 @@ class HeadTeachers:
                       code=CODE["votes"])
         return teachers, votes
 
-    def train_shard(self, store: ArtifactStore, teachers: Stage, partition: Stage, data: Dataset,
-                    shard: str) -> dict[str, Any]:
-        raise UserError("teacher_shard is for CNN teachers")  # refused by teacher_component already
-
-
-class NetworkTeachers:
+class NetworkTeachers(TeacherEnsemble):
     """One network per teacher, the Lightning loop or the batched engine (module docstring), trained as
     ``settings`` say with ``trainer``'s device and precision; ``progress`` shows bars."""
 
@@ -108,6 +114,16 @@ class NetworkTeachers:
 
     def __init__(self, settings: NetworkTeacherSettings, trainer: TrainerSettings, progress: bool = True):
         self.settings, self.trainer, self.progress = settings, trainer, progress
+
+    @classmethod
+    def from_config(cls, cfg: DictConfig) -> NetworkTeachers:
+        """The recipe, seed and ensemble size of ``cfg.teacher``, a network built once (a bad depth or width fails
+        here, not after the data is decoded) and the trainer's settings, checked."""
+        with building("teacher", cfg.teacher):
+            settings = network_teacher_settings(cfg.teacher)
+        with building("teacher.model", cfg.teacher.model):
+            settings.recipe.make_net()
+        return cls(settings, trainer_settings(cfg, check=True), progress=bool(cfg.progress))
 
     def stages(self, data: Dataset, partition: Stage, features: Stage | None, queries: Stage) -> tuple[Stage, Stage]:
         """The teachers (keyed by the teacher config, the precision and the partition) and their votes."""

@@ -47,8 +47,11 @@ def test_the_network_student_is_keyed_by_its_node_the_precision_and_the_seed(tin
     ("tiny_cfg", ["+student.semi.rounds_=2"], "student.semi has unknown keys ['rounds_']"),
     ("tiny_cnn_cfg", ["student.batch_size=0"], "student.batch_size must be a positive integer, got 0"),
     ("tiny_cnn_cfg", ["student.semi.keep_fraction=0"], "student.semi.keep_fraction=0; expected a number in (0, 1]"),
-    ("tiny_cfg", ["student.component._target_=builtins.dict"], "student.component._target_='builtins.dict'; "
-                                                               "expected pate.pipeline.students.HeadStudent"),
+    ("tiny_cfg", ["student.component._target_=builtins.dict"], "student.component._target_='builtins.dict' is not a "
+                                                               "Student: expected a subclass of "
+                                                               "pate.pipeline.students.Student"),
+    ("tiny_cfg", ["+student.component.lambdas=[1.0]"], "student.component.lambdas: student.component holds only its "
+                                                       "_target_"),
 ])
 def test_a_bad_student_setting_is_refused_at_construction_naming_its_key(make, overrides, message, request):
     cfg = request.getfixturevalue(make)(*overrides)

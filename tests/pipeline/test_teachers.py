@@ -54,7 +54,7 @@ def test_network_teachers_are_keyed_by_their_node_and_the_precision(tiny_cnn_cfg
     ("tiny_cnn_cfg", ["teacher.model.width=0"], "teacher.model.width"),
     ("tiny_cnn_cfg", ["trainer.precision=foo"], "trainer.precision='foo'"),
     ("tiny_cfg", ["teacher.component._target_=pate.pipeline.students.HeadStudent"],
-     "teacher.component._target_='pate.pipeline.students.HeadStudent'; expected"),
+     "teacher.component._target_='pate.pipeline.students.HeadStudent' is not a TeacherEnsemble"),
 ])
 def test_a_bad_setting_is_refused_at_construction_naming_its_key(request, make, overrides, match):
     with pytest.raises(UserError, match=match):

@@ -50,7 +50,7 @@ def test_a_method_missing_a_protocol_member_fails_when_defined_not_when_called()
 
 
 def test_a_target_that_is_no_method_and_an_unknown_method_key_are_refused_naming_them(tiny_cfg, tmp_path):
-    with pytest.raises(UserError, match=r"method._target_='pate.aggregators.GaussianPATE' is not a method"):
+    with pytest.raises(UserError, match=r"method._target_='pate.aggregators.GaussianPATE' is not a Method"):
         run(tiny_cfg("method._target_=pate.aggregators.GaussianPATE"), output_dir=tmp_path)
     with pytest.raises(UserError, match=r"method.sigmaa=5.0: .*NoisyPrevalence has no such setting; its settings are "
                                         r"sigma"):
