@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from pate.features.ridge import check_lambdas
 from student.semi import SemiSupervision
-from teachers.training.recipe import Recipe
+from teachers.training import Recipe
 
 
 @dataclass(frozen=True)

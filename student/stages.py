@@ -19,7 +19,7 @@ from pate.artifacts import Artifact, atomic_write_json
 from student.head import train_head_student
 from student.settings import HeadStudentSettings, NetworkStudentSettings
 from student.train import train_student
-from teachers.training.trainer import TrainerSettings
+from teachers.training import TrainerSettings
 
 SCORES_FILE = "student.json"
 

@@ -20,10 +20,12 @@ from torch.utils.data import DataLoader
 from student.consistency import ConsistencyModule, consistency_loaders
 from student.semi import confident_pseudo_labels
 from student.settings import NetworkStudentSettings
-from teachers.training.data import IndexedImages, check_images, check_labels, make_loader
-from teachers.training.module import predict_logits
-from teachers.training.trainer import (TrainerSettings, build_trainer, expected_warnings_hidden, fit,
-                                       quiet_lightning)
+from teachers.training import (IndexedImages, TrainerSettings, build_trainer, check_images, check_labels,
+                               expected_warnings_hidden, fit, make_loader, predict_logits, quiet_lightning)
+from teachers.training import (IndexedImages, TrainerSettings, build_trainer, check_images, check_labels,
+                               expected_warnings_hidden, fit, make_loader, predict_logits, quiet_lightning)
+from teachers.training import (IndexedImages, TrainerSettings, build_trainer, check_images, check_labels,
+                               expected_warnings_hidden, fit, make_loader, predict_logits, quiet_lightning)
 
 
 def student_loader(student: NetworkStudentSettings, trainer: TrainerSettings, images: np.ndarray,

@@ -87,6 +87,14 @@ def test_the_student_contract_forbids_every_module_of_teachers_but_the_shared_tr
     assert forbidden == teachers, sorted(forbidden ^ teachers)
 
 
+def test_the_student_reaches_the_shared_training_only_through_its_package():
+    modules = {f"teachers.training.{path.stem}" for path in (ROOT / "teachers" / "training").glob("*.py")
+               if path.stem != "__init__"}
+    contract = _contract("The student uses the shared training through the public names")
+    assert set(contract["forbidden_modules"]) == modules, sorted(set(contract["forbidden_modules"]) ^ modules)
+    assert contract["allow_indirect_imports"] is True  # the package's __init__ imports them, the student may not
+
+
 @pytest.mark.slow
 def test_no_source_file_over_400_lines_and_no_function_over_60():
     """Small files with one purpose, functions that fit on a screen (the face renderer is in named parts)."""
