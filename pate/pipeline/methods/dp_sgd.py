@@ -45,15 +45,18 @@ from teachers.training.models import SmallCNN
 
 log = logging.getLogger("train")
 
-__all__ = ["DPSGD", "MODELS"]
+__all__ = ["DPSGD", "INPUTS", "MODELS"]
 
 MODELS = ("linear", "small_cnn")
+INPUTS = ("unit_norm", "standardized")
 
 
-def probe_inputs(features: torch.Tensor) -> torch.Tensor:
-    """Each feature vector scaled to unit L2 norm: a per-record map that needs no data, so the probe's inputs
-    are public by construction, and a record's gradient norm is bounded by its labels' error alone."""
-    return torch.nn.functional.normalize(features, dim=1)
+def probe_inputs(features: torch.Tensor, inputs: str = "unit_norm") -> torch.Tensor:
+    """The linear probe's inputs. ``unit_norm``: each feature vector scaled to unit L2 norm, a per-record map that
+    needs no data, so a record's gradient norm is bounded by its labels' error alone. ``standardized``: the public
+    features as the features stage wrote them (standardised by statistics of public images only). Both are public
+    by construction: no statistic of the private split enters them."""
+    return torch.nn.functional.normalize(features, dim=1) if inputs == "unit_norm" else features
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,7 @@ class DPSGD(Method):
     contributor: ClassVar[str] = "record"  # every Poisson batch samples records: both relations are record-level
 
     model: str
+    inputs: str
     width: int
     expected_batch_size: int
     epochs: float
@@ -78,10 +82,12 @@ class DPSGD(Method):
         """conf/method/dp_sgd.yaml's keys checked (the model one of ``MODELS``; width, batch size, epochs, lr and
         noise multiplier positive; momentum in [0, 1)); ``privacy.budget_epsilon`` refused: DP-SGD's cost is fixed
         by its steps. The calibration waits for N (:meth:`calibrated_event`, in :meth:`release`)."""
-        settings = method_settings(cfg.method, model="linear", width=32, expected_batch_size=4096, epochs=20,
-                                   clip_norm=1.0, lr=2.0, momentum=0.9, noise_multiplier=1.0)
+        settings = method_settings(cfg.method, model="linear", inputs="unit_norm", width=32, expected_batch_size=4096,
+                                   epochs=20, clip_norm=1.0, lr=2.0, momentum=0.9, noise_multiplier=1.0)
         if settings["model"] not in MODELS:
             raise UserError(f"method.model={settings['model']!r}; expected one of {MODELS}")
+        if settings["inputs"] not in INPUTS:
+            raise UserError(f"method.inputs={settings['inputs']!r}; expected one of {INPUTS}")
         with building("method"):
             checked = {key: check(key, settings[key]) for key, check in (
                 ("width", positive_int), ("expected_batch_size", positive_int), ("epochs", positive), ("lr", positive),
@@ -141,6 +147,7 @@ class DPSGD(Method):
         private_rows = arrays.indices("train")
         event = self.calibrated_event(len(private_rows))
         settings = {"lr": self.lr, "momentum": self.momentum, "clip_norm": self.clip_norm}
+        probe = {} if self.inputs == "unit_norm" else {"inputs": self.inputs}
 
         def build(work: Path, up: dict[str, Artifact]) -> None:
             public = read_queries(up["queries"])
@@ -148,7 +155,7 @@ class DPSGD(Method):
                 table = read_features(up["features"])
                 dim, transform = table.dim, None
                 def inputs(rows):
-                    return probe_inputs(table.take(rows))
+                    return probe_inputs(table.take(rows), self.inputs)
             else:
                 dim, transform = None, to_float  # uint8 images, made float batch by batch
                 def inputs(rows):
@@ -172,14 +179,16 @@ class DPSGD(Method):
         # the key holds the seed only where it decides the batches and the noise (privacy.noise=seeded): a secure
         # release is made once per config and cache, whatever `seed` then initialises
         config = {"method": "dp_sgd", "event": event.to_dict(), "settings": settings, **noise.key(),
-                  "data": data.identity, **cnn}
+                  "data": data.identity, **cnn, **probe}
         stage = Stage("aggregate", config, build, upstream, code=("pate.pipeline.methods.dp_sgd",))
         return Release(stage, {"dp_sgd": stage}, model=stage, facts={"event": event})
 
     @property
     def model_name(self) -> str:
         """The model in words, for the console and the report ("linear probe", "small_cnn, width 32")."""
-        return "linear probe" if self.model == "linear" else f"{self.model}, width {self.width}"
+        if self.model != "linear":
+            return f"{self.model}, width {self.width}"
+        return "linear probe" if self.inputs == "unit_norm" else f"linear probe on the {self.inputs} features"
 
     def name(self, event: PoissonSampledGaussianEvent) -> str:
         """The mechanism's name in the ledger and metrics.json: the model and every privacy-relevant setting."""
@@ -191,8 +200,10 @@ class DPSGD(Method):
         """The method's name (``dp_sgd`` for the probe, ``dp_sgd+<model>`` otherwise), its calibrated event's
         noise, sampling rate and steps, and what was released."""
         event = release.facts["event"]
-        # the linear probe keeps the plain name its committed reports use; a CNN gets its own row in a report
-        method = "dp_sgd" if self.model == "linear" else f"dp_sgd+{self.model}"
+        # the unit-norm linear probe keeps the plain name its committed reports use; another model or input gets its
+        # own row in a report
+        variant = self.model if self.model != "linear" else ("" if self.inputs == "unit_norm" else self.inputs)
+        method = f"dp_sgd+{variant}" if variant else "dp_sgd"
         return {"method": method, "mechanism": self.name(event), "target_epsilon": self.run.target_epsilon,
                 "noise": {"noise_multiplier": event.noise_multiplier, "clip_norm": self.clip_norm},
                 "noise_multiplier": event.noise_multiplier, "sampling_rate": event.sampling_rate,

@@ -5,8 +5,10 @@ is refused by name before compute."""
 import json
 
 import pytest
+import torch
 
 from pate.pipeline.checks import UserError
+from pate.pipeline.methods.dp_sgd import probe_inputs
 from pate.pipeline.runner import run
 from pate.privacy import Ledger, PoissonSampledGaussianEvent
 
@@ -40,6 +42,21 @@ def test_dp_sgd_trains_a_cnn_from_scratch_on_the_images(tiny_cfg, tmp_path):
     assert 0 <= metrics["student_accuracy"] <= 1 and metrics["answered"] == 40
 
 
+def test_dp_sgd_can_train_its_probe_on_the_standardized_features_as_they_are(tiny_cfg, tmp_path):
+    unit = run(tiny_cfg(*DP_SGD), output_dir=tmp_path / "unit")
+    standardized = run(tiny_cfg(*DP_SGD, "method.inputs=standardized"), output_dir=tmp_path / "standardized")
+    assert standardized["method"] == "dp_sgd+standardized"
+    assert "DP-SGD(linear probe on the standardized features" in standardized["privacy"]
+    assert standardized["epsilon"] == unit["epsilon"]  # the inputs change the model, not the cost
+    assert standardized["artifacts"]["dp_sgd"] != unit["artifacts"]["dp_sgd"]
+
+
+def test_the_probe_inputs_are_unit_norm_or_the_features_as_they_are():
+    features = torch.tensor([[3.0, 4.0], [0.0, -2.0]])
+    assert torch.allclose(probe_inputs(features), torch.tensor([[0.6, 0.8], [0.0, -1.0]]))
+    assert probe_inputs(features, "standardized") is features
+
+
 @pytest.mark.parametrize("relation", ["replace", "add_remove"])
 def test_private_knn_runs_end_to_end_calibrated_to_the_target(tiny_cfg, tmp_path, relation):
     metrics = run(tiny_cfg(*KNN, f"privacy.neighbors={relation}", "privacy.target_epsilon=8"), output_dir=tmp_path)
@@ -61,6 +78,7 @@ def test_private_knn_stops_answering_at_the_budget(tiny_cfg, tmp_path):
     ([*DP_SGD, "method.lr=-1"], "lr"),
     ([*DP_SGD, "method.momentum=1.5"], "momentum=1.5"),
     ([*DP_SGD, "method.model=resnet"], "method.model='resnet'; expected one of"),
+    ([*DP_SGD, "method.inputs=raw"], "method.inputs='raw'; expected one of"),
     ([*KNN, "method.k=0"], "k"),
     ([*KNN, "method.sampling_rate=2"], "sampling_rate"),
     ([*DP_SGD, "teacher_shard=0/2"], "teacher_shard=0/2: DPSGD trains no teachers to shard"),
