@@ -26,8 +26,6 @@ from torch.utils.data import DataLoader, RandomSampler
 from pate.features.views import strong_view
 from student.semi import SemiSupervision, confident_pseudo_labels
 from teachers.training import IndexedImages, MultiLabelModule, Recipe, random_hflip, to_float
-from teachers.training import IndexedImages, MultiLabelModule, Recipe, random_hflip, to_float
-from teachers.training import IndexedImages, MultiLabelModule, Recipe, random_hflip, to_float
 
 _STEP_STRIDE = 1_000_003  # a prime: (seed, step) -> a distinct generator seed for every step of every seed
 

@@ -22,10 +22,6 @@ from student.semi import confident_pseudo_labels
 from student.settings import NetworkStudentSettings
 from teachers.training import (IndexedImages, TrainerSettings, build_trainer, check_images, check_labels,
                                expected_warnings_hidden, fit, make_loader, predict_logits, quiet_lightning)
-from teachers.training import (IndexedImages, TrainerSettings, build_trainer, check_images, check_labels,
-                               expected_warnings_hidden, fit, make_loader, predict_logits, quiet_lightning)
-from teachers.training import (IndexedImages, TrainerSettings, build_trainer, check_images, check_labels,
-                               expected_warnings_hidden, fit, make_loader, predict_logits, quiet_lightning)
 
 
 def student_loader(student: NetworkStudentSettings, trainer: TrainerSettings, images: np.ndarray,
