@@ -21,6 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
+from pate.privacy.checks import set_fields
+
 __all__ = [
     "VOTES_FILE",
     "read_votes",
@@ -127,8 +129,7 @@ class PackedVotes:
         packed = _check_packed(self.bits, self.num_labels)
         if packed.ndim != 3:
             raise ValueError(f"bits must be uint8 [queries, teachers, ceil(L/8)], got shape {packed.shape}")
-        object.__setattr__(self, "bits", packed)
-        object.__setattr__(self, "num_labels", int(self.num_labels))
+        set_fields(self, bits=packed, num_labels=int(self.num_labels))
 
     @classmethod
     def from_bits(cls, bits) -> "PackedVotes":

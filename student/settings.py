@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pate.features.ridge import check_lambdas
+from pate.privacy.checks import set_fields
 from student.semi import SemiSupervision
 from teachers.training import Recipe
 
@@ -37,12 +38,7 @@ class HeadStudentSettings:
     semi: SemiSupervision = field(default_factory=SemiSupervision)
 
     def __post_init__(self) -> None:
-        try:
-            check_lambdas(self.lambdas)
-        except ValueError:
-            shown = list(self.lambdas) if isinstance(self.lambdas, tuple) else self.lambdas  # as the config lists it
-            raise ValueError(f"student.lambdas={shown!r}; expected a non-empty list of finite L2 strengths "
-                             f"> 0") from None
+        set_fields(self, lambdas=tuple(float(lam) for lam in check_lambdas(self.lambdas, "student.lambdas")))
 
 
 __all__ = ["HeadStudentSettings", "NetworkStudentSettings"]

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from pate.features.ridge import check_lambdas
-from pate.privacy.checks import non_negative_int, positive_int
+from pate.privacy.checks import non_negative_int, positive_int, set_fields
 from teachers.training.recipe import Recipe
 
 # torch.optim.AdamW's own defaults for the keys the engine implements, for the keys an optimizer leaves out.
@@ -90,14 +90,12 @@ class HeadTeacherSettings:
     identity: dict[str, Any]
 
     def __post_init__(self) -> None:
-        try:
-            grid = check_lambdas(self.lambdas)
-        except (ValueError, TypeError) as err:
-            raise ValueError(f"teacher.lambdas={self.lambdas!r}; expected a non-empty list of finite L2 strengths "
-                             "> 0") from err
-        object.__setattr__(self, "lambdas", tuple(float(lam) for lam in grid))
-        object.__setattr__(self, "chunk_size", positive_int("teacher.chunk_size", self.chunk_size))
-        object.__setattr__(self, "accuracy_images", positive_int("teacher.accuracy_images", self.accuracy_images))
+        set_fields(
+            self,
+            lambdas=tuple(float(lam) for lam in check_lambdas(self.lambdas, "teacher.lambdas")),
+            chunk_size=positive_int("teacher.chunk_size", self.chunk_size),
+            accuracy_images=positive_int("teacher.accuracy_images", self.accuracy_images),
+        )
 
 
 __all__ = ["AdamW", "HeadTeacherSettings", "NetworkTeacherSettings"]

@@ -30,11 +30,15 @@ import numpy as np
 import torch
 
 
-def check_lambdas(lambdas) -> np.ndarray:
-    """The L2-strength grid as float64 [n]: non-empty, finite and > 0, else a ``ValueError`` naming it."""
-    grid = np.asarray(lambdas, dtype=np.float64)
-    if grid.ndim != 1 or grid.size < 1 or not np.all(np.isfinite(grid)) or not np.all(grid > 0):
-        raise ValueError(f"lambdas={lambdas!r}; expected a non-empty list of finite L2 strengths > 0")
+def check_lambdas(lambdas, name: str = "lambdas") -> np.ndarray:
+    """The L2-strength grid as float64 [n]: non-empty, finite and > 0, else a ``ValueError`` naming it as ``name``
+    (``teacher.lambdas``, ``student.lambdas`` where a config gave it) and showing it as given."""
+    try:
+        grid = np.asarray(lambdas, dtype=np.float64)
+    except (TypeError, ValueError):
+        grid = None  # not numbers at all: the same error as numbers out of range
+    if grid is None or grid.ndim != 1 or grid.size < 1 or not np.all(np.isfinite(grid)) or not np.all(grid > 0):
+        raise ValueError(f"{name}={lambdas!r}; expected a non-empty list of finite L2 strengths > 0")
     return grid
 
 

@@ -95,11 +95,9 @@ def network_student_settings(node: DictConfig) -> NetworkStudentSettings:
 
 
 def head_student_settings(node: DictConfig) -> HeadStudentSettings:
-    """conf/student/head.yaml as the ridge-head student's settings: ``lambdas`` (a tuple) and ``semi``
-    (:func:`semi_supervision`)."""
-    lambdas = plain(node.lambdas)
-    return HeadStudentSettings(lambdas=tuple(lambdas) if isinstance(lambdas, list) else lambdas,
-                               semi=semi_supervision(node))
+    """conf/student/head.yaml as the ridge-head student's settings: ``lambdas`` (checked and made a tuple there) and
+    ``semi`` (:func:`semi_supervision`)."""
+    return HeadStudentSettings(lambdas=plain(node.lambdas), semi=semi_supervision(node))
 
 
 def run_settings(cfg: DictConfig) -> RunSettings:
