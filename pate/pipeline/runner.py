@@ -28,7 +28,7 @@ from pate.pipeline.graph import (Dataset, check_features, features_stage, querie
 from pate.pipeline.methods.base import Method, Release, RunSettings, SharedStages
 from pate.pipeline.noise import log_reused_release, noise_source
 from pate.pipeline.paths import check_locations
-from pate.pipeline.settings import run_settings, trainer_settings
+from pate.pipeline.settings import run_settings
 from pate.pipeline.students import student_component
 from pate.privacy.unit import PrivacyUnit, privacy_unit
 from pate.run_record import check_record, not_covered_by_epsilon, ordered
@@ -75,13 +75,14 @@ def prepare(cfg: DictConfig) -> tuple[Graph, Dataset, Any]:
     with building(None):  # the reader names the file or the key itself
         reader.check()
         set_num_labels(cfg, reader.label_names())
-    method = method_component(cfg, run_settings(cfg))
+    settings = run_settings(cfg)
+    method = method_component(cfg, settings)
     student = student_component(cfg)
     uses_features = method.reads_features or student.reads_features
     extractor = instantiate(cfg.features.extractor, "features.extractor") if uses_features else None
     if extractor is not None:
         with building(None):
-            extractor.to(trainer_settings(cfg).device)  # features on trainer.accelerator's device
+            extractor.to(settings.trainer.device)  # features on trainer.accelerator's device
             extractor.check_image_size(int(cfg.data.image_size))
         if student.needs_views and not extractor.reads_images:
             raise UserError(f"student.semi.method={cfg.student.semi.method} needs features of augmented images, which "

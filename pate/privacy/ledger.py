@@ -181,13 +181,17 @@ class Ledger:
         """Opacus-style alias: epsilon at ``delta`` only."""
         return self.epsilon(delta)[0]
 
+    def _events(self) -> list[tuple[DpEvent, int]]:
+        """(event, count) of every composition, in order: what the closed-form and PLD accountants price."""
+        return [(entry.event, entry.count) for entry in self._history]
+
     def epsilon_gdp(self, delta: float) -> float | None:
         """The exact epsilon at ``delta`` when every composed event is a Gaussian mechanism (or a composition of
         them): the composition is mu-GDP with mu = sqrt(sum count (D / sigma)^2), whose profile is known in closed
         form (``pate.privacy.gdp``); never above :meth:`epsilon`. None when any event has no such form (sampled,
         approximate, bounded-range or data-dependent)."""
         delta = checks.open_unit("delta", delta)
-        mu = gaussian_mu([(entry.event, entry.count) for entry in self._history])
+        mu = gaussian_mu(self._events())
         if mu is None:
             return None
         return gdp_epsilon(mu, delta) if mu > 0 else 0.0
@@ -196,7 +200,7 @@ class Ledger:
         """The epsilon at ``delta`` by the privacy loss distributions of the composed events (``pate.privacy.pld``,
         dp-accounting; pessimistic discretisation at ``interval``, so an upper bound on the true epsilon), or None
         when any event has no PLD there (bounded-range, approximate, report-noisy-max, zCDP, curves)."""
-        return pld_epsilon([(entry.event, entry.count) for entry in self._history], delta, interval)
+        return pld_epsilon(self._events(), delta, interval)
 
     def epsilon_tightest(self, delta: float) -> tuple[float, str]:
         """(epsilon, accountant): the smallest of the valid epsilons at ``delta`` -- the RDP bound (:meth:`epsilon`),
