@@ -1,15 +1,16 @@
 """Accountants side by side: every method's noise calibrated by the RDP bound and by the tightest valid epsilon.
 
-    python benchmarks/accountants.py --json benchmarks/results/accountants.json   # about five minutes
+    python benchmarks/accountants.py --json benchmarks/results/accountants.json   # a few minutes
 
 The tightest epsilon of a ledger is the smallest of its valid ones (``Ledger.epsilon_tightest``): the RDP bound,
 the exact GDP profile where every query is a Gaussian mechanism, the PLD (dp-accounting, pessimistic
 discretisation at 1e-4) where every event has one. For each method of the default comparison, under both
-relations, this calibrates the noise to each target epsilon twice -- by RDP as runs do today, and by the tightest
-epsilon (bisection on the same noise multiplier, to 1e-4 relative) -- and prices the RDP-calibrated noise by each
-accountant. The methods are the default configs: 600 queries at delta 1e-6, 40 labels, 400 teachers (the
-aggregators); DP-SGD's Poisson sampling at q = 4096 / 120,510 for 589 steps (the synthetic data's private split,
-conf/data/synthetic.yaml); Private-kNN with k = 200 and rate 0.1 (conf/method/private_knn.yaml).
+relations, this calibrates the noise to each target epsilon twice with ``pate.privacy.calibrate`` -- by RDP as
+runs do today, and by the tightest epsilon (``accountant="tightest"``), each within 1e-4 relative below the
+target -- and prices the RDP-calibrated noise by each accountant. The methods are the default configs: 600 queries
+at delta 1e-6, 40 labels, 400 teachers (the aggregators); DP-SGD's Poisson sampling at q = 4096 / 120,510 for
+589 steps (the synthetic data's private split, conf/data/synthetic.yaml); Private-kNN with k = 200 and rate 0.1
+(conf/method/private_knn.yaml).
 """
 
 from __future__ import annotations
@@ -52,28 +53,14 @@ def dp_sgd_event(relation: str):
     return lambda multiplier: PoissonSampledGaussianEvent(rate, multiplier, steps, relation)
 
 
-def least(epsilon_at, target: float, high: float) -> float:
-    """The least x in (0, high] with ``epsilon_at(x) <= target`` (decreasing in x; ``high`` meets it), by bisection
-    on log x to ``RTOL``."""
-    low = high / 2
-    while epsilon_at(low) <= target:
-        high, low = low, low / 2
-    while high / low > 1 + RTOL:
-        middle = math.sqrt(low * high)
-        low, high = (low, middle) if epsilon_at(middle) <= target else (middle, high)
-    return high
-
-
-def scaled_row(method: str, relation: str, target: float, calibrated, noise: str) -> dict:
-    """One (method, relation, target): ``calibrated`` is the RDP-calibrated mechanism (``scale_noise`` scales its
-    noise); the tightest calibration scales it down by the least factor that still meets the target."""
-    def ledger(factor: float) -> Ledger:
-        return Ledger().compose(calibrated.scale_noise(factor), count=QUERIES)
-
-    factor = least(lambda f: ledger(f).epsilon_tightest(DELTA)[0], target, 1.0)
-    tight = ledger(factor)
-    return _row(method, relation, target, noise, calibrated.noise_parameters()[noise],
-                calibrated.scale_noise(factor).noise_parameters()[noise], ledger(1.0), tight.epsilon_tightest(DELTA))
+def mechanism_row(method: str, relation: str, target: float, configured, noise: str) -> dict:
+    """One (method, relation, target) of a configured mechanism, calibrated by each accountant
+    (``calibrate_noise``); ``noise`` names the noise parameter reported (``noise_parameters()``'s key)."""
+    by_rdp, _ = calibrate_noise(configured, target, DELTA, QUERIES, rtol=RTOL)
+    by_tightest, _ = calibrate_noise(configured, target, DELTA, QUERIES, rtol=RTOL, accountant="tightest")
+    return _row(method, relation, target, noise, by_rdp.noise_parameters()[noise],
+                by_tightest.noise_parameters()[noise], Ledger().compose(by_rdp, count=QUERIES),
+                Ledger().compose(by_tightest, count=QUERIES).epsilon_tightest(DELTA))
 
 
 def _row(method, relation, target, noise, rdp_noise, tight_noise, at_rdp_noise: Ledger, tightest) -> dict:
@@ -92,20 +79,17 @@ def rows(progress: bool = True) -> list[dict]:
             configured = aggregator(name, relation)
             first = next(iter(configured.noise_parameters()))  # sigma, or the selection's noise of StableTopK
             for target in TARGETS:
-                calibrated, _ = configured.calibrated(target, DELTA, QUERIES)
-                out.append(scaled_row(name, relation, target, calibrated, first))
+                out.append(mechanism_row(name, relation, target, configured, first))
                 if progress:
                     print(f"{relation:10s} {name:20s} epsilon {target:g}: noise saved {out[-1]['noise_saved']:.2%}",
                           flush=True)
         knn = PrivateKNN(LABELS, 200, 0.1, 20.0, relation)
         for target in TARGETS:
-            calibrated, _ = calibrate_noise(knn, target, DELTA, QUERIES)
-            out.append(scaled_row("private_knn", relation, target, calibrated, "sigma"))
+            out.append(mechanism_row("private_knn", relation, target, knn, "sigma"))
         event_of = dp_sgd_event(relation)
         for target in TARGETS:
-            by_rdp = calibrate(event_of, target, DELTA, neighbors=relation)
-            by_tightest = least(lambda m: Ledger().compose_event(event_of(m), neighbors=relation)
-                                .epsilon_tightest(DELTA)[0], target, by_rdp)
+            by_rdp = calibrate(event_of, target, DELTA, rtol=RTOL, neighbors=relation)
+            by_tightest = calibrate(event_of, target, DELTA, rtol=RTOL, neighbors=relation, accountant="tightest")
             out.append(_row("dp_sgd", relation, target, "noise_multiplier", by_rdp, by_tightest,
                             Ledger().compose_event(event_of(by_rdp), neighbors=relation),
                             Ledger().compose_event(event_of(by_tightest), neighbors=relation)

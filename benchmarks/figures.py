@@ -252,7 +252,8 @@ def accountants(record: dict[str, Any], file: str) -> list[str]:
         lines.append(f"| {method} ({name}) | {relation} | {noise} | {by_target[targets[-1]]['accountant']} | "
                      f"{epsilons} |")
     return [*lines, "", _source(record, file, f"{record['queries']} queries (DP-SGD: its steps), delta "
-                                              f"{record['delta']:g}, bisection to {record['rtol']:g} relative")]
+                                              f"{record['delta']:g}, each calibrated to within {record['rtol']:g} "
+                                              f"relative below its target")]
 
 
 def default_run_console(record: dict[str, Any], file: str) -> list[str]:

@@ -20,7 +20,9 @@ from pate.privacy.events import DpEvent
 from pate.privacy.ledger import Ledger, event_of
 from pate.privacy.orders import DEFAULT_ORDERS
 
-__all__ = ["calibrate", "calibrate_noise"]
+__all__ = ["ACCOUNTANTS", "calibrate", "calibrate_noise"]
+
+ACCOUNTANTS = ("rdp", "tightest")  # what a calibration prices by: the RDP bound, or the least valid epsilon
 
 # Search range for the noise multiplier. Beyond 1e6 times the configured noise a target is treated as
 # unreachable (the epsilon left there is a floor, e.g. log(m)/(alpha-1) for report-noisy-max).
@@ -29,11 +31,14 @@ _MAX_MULTIPLIER = 1e6
 
 
 def calibrate(event_of: Callable[[float], DpEvent], target_epsilon: float, delta: float, count: int = 1,
-              orders=DEFAULT_ORDERS, rtol: float = 1e-4, neighbors: str | None = None) -> float:
+              orders=DEFAULT_ORDERS, rtol: float = 1e-4, neighbors: str | None = None,
+              accountant: str = "rdp") -> float:
     """Smallest noise multiplier m with epsilon(count x event_of(m), delta) <= target_epsilon.
 
-    Epsilon is what ``Ledger(orders).compose_event(event_of(m), count, neighbors=neighbors).epsilon(delta)[0]``
-    reports, assumed non-increasing in m. Search: double or halve m from 1 to bracket the target between m_lo
+    Epsilon is what ``Ledger(orders).compose_event(event_of(m), count, neighbors=neighbors)`` reports by
+    ``accountant``: ``"rdp"``, the RDP bound (``Ledger.epsilon``), or ``"tightest"``, the least valid epsilon
+    (``Ledger.epsilon_tightest``: the exact GDP profile or the PLD where the events have one); assumed
+    non-increasing in m. Search: double or halve m from 1 to bracket the target between m_lo
     (too little noise) and m_hi (enough), then bisect in log m until the epsilon at m_hi lies within
     [target_epsilon * (1 - rtol), target_epsilon] (or the bracket can no longer shrink, where epsilon jumps). The
     returned multiplier always meets the target.
@@ -47,6 +52,8 @@ def calibrate(event_of: Callable[[float], DpEvent], target_epsilon: float, delta
     delta = checks.open_unit("delta", delta)
     count = checks.positive_int("count", count)
     rtol = checks.open_unit("rtol", rtol)
+    if accountant not in ACCOUNTANTS:
+        raise ValueError(f"accountant={accountant!r}; expected one of {ACCOUNTANTS}")
 
     def unreachable(floor: str) -> ValueError:
         return ValueError(
@@ -57,7 +64,7 @@ def calibrate(event_of: Callable[[float], DpEvent], target_epsilon: float, delta
         ledger = Ledger(orders).compose_event(event_of(multiplier), count, neighbors=neighbors)
         if delta <= ledger.delta_t:
             raise unreachable(f"the queries' own delta count * delta_per_query = {ledger.delta_t!r} >= delta")
-        return ledger.epsilon(delta)[0]
+        return ledger.epsilon(delta)[0] if accountant == "rdp" else ledger.epsilon_tightest(delta)[0]
 
     # Bracket: eps(lo) > target >= eps(hi).
     hi, hi_eps, lo = 1.0, epsilon_at(1.0), None
@@ -90,12 +97,13 @@ def calibrate(event_of: Callable[[float], DpEvent], target_epsilon: float, delta
 
 
 def calibrate_noise(mechanism, target_epsilon: float, delta: float, count: int, orders=DEFAULT_ORDERS,
-                    rtol: float = 1e-4):
+                    rtol: float = 1e-4, accountant: str = "rdp"):
     """``calibrate`` for a configured mechanism: ``mechanism.scale_noise(m)`` must return the same mechanism with
     every noise scale multiplied by m (a pure-epsilon parameter divided by m), priced under its ``neighbors`` by
     its ``dp_event`` (or, for an object with only ``rdp`` and ``delta_per_query``, by the curve it reports, as
-    ``Ledger.compose`` records it). Returns (the calibrated mechanism, m)."""
+    ``Ledger.compose`` records it), by ``accountant`` (see :func:`calibrate`). Returns (the calibrated mechanism,
+    m)."""
     # getattr: .neighbors is optional, as for Ledger.compose (any object with .rdp and .delta_per_query)
     multiplier = calibrate(lambda m: event_of(mechanism.scale_noise(m), orders), target_epsilon, delta, count,
-                           orders, rtol, neighbors=getattr(mechanism, "neighbors", None))
+                           orders, rtol, neighbors=getattr(mechanism, "neighbors", None), accountant=accountant)
     return mechanism.scale_noise(multiplier), multiplier

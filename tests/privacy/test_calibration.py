@@ -7,7 +7,7 @@ import pytest
 from dp_accounting import GaussianDpEvent, SelfComposedDpEvent, mechanism_calibration
 from dp_accounting.rdp import RdpAccountant
 
-from pate.privacy import DEFAULT_ORDERS, Ledger, calibrate_noise
+from pate.privacy import DEFAULT_ORDERS, GaussianEvent, Ledger, PoissonSampledGaussianEvent, calibrate, calibrate_noise
 from tests.privacy.test_ledger import ExponentialQuery, GaussianNoisyMax, GaussianQuery
 
 RTOL = 1e-4
@@ -117,3 +117,26 @@ def test_calibrate_finds_dp_sgds_noise_multiplier_from_its_event_alone():
     assert slightly_less.get_epsilon(1e-5) > 2.0
     with pytest.raises(ValueError, match="cannot compose into a ledger with neighbors='replace'"):
         calibrate(lambda m: PoissonSampledGaussianEvent(0.01, m, 1000), 2.0, 1e-5, neighbors="replace")
+
+
+@pytest.mark.parametrize("event_of,neighbors", [
+    (lambda m: GaussianEvent(m, 1.0), None),
+    (lambda m: PoissonSampledGaussianEvent(0.05, m, 200, "replace"), "replace"),
+], ids=["gaussian", "sampled"])
+def test_calibrating_by_the_tightest_epsilon_meets_the_target_with_less_noise(event_of, neighbors):
+    """The same search priced by ``Ledger.epsilon_tightest`` (exact GDP for the Gaussian, PLD for the sampled one):
+    the least noise that meets the target by that epsilon, below the RDP calibration's."""
+    by_rdp = calibrate(event_of, 2.0, 1e-6, count=100, neighbors=neighbors)
+    by_tightest = calibrate(event_of, 2.0, 1e-6, count=100, neighbors=neighbors, accountant="tightest")
+
+    def tightest(multiplier):
+        ledger = Ledger().compose_event(event_of(multiplier), 100, neighbors=neighbors)
+        return ledger.epsilon_tightest(1e-6)[0]
+
+    assert 2.0 * (1 - 1e-4) <= tightest(by_tightest) <= 2.0 < tightest(by_tightest * (1 - 1e-3))
+    assert by_tightest < 0.95 * by_rdp
+
+
+def test_an_unknown_accountant_is_refused_naming_it():
+    with pytest.raises(ValueError, match="accountant='pld'; expected one of"):
+        calibrate(lambda m: GaussianEvent(m, 1.0), 2.0, 1e-6, accountant="pld")
