@@ -60,12 +60,25 @@ def calibrate(event_of: Callable[[float], DpEvent], target_epsilon: float, delta
             f"target_epsilon={target_epsilon!r} at delta={delta!r} over count={count} queries is unreachable: {floor}"
         )
 
+    def beyond_reach(epsilon: float) -> ValueError:
+        return ValueError(f"target_epsilon={target_epsilon!r} at delta={delta!r} over count={count} queries is beyond "
+                          f"the calibration's reach: even {_MIN_MULTIPLIER:g} times the noise gives epsilon = "
+                          f"{epsilon:.6g}; ask for at most that (or configure less noise)")
+
     def epsilon_at(multiplier: float) -> float:
         ledger = Ledger(orders).compose_event(event_of(multiplier), count, neighbors=neighbors)
         if delta <= ledger.delta_t:
             raise unreachable(f"the queries' own delta count * delta_per_query = {ledger.delta_t!r} >= delta")
         return ledger.epsilon(delta)[0] if accountant == "rdp" else ledger.epsilon_tightest(delta)[0]
 
+    return _least_multiplier(epsilon_at, target_epsilon, rtol, unreachable, beyond_reach)
+
+
+def _least_multiplier(epsilon_at: Callable[[float], float], target_epsilon: float, rtol: float,
+                      unreachable: Callable[[str], ValueError], beyond_reach: Callable[[float], ValueError]) -> float:
+    """The search of :func:`calibrate` (its docstring): bracket the target by doubling or halving m from 1, then
+    bisect in log m. ``unreachable(floor)`` is the error where even the most noise misses the target,
+    ``beyond_reach(epsilon)`` where even the least noise stays below it."""
     # Bracket: eps(lo) > target >= eps(hi).
     hi, hi_eps, lo = 1.0, epsilon_at(1.0), None
     while hi_eps > target_epsilon:
@@ -75,9 +88,7 @@ def calibrate(event_of: Callable[[float], DpEvent], target_epsilon: float, delta
         hi_eps = epsilon_at(hi)
     while lo is None:
         if hi <= _MIN_MULTIPLIER:
-            raise ValueError(f"target_epsilon={target_epsilon!r} at delta={delta!r} over count={count} queries is beyond "
-                             f"the calibration's reach: even {_MIN_MULTIPLIER:g} times the noise gives epsilon = "
-                             f"{hi_eps:.6g}; ask for at most that (or configure less noise)")
+            raise beyond_reach(hi_eps)
         candidate = max(hi / 2.0, _MIN_MULTIPLIER)
         eps = epsilon_at(candidate)
         if eps > target_epsilon:
