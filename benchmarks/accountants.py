@@ -27,7 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a ch
 
 from pate.mechanisms import PrivateKNN  # noqa: E402
 from pate.pipeline import instantiate  # noqa: E402
-from pate.privacy import Ledger, PoissonSampledGaussianEvent, calibrate, calibrate_noise  # noqa: E402
+from pate.privacy import (Ledger, PoissonSampledGaussianEvent, calibrate, calibrate_noise,  # noqa: E402
+                          privacy_unit)
 from record import ROOT, header, write_json  # noqa: E402
 
 TARGETS = (0.5, 1.0, 2.0, 8.0)
@@ -64,7 +65,9 @@ def mechanism_row(method: str, relation: str, target: float, configured, noise: 
 
 
 def _row(method, relation, target, noise, rdp_noise, tight_noise, at_rdp_noise: Ledger, tightest) -> dict:
-    return {"method": method, "neighbors": relation, "target_epsilon": target, "noise": noise, "rdp_noise": rdp_noise,
+    contributor = "record" if method in ("private_knn", "dp_sgd") else "teacher"  # PATE's aggregators see votes
+    return {"method": method, "neighbors": relation, "unit": privacy_unit(contributor, relation).text,
+            "target_epsilon": target, "noise": noise, "rdp_noise": rdp_noise,
             "tightest_noise": tight_noise, "noise_saved": 1 - tight_noise / rdp_noise,
             "tightest_epsilon": tightest[0], "accountant": tightest[1],
             "at_rdp_noise": {"rdp": at_rdp_noise.epsilon(DELTA)[0], "gdp": at_rdp_noise.epsilon_gdp(DELTA),

@@ -235,13 +235,13 @@ def teacher_engines(record: dict[str, Any], file: str) -> list[str]:
 def accountants(record: dict[str, Any], file: str) -> list[str]:
     targets = sorted({row["target_epsilon"] for row in record["rows"]})
     lines = ["**Noise calibrated by the RDP bound -> by the tightest valid epsilon**", "",
-             f"| method (its noise) | neighbours | {' | '.join(f'epsilon {t:g}' for t in targets)} | tightest by | "
+             f"| method (its noise) | one neighbour | {' | '.join(f'epsilon {t:g}' for t in targets)} | tightest by | "
              f"noise of epsilon {targets[-1]:g} by RDP, priced by RDP / GDP / PLD |",
              f"|---|---|{'---:|' * len(targets)}---|---|"]
     cells: dict[tuple[str, str], dict[float, dict[str, Any]]] = {}
     for row in record["rows"]:
-        cells.setdefault((row["method"], row["neighbors"]), {})[row["target_epsilon"]] = row
-    for (method, relation), by_target in cells.items():
+        cells.setdefault((row["method"], row["unit"]), {})[row["target_epsilon"]] = row
+    for (method, unit), by_target in cells.items():
         noise = " | ".join(f"{by_target[t]['rdp_noise']:.4g} -> {by_target[t]['tightest_noise']:.4g}"
                            + (f" ({by_target[t]['noise_saved']:.1%} less)" if by_target[t]["accountant"] != "rdp"
                               else "") for t in targets)
@@ -249,7 +249,7 @@ def accountants(record: dict[str, Any], file: str) -> list[str]:
         epsilons = " / ".join("none" if priced[name] is None else f"{priced[name]:.3f}"
                               for name in ("rdp", "gdp", "pld"))
         name = by_target[targets[-1]]["noise"]
-        lines.append(f"| {method} ({name}) | {relation} | {noise} | {by_target[targets[-1]]['accountant']} | "
+        lines.append(f"| {method} ({name}) | {unit} | {noise} | {by_target[targets[-1]]['accountant']} | "
                      f"{epsilons} |")
     return [*lines, "", _source(record, file, f"{record['queries']} queries (DP-SGD: its steps), delta "
                                               f"{record['delta']:g}, each calibrated to within {record['rtol']:g} "

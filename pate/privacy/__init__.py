@@ -50,6 +50,7 @@ from pate.privacy.events import (
 from pate.privacy.gdp import gaussian_mu, gdp_delta, gdp_epsilon
 from pate.privacy.ledger import Ledger
 from pate.privacy.pld import pld_epsilon, privacy_loss_distribution
+from pate.privacy.unit import PrivacyUnit, privacy_unit
 from pate.privacy.orders import DEFAULT_ORDERS
 from pate.privacy.sensitivity import (
     RELATIONS,
@@ -89,6 +90,7 @@ __all__ = [
     "price",
     "DEFAULT_ORDERS",
     "Ledger",
+    "PrivacyUnit",
     "NeighboringRelation",
     "RELATIONS",
     "advanced_composition",
@@ -115,6 +117,7 @@ __all__ = [
     "gdp_epsilon",
     "laplace_rdp",
     "pld_epsilon",
+    "privacy_unit",
     "privacy_loss_distribution",
     "pure_dp_rdp",
     "replace_from_add_remove",
