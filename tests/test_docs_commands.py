@@ -22,7 +22,8 @@ from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "benchmarks" / "README.md"]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "benchmarks" / "README.md",
+         *sorted((ROOT / "benchmarks" / "results").glob("*.md"))]
 _START = re.compile(r"^(?:\$ )?(python (?:train|topk)\.py|pate-(?:train|topk)|make train)(?=\s|$)")
 _INLINE = re.compile(r"`((?:python (?:train|topk)\.py|pate-(?:train|topk)|make train)(?:\s[^`]*)?)`")
 _FLAGS = {"-m", "--multirun", "--resolve", "--help", "-h", "--info"}
