@@ -10,10 +10,18 @@
 #      epsilon 1, 2 and 8, seed 0, under each relation: two sweeps whose reports benchmarks/README.md quotes.
 #   benchmarks/gpu.sh                 # writes benchmarks/results/teacher_engines_gpu.json and
 #                                     # benchmarks/results/dp_sgd_cnn_gpu_{replace,add_remove}/
-# Refuses a dirty working tree (the result names one commit) and a machine without CUDA.
+#   benchmarks/gpu.sh --teachers-only # steps 1 and 2 alone (about 5 minutes on an H200): what fits one short lease
+# Refuses a dirty working tree (the result names one commit) and a machine without CUDA. On a copy of the tree
+# without .git, set BENCHMARK_COMMIT to the commit it was copied from (benchmarks/record.py names it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
+teachers_only=false
+case "${1:-}" in
+    "") ;;
+    --teachers-only) teachers_only=true ;;
+    *) echo "gpu.sh: unknown argument '$1'; expected nothing or --teachers-only" >&2; exit 2 ;;
+esac
 
 if [ -n "$(git status --porcelain)" ]; then
     echo "gpu.sh: the working tree has uncommitted changes; commit or stash them first" >&2
@@ -26,7 +34,9 @@ fi
 "$PY" -c "import torch; print('device:', torch.cuda.get_device_name(), '| torch', torch.__version__)"
 
 echo "== pytest -m gpu"
-"$PY" -m pytest -m gpu -q tests
+# a failing test is reported at the end: the timing below still runs, since a lease is short
+tests_status=0
+"$PY" -m pytest -m gpu -q tests || tests_status=$?
 
 weights=$("$PY" -c "import torch, pathlib; print(pathlib.Path(torch.hub.get_dir()) / 'checkpoints' / 'resnet18-f37072fd.pth')")
 if [ -f "$weights" ]; then
@@ -40,7 +50,14 @@ fi
 out=$(mktemp)  # copied into the tree only at the end: an earlier copy would dirty it
 echo "== benchmarks/teachers.py --engine-model $model --group $group"
 "$PY" benchmarks/teachers.py --extractors --cnn-teachers 0 --engine-model "$model" --image-size 64 \
-    --engine-teachers 800 --loop-teachers 50 --group "$group" --device gpu --output "$out"
+    --engine-teachers 800 --loop-teachers 50 --group "$group" --device gpu --data-workers "$(nproc)" --output "$out"
+
+if $teachers_only; then
+    cp "$out" benchmarks/results/teacher_engines_gpu.json
+    echo "wrote benchmarks/results/teacher_engines_gpu.json (--teachers-only: no DP-SGD sweep)"
+    [ "$tests_status" -eq 0 ] || echo "gpu.sh: pytest -m gpu failed (exit $tests_status); see above" >&2
+    exit "$tests_status"
+fi
 
 for relation in replace add_remove; do
     sweep=logs/reports/dp_sgd_cnn_gpu_$relation
@@ -63,3 +80,4 @@ for relation in replace add_remove; do
     cp "$sweep"/report.md "$sweep"/results.csv "$sweep"/*.png "benchmarks/results/dp_sgd_cnn_gpu_$relation/"
     echo "copied $sweep -> benchmarks/results/dp_sgd_cnn_gpu_$relation"
 done
+[ "$tests_status" -eq 0 ] || { echo "gpu.sh: pytest -m gpu failed (exit $tests_status); see above" >&2; exit "$tests_status"; }

@@ -41,7 +41,10 @@ def machine() -> dict[str, Any]:
 
 
 def commit() -> str:
-    """The checkout's commit (``git describe --always --dirty``), or "unknown" outside a git checkout."""
+    """The checkout's commit (``git describe --always --dirty``); outside a git checkout (a copy of the tree sent
+    to a lent GPU machine, which carries no .git) the commit named by $BENCHMARK_COMMIT, else "unknown"."""
+    if os.environ.get("BENCHMARK_COMMIT") and not (ROOT / ".git").exists():
+        return os.environ["BENCHMARK_COMMIT"] + " (a copy without .git, named by $BENCHMARK_COMMIT)"
     try:
         return subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=12"], cwd=Path(__file__).parent,
                               capture_output=True, text=True, timeout=10, check=True).stdout.strip()

@@ -92,12 +92,15 @@ ENGINE_MODELS = {  # each in a form that both engines can train
 
 
 def cnn_engines(model: str, num_teachers: int, loop_teachers: int, group: int, device: str,
-                image_size: int | None) -> dict:
+                image_size: int | None, data_workers: int | None = None) -> dict:
     """Teacher-epochs per second of the per-teacher loop (on the first ``loop_teachers``) and of the batched
     engine (on all ``num_teachers``), 1 epoch each."""
     size = [] if image_size is None else [f"data.image_size={image_size}", f"data.synthetic.image_size={image_size}"]
     gpu = ["trainer=gpu"] if device == "gpu" else []
-    cfg = train_config(*ENGINE_MODELS[model], "teacher.max_epochs=1", *gpu, *size)
+    workers = [] if data_workers is None else [f"data.num_workers={data_workers}"]
+    # the private split cut into num_teachers parts: the teachers timed are those of a num_teachers ensemble
+    cfg = train_config(*ENGINE_MODELS[model], "teacher.max_epochs=1", f"partition.num_teachers={num_teachers}", *gpu,
+                       *size, *workers)
     data = instantiate(cfg.data.reader, "data.reader").load(Path(cfg.paths.cache_dir) / "tensors", progress=False)
     parts = partition_teachers(data.indices("train"), int(cfg.partition.num_teachers), int(cfg.partition.seed))
     out = {"model": model, "teachers": num_teachers, "loop_teachers": loop_teachers, "group": group,
@@ -129,6 +132,8 @@ def main() -> None:
     parser.add_argument("--image-size", type=int, default=None, help="data.image_size (default: the config's)")
     parser.add_argument("--group", type=int, default=32, help="teachers per batched group (teacher.ensemble_size)")
     parser.add_argument("--device", choices=("cpu", "gpu"), default="cpu", help="for the CNN engines")
+    parser.add_argument("--data-workers", type=int, default=None,
+                        help="data.num_workers for the CNN engines' data (default: the config's)")
     parser.add_argument("--output", type=Path, default=None)
     args = parser.parse_args()
     torch.set_num_threads(2)
@@ -163,7 +168,7 @@ def main() -> None:
     if args.engine_teachers:
         results["cnn_engines"] = engines = cnn_engines(args.engine_model, args.engine_teachers,
                                                        args.loop_teachers or args.engine_teachers, args.group,
-                                                       args.device, args.image_size)
+                                                       args.device, args.image_size, args.data_workers)
         print(f"{args.engine_model} on {engines['device_name']} ({engines['precision']}, "
               f"{engines['image_size']} px), teachers of ~{engines['records_per_teacher']:.0f} images, 1 epoch: "
               f"loop {engines['loop']['teacher_epochs_per_second']:.2f} teacher-epochs/s "
