@@ -40,7 +40,7 @@ def nt_xent_loss(z1: torch.Tensor, z2: torch.Tensor, temperature: float) -> torc
     n = len(z1)
     logits = z @ z.T / temperature
     logits.fill_diagonal_(float("-inf"))  # k != i
-    positives = torch.cat([torch.arange(n, 2 * n), torch.arange(0, n)])
+    positives = torch.cat([torch.arange(n, 2 * n), torch.arange(0, n)]).to(z.device)  # the device of the logits
     return F.cross_entropy(logits, positives)
 
 

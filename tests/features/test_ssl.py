@@ -38,6 +38,14 @@ def test_nt_xent_closed_form_for_identical_orthogonal_pairs():
     assert nt_xent_loss(z, z, tau).item() == pytest.approx(expected, rel=1e-6)
 
 
+def test_nt_xent_computes_on_the_device_of_its_inputs():
+    """Every tensor the loss makes lives on its inputs' device: a CPU-made target beside CUDA logits failed the
+    gpu-marked extractor test on an H200 (700690e). The meta device refuses a CPU tensor the same way, here."""
+    z = torch.randn(4, 3, device="meta")
+    loss = nt_xent_loss(z, z, 0.5)
+    assert loss.device.type == "meta" and loss.shape == ()
+
+
 def test_augment_without_crop_or_jitter_is_the_image_or_its_mirror():
     gen = torch.Generator().manual_seed(0)
     x = torch.rand(64, 3, 8, 8, generator=gen)

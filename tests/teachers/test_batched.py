@@ -234,7 +234,7 @@ def test_batched_training_on_a_gpu_gives_the_loops_weights(problem, tmp_path):
 
 @pytest.mark.gpu
 def test_a_pretrained_resnet_trains_batched_on_a_gpu_as_in_the_loop(problem, tmp_path, fake_imagenet_resnet18):
-    """The frozen-statistics ResNet-18 of the CPU test on a CUDA device (fp32; cuDNN may use TF32, hence 1e-3),
+    """The frozen-statistics ResNet-18 of the CPU test on a CUDA device (fp32, TF32 off; cuDNN's kernels differ, hence 1e-3),
     and in bf16-mixed, where the engines agree to bfloat16's precision only (the CPU test's criterion)."""
     images, labels, parts = problem
     gpu = dataclasses.replace(TRAINER, accelerator="gpu", deterministic=False)
