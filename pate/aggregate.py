@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from pate.artifacts import Artifact, atomic_write_json
-from pate.privacy import Ledger, SelfComposedEvent
+from pate.privacy import ACCOUNTANT_TEXT, Ledger, SelfComposedEvent
 from pate.votes import PackedVotes
 
 log = logging.getLogger(__name__)
@@ -28,8 +28,10 @@ __all__ = ["DIAGNOSTIC_LEDGERS", "LEDGER_FILE", "UNANSWERED", "build_aggregate",
            "queries_within_budget", "read_aggregate", "replay_privacy", "write_release"]
 
 
-def queries_within_budget(aggregator, num_queries: int, budget_epsilon: float | None, delta: float) -> int:
-    """How many queries, answered in order, keep the ledger's epsilon (at ``delta``) within the budget.
+def queries_within_budget(aggregator, num_queries: int, budget_epsilon: float | None, delta: float,
+                          accountant: str = "tightest") -> int:
+    """How many queries, answered in order, keep the ledger's epsilon (at ``delta``, by ``accountant``:
+    ``Ledger.epsilon_by``) within the budget.
 
     Every query asked is paid for whether or not it is answered (the selection and the test both look at
     the votes), so the cost of n queries is n times the per-query curve; epsilon is monotone in n, so a
@@ -48,11 +50,12 @@ def queries_within_budget(aggregator, num_queries: int, budget_epsilon: float | 
                          f"privacy.target_epsilon instead and leave privacy.budget_epsilon null")
 
     def cost(n: int) -> float:
-        return release_ledger(aggregator, n).epsilon(delta)[0] if n else 0.0
+        return release_ledger(aggregator, n).epsilon_by(delta, accountant)[0] if n else 0.0
 
     if cost(1) > budget_epsilon:
         raise ValueError(f"privacy.budget_epsilon={budget_epsilon:g} cannot pay for one query: one query of "
-                         f"{aggregator.name} costs epsilon {cost(1):.4g} at delta={delta:g} (neighbours: "
+                         f"{aggregator.name} costs epsilon {cost(1):.4g} at delta={delta:g} by the {accountant} "
+                         f"accountant (neighbours: "
                          f"{aggregator.neighbors}); raise the budget or the noise (privacy.target_epsilon)")
     if cost(num_queries) <= budget_epsilon:
         return num_queries
@@ -138,9 +141,12 @@ def write_release(work: Path, labels: np.ndarray, answered: np.ndarray, k: np.nd
         atomic_write_json(work / DETAILS_FILE, details)
 
 
-def replay_privacy(art: Artifact, delta: float) -> dict[str, Any]:
+def replay_privacy(art: Artifact, delta: float, accountant: str = "tightest") -> dict[str, Any]:
     """The privacy of an aggregate artifact, recomputed now: its ledger's cost events priced again by the
-    current accountant (``Ledger.replay``), converted at ``delta``. Never read back from the artifact."""
+    current accountants (``Ledger.replay``) at ``delta``. ``epsilon`` is by ``accountant`` (``Ledger.epsilon_by``:
+    ``"tightest"``, the least valid epsilon, or ``"rdp"``), ``epsilon_accountant`` names the one that gave it
+    ("rdp", "gdp" or "pld"), and ``epsilon_rdp`` (with ``epsilon_order``) is the RDP bound beside it. Never read
+    back from the artifact."""
     recorded = Ledger.load(art.file(LEDGER_FILE))
     ledger = Ledger.replay(recorded.history, orders=recorded.orders)
     if ledger.data_dependent:
@@ -154,15 +160,17 @@ def replay_privacy(art: Artifact, delta: float) -> dict[str, Any]:
         log.warning("the accountant's code changed since %s was built: its cost events now price at a different "
                     "RDP curve; reporting the replay with today's code", art.path)
     if asked:
-        eps, order = ledger.epsilon(delta)
-        description = ledger.describe(delta)
+        rdp, order = ledger.epsilon(delta)
+        eps, by = ledger.epsilon_by(delta, accountant)
+        description = ledger.describe(delta, accountant)
     else:
-        eps, order = 0.0, float("nan")
+        rdp, order, eps, by = 0.0, float("nan"), 0.0, "rdp"
         description = f"no query asked: epsilon = 0 at delta = {delta:g} (neighbours: {relation})"
-    result = {"epsilon": eps, "epsilon_order": order, "delta": delta, "neighbors": relation, "queries_asked": asked,
-              "delta_t_total": ledger.delta_t, "description": description,
+    result = {"epsilon": eps, "epsilon_accountant": by, "epsilon_rdp": rdp, "epsilon_order": order, "delta": delta,
+              "neighbors": relation, "queries_asked": asked, "delta_t_total": ledger.delta_t,
+              "description": description,
               "accounting": f"replayed from {len(ledger.history)} cost event(s) in {LEDGER_FILE} with the current "
-                            f"accountant"}
+                            f"accountants ({accountant}: {ACCOUNTANT_TEXT[by]})"}
     for name, file in DIAGNOSTIC_LEDGERS.items():
         if art.has(file):
             diagnostic = Ledger.replay(Ledger.load(art.file(file)).history, neighbors=relation)

@@ -40,8 +40,16 @@ FIELDS: tuple[Field, ...] = (
     Field("neighbors", "string", "the neighbouring relation of every epsilon: replace or add_remove"),
     Field("delta", "number", "the delta of every epsilon"),
     Field("epsilon", "number", "the DP guarantee, replayed from the release's cost events", nullable=True),
-    Field("epsilon_order", "number", "the RDP order of the tightest conversion", nullable=True),
-    Field("privacy", "string", "one line: epsilon, delta, relation, conversion, what was composed", checked=False),
+    Field("accountant", "string", "privacy.accountant: tightest (the least valid epsilon) or rdp; absent from "
+          "records written before it (all rdp)", required=False),
+    Field("epsilon_accountant", "string", "the accountant that gave epsilon: rdp, gdp (the exact profile of composed "
+          "Gaussians) or pld (dp-accounting's privacy loss distribution); absent from records written before it "
+          "(all rdp)", required=False),
+    Field("epsilon_rdp", "number", "the RDP bound of the same release, beside epsilon (equal where the accountant "
+          "is rdp); absent from records written before it", nullable=True, required=False),
+    Field("epsilon_order", "number", "the RDP order of the RDP bound's tight conversion", nullable=True),
+    Field("privacy", "string", "one line: epsilon, delta, relation, the accountant that gave epsilon (with the RDP "
+          "bound beside it when another did), what was composed", checked=False),
     Field("privacy_accounting", "string", "how epsilon was obtained (replayed from the ledger)", checked=False),
     Field("privacy_unit", "string", "what one neighbour of every epsilon is: one teacher's vote replaced or one "
           "teacher added or removed (PATE), one record replaced or added or removed (DP-SGD, Private-kNN); absent "
@@ -83,6 +91,8 @@ FIELDS: tuple[Field, ...] = (
           nullable=True),
     Field("student_f1", "number", "the student's macro F1 on the evaluation images", nullable=True),
     Field("student_train_size", "integer", "released label sets the student trained on", checked=False),
+    Field("training", "object", "DP-SGD: the settings the model trained with (inputs, lr, momentum, epochs) and the "
+          "from_epsilon of the probe recipe that chose them (null: the flat settings)", checked=False, **_METHOD),
     Field("released_model", "string", "DP-SGD: the student fields score the released model itself (no student)",
           checked=False, **_METHOD),
     Field("student_semi", "string", "supervised, pseudo_label or consistency", checked=False),

@@ -38,7 +38,7 @@ from pate.mechanisms.dd_release import DistanceTest, binary_label_rdp, cost_tabl
 from pate.privacy import checks
 from pate.privacy.accountant import PricedByEvent
 from pate.privacy.calibration import calibrate, calibrate_noise
-from pate.privacy.ledger import Ledger
+from pate.privacy.ledger import Ledger, check_accountant
 from pate.privacy.events import ComposedEvent, DpEvent, GaussianEvent, RdpCurveEvent, SelfComposedEvent
 from pate.privacy.orders import DEFAULT_ORDERS
 from pate.privacy.sensitivity import (
@@ -220,9 +220,11 @@ class DataDependentBinaryVoting(PricedByEvent, Aggregator):
         screen = None if self.screen_sigma is None else self.screen_sigma * multiplier
         return dataclasses.replace(self, sigma=self.sigma * multiplier, screen_sigma=screen)
 
-    def calibrated(self, target_epsilon: float, delta: float, num_queries: int) -> tuple["DataDependentBinaryVoting",
-                                                                                          float]:
-        """The proposal for a target (epsilon, delta), fixed by public rules before any vote is seen:
+    def calibrated(self, target_epsilon: float, delta: float, num_queries: int,
+                   accountant: str = "tightest") -> tuple["DataDependentBinaryVoting", float]:
+        """The proposal for a target (epsilon, delta), fixed by public rules before any vote is seen, by RDP
+        whatever ``accountant`` (checked) says: the release's approximate RDP (propose-test-release) has no tighter
+        accountant here, and its rules below are stated in RDP orders:
 
         * the noise: sigma = noise_ratio x the sigma ``BinaryVoting`` needs for the target over ``num_queries``
           queries data-independently (the screen's noise keeps its configured ratio to sigma);
@@ -233,6 +235,7 @@ class DataDependentBinaryVoting(PricedByEvent, Aggregator):
 
         Returns (aggregator, the noise multiplier applied to sigma). ``ValueError`` naming the target when no
         proposal can meet it."""
+        check_accountant(accountant)
         calibrated_reference, data_independent = calibrate_noise(self.data_independent, target_epsilon, delta,
                                                                  num_queries)
         order = Ledger(neighbors=self.neighbors).compose(calibrated_reference, count=num_queries).epsilon(delta)[1]

@@ -25,6 +25,7 @@ from omegaconf.errors import OmegaConfBaseException
 from pate.data.labelled_images import SPLITS
 from pate.locations import CONFIG_DIR
 from pate.pipeline.noise import noise_source
+from pate.privacy.ledger import ACCOUNTANTS
 from pate.privacy.sensitivity import RELATIONS
 
 
@@ -61,6 +62,8 @@ def check_config(cfg: DictConfig) -> None:
              "a number in (0, 1]: the share of the held-out split the student may train on")
     privacy = cfg.privacy
     _require(privacy.neighbors in RELATIONS, "privacy.neighbors", privacy.neighbors, f"one of {RELATIONS}")
+    accountant = privacy.get("accountant")
+    _require(accountant in ACCOUNTANTS, "privacy.accountant", accountant, f"one of {ACCOUNTANTS}")
     _require(_is_number(privacy.delta) and 0 < privacy.delta < 1, "privacy.delta", privacy.delta,
              "a number in (0, 1)")
     for key in ("target_epsilon", "budget_epsilon"):

@@ -169,7 +169,7 @@ def evaluate(cfg: DictConfig, store: ArtifactStore, graph: Graph, data: Dataset,
     quality, the student's, the method's own keys and, with ``references=true``, the reference students."""
     delta = float(cfg.privacy.delta)
     main = student_result(store, graph, data, graph.release.labels, graph.student)
-    privacy = replay_privacy(store.get(graph.release.labels), delta)
+    privacy = replay_privacy(store.get(graph.release.labels), delta, str(cfg.privacy.accountant))
     eval_indices = read_queries(store.get(graph.shared.queries)).evaluation
     answered = main["released"]["answered"]
     unit = privacy_unit(method.contributor, privacy["neighbors"])
@@ -178,6 +178,9 @@ def evaluate(cfg: DictConfig, store: ArtifactStore, graph: Graph, data: Dataset,
         "neighbors": str(privacy["neighbors"]),
         "delta": delta,
         "epsilon": privacy["epsilon"],
+        "accountant": str(cfg.privacy.accountant),
+        "epsilon_accountant": privacy["epsilon_accountant"],
+        "epsilon_rdp": privacy["epsilon_rdp"],
         "epsilon_order": privacy["epsilon_order"],
         "privacy": with_unit(privacy["description"], unit),
         "privacy_accounting": privacy["accounting"],

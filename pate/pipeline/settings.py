@@ -102,8 +102,8 @@ def head_student_settings(node: DictConfig) -> HeadStudentSettings:
 
 def run_settings(cfg: DictConfig) -> RunSettings:
     """What every method is asked under (:class:`RunSettings`), read once: ``privacy``'s relation, delta and
-    epsilons, ``data.num_queries`` and ``data.num_labels`` (set from the data by then), ``seed``, the noise source,
-    the student's semi-supervised method, ``progress`` and the trainer's settings."""
+    epsilons and accountant, ``data.num_queries`` and ``data.num_labels`` (set from the data by then), ``seed``, the
+    noise source, the student's semi-supervised method, ``progress`` and the trainer's settings."""
     privacy = cfg.privacy
     semi = cfg.student.get("semi")
     return RunSettings(
@@ -112,7 +112,7 @@ def run_settings(cfg: DictConfig) -> RunSettings:
         budget_epsilon=None if privacy.budget_epsilon is None else float(privacy.budget_epsilon),
         num_queries=int(cfg.data.num_queries), num_labels=int(cfg.data.num_labels), seed=int(cfg.seed),
         noise=noise_source(cfg), semi="supervised" if semi is None else str(semi.method),
-        progress=bool(cfg.progress), trainer=trainer_settings(cfg))
+        progress=bool(cfg.progress), trainer=trainer_settings(cfg), accountant=str(privacy.accountant))
 
 
 __all__ = ["build_recipe", "head_student_settings", "head_teacher_settings", "network_student_settings",

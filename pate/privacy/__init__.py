@@ -48,7 +48,7 @@ from pate.privacy.events import (
     event_from_dict,
 )
 from pate.privacy.gdp import gaussian_mu, gdp_delta, gdp_epsilon
-from pate.privacy.ledger import Ledger
+from pate.privacy.ledger import ACCOUNTANT_TEXT, ACCOUNTANTS, Ledger, check_accountant
 from pate.privacy.pld import pld_epsilon, privacy_loss_distribution
 from pate.privacy.unit import PrivacyUnit, privacy_unit
 from pate.privacy.orders import DEFAULT_ORDERS
@@ -88,6 +88,8 @@ __all__ = [
     "poisson_sampled_gaussian_rdp",
     "poisson_sampled_gaussian_replace_rdp",
     "price",
+    "ACCOUNTANTS",
+    "ACCOUNTANT_TEXT",
     "DEFAULT_ORDERS",
     "Ledger",
     "PrivacyUnit",
@@ -99,6 +101,7 @@ __all__ = [
     "binary_vote_l2_sensitivity",
     "calibrate",
     "calibrate_noise",
+    "check_accountant",
     "check_relation",
     "clipped_gradient_sum_sensitivity",
     "clipped_vote_l1_sensitivity",

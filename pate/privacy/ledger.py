@@ -44,7 +44,24 @@ from pate.privacy.pld import DEFAULT_INTERVAL, pld_epsilon
 from pate.privacy.orders import DEFAULT_ORDERS
 from pate.privacy.sensitivity import NeighboringRelation, check_relation
 
-__all__ = ["Ledger", "event_of"]
+__all__ = ["ACCOUNTANTS", "ACCOUNTANT_TEXT", "Ledger", "check_accountant", "event_of"]
+
+# What a run's epsilon is priced by (``privacy.accountant``; ``Ledger.epsilon_by``): the RDP bound alone, or the
+# least of the valid epsilons (RDP, the exact Gaussian-DP profile, the PLD).
+ACCOUNTANTS = ("tightest", "rdp")
+# How each accountant that can give the epsilon is named where an epsilon is printed
+ACCOUNTANT_TEXT = {
+    "rdp": "the RDP bound (tight conversion, Balle et al. 2020)",
+    "gdp": "the exact Gaussian-DP profile (Dong, Roth & Su 2019)",
+    "pld": f"the privacy loss distribution (dp-accounting, pessimistic at interval {DEFAULT_INTERVAL:g})",
+}
+
+
+def check_accountant(accountant: str, name: str = "accountant") -> str:
+    """``accountant`` if it is one of ``ACCOUNTANTS``; ``ValueError`` naming ``name`` and the value otherwise."""
+    if accountant not in ACCOUNTANTS:
+        raise ValueError(f"{name}={accountant!r}; expected one of {ACCOUNTANTS}")
+    return accountant
 
 _STATE_FORMAT = 3  # 3: the history is a list of cost events that describe the mathematics (DpEvent records)
 _OLD_FORMATS = {
@@ -219,6 +236,12 @@ class Ledger:
         accountant = min(candidates, key=candidates.get)
         return candidates[accountant], accountant
 
+    def epsilon_by(self, delta: float, accountant: str) -> tuple[float, str]:
+        """(epsilon, the accountant that gave it: "rdp", "gdp" or "pld") at ``delta`` by ``accountant`` (one of
+        ``ACCOUNTANTS``): ``"rdp"``, the RDP bound (:meth:`epsilon`); ``"tightest"``, :meth:`epsilon_tightest`."""
+        check_accountant(accountant)
+        return (self.epsilon(delta)[0], "rdp") if accountant == "rdp" else self.epsilon_tightest(delta)
+
     def epsilon_classic(self, delta: float) -> tuple[float, float]:
         """(epsilon, order) at ``delta`` with the classic conversion (Mironov 2017, Prop. 3), for comparison."""
         return epsilon_from_rdp_classic(self._orders, self._rdp, self._conditional_delta(delta))
@@ -227,9 +250,13 @@ class Ledger:
         """Smallest delta with (epsilon, delta)-DP: ``delta_from_rdp`` + delta_t, capped at 1."""
         return min(1.0, delta_from_rdp(self._orders, self._rdp, epsilon)[0] + self._delta_t)
 
-    def describe(self, delta: float) -> str:
-        """One line saying epsilon, delta, the relation, the conversion and what was composed."""
-        eps, order = self.epsilon(delta)
+    def describe(self, delta: float, accountant: str = "rdp") -> str:
+        """One line saying epsilon (by ``accountant``, as :meth:`epsilon_by`), delta, the relation, the accountant
+        that gave it, the RDP bound beside it when another gave it, and what was composed."""
+        rdp, order = self.epsilon(delta)
+        eps, by = self.epsilon_by(delta, accountant)
+        how = (f"tight RDP conversion at order {order:.4g}" if by == "rdp" else
+               f"by {ACCOUNTANT_TEXT[by]}; the RDP bound is {rdp:.4g}, at order {order:.4g}")
         totals = Counter()
         for entry in self._history:
             totals[entry.name] += entry.count
@@ -240,7 +267,7 @@ class Ledger:
                   if self.data_dependent else "")
         return (
             f"epsilon = {eps:.4g} at delta = {delta:.3g} (neighbours: {self._neighbors or 'unspecified'}; "
-            f"tight RDP conversion at order {order:.4g}{delta_t}; {composed}{caveat})"
+            f"{how}{delta_t}; {composed}{caveat})"
         )
 
     def __repr__(self) -> str:

@@ -46,7 +46,8 @@ def verify_epsilon(job: str, metrics: dict[str, Any], cache_dir: Path) -> str | 
     if artifact is None:
         return f"job {job}: no intact release artifact of {sorted((metrics.get('artifacts') or {}))} in the cache"
     delta = float(metrics["delta"])
-    replayed = replay_privacy(artifact, delta)  # the run's own replay, with today's accountant
+    # the run's own replay, with today's accountants; a record from before privacy.accountant was priced by RDP
+    replayed = replay_privacy(artifact, delta, str(metrics.get("accountant", "rdp")))
     epsilon, relation = replayed["epsilon"], str(replayed["neighbors"])
     where = f"{RELEASE_STAGE}/{artifact.key}/{LEDGER_FILE}"
     if relation != metrics["neighbors"]:

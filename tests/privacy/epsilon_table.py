@@ -109,7 +109,8 @@ def _experiment_jobs() -> list[tuple[str, list[str]]]:
 
 
 def experiment_rows() -> dict[str, float]:
-    """The calibrated noise and the printed epsilon of every committed experiment job, both relations."""
+    """The calibrated noise, the printed epsilon (by the run's accountant) and the RDP bound beside it of every
+    committed experiment job, both relations."""
     from pate.aggregate import release_ledger  # the run's own ledger of a release
     from pate.pipeline.methods.pate import prepare_aggregator  # the run's own calibration path
 
@@ -128,7 +129,9 @@ def experiment_rows() -> dict[str, float]:
                 prefix = f"{relation} | {label}"
                 for key, value in aggregator.noise_parameters().items():
                     rows[f"{prefix} | {key}"] = float(value)
-                rows[f"{prefix} | epsilon"] = release_ledger(aggregator, asked).epsilon(delta)[0]
+                ledger = release_ledger(aggregator, asked)  # priced as the run prices it (privacy.accountant)
+                rows[f"{prefix} | epsilon"] = ledger.epsilon_by(delta, str(cfg.privacy.accountant))[0]
+                rows[f"{prefix} | epsilon_rdp"] = ledger.epsilon(delta)[0]
     return rows
 
 

@@ -237,8 +237,9 @@ def test_a_pretrained_resnet_trains_batched_on_a_gpu_as_in_the_loop(problem, tmp
     """The frozen-statistics ResNet-18 of the CPU test on a CUDA device (fp32, TF32 off; cuDNN's kernels differ,
     hence 1e-3), and in bf16-mixed, where the engines agree to bfloat16's precision only. On a GPU the two bf16
     engines lie about as far apart as each from float32 (H200, torch 2.11, the three teachers: 0.080, 0.105 and
-    0.056 apart; 0.073-0.077, 0.100-0.112 and 0.036-0.052 from float32; losses within 4e-4), so the CPU test's criterion (apart < half of either) does not hold there; they must lie no farther
-    apart than twice bfloat16's own distance from float32, and the loss they report must agree to 1e-2."""
+    0.056 apart; 0.073-0.077, 0.100-0.112 and 0.036-0.052 from float32; losses within 4e-4), so the CPU test's
+    criterion (apart < half of either) does not hold there; they must lie no farther apart than twice bfloat16's
+    own distance from float32, and the loss they report must agree to 1e-2."""
     images, labels, parts = problem
     gpu = dataclasses.replace(TRAINER, accelerator="gpu", deterministic=False)
 

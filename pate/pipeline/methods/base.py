@@ -56,8 +56,8 @@ class RunSettings:
     """What every method is asked under, read from the config once by the runner (``run_settings``): the
     neighbouring relation, delta, the target and budget epsilons (None: not set), the number of public queries and
     of labels, the run's seed (for what no guarantee rests on), the noise source (``pate.pipeline.noise``), the
-    student's semi-supervised method (``"supervised"`` when it has none), progress bars or not, and the trainer's
-    settings (the device)."""
+    student's semi-supervised method (``"supervised"`` when it has none), progress bars or not, the trainer's
+    settings (the device) and the accountant (``privacy.accountant``: what calibrates, budgets and reports)."""
 
     neighbors: str
     delta: float
@@ -70,6 +70,7 @@ class RunSettings:
     semi: str = "supervised"
     progress: bool = True
     trainer: TrainerSettings = field(default_factory=TrainerSettings)
+    accountant: str = "tightest"
 
     def named(self, name: str) -> str:
         """A method's name in reports, with ``+<student.semi.method>`` when the student learns from the unlabeled

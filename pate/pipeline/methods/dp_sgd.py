@@ -45,10 +45,39 @@ from teachers.training.models import SmallCNN
 
 log = logging.getLogger("train")
 
-__all__ = ["DPSGD", "INPUTS", "MODELS"]
+__all__ = ["DPSGD", "FLAT_SETTINGS", "INPUTS", "MODELS", "RECIPE_KEYS", "probe_recipe"]
 
 MODELS = ("linear", "small_cnn")
 INPUTS = ("unit_norm", "standardized")
+RECIPE_KEYS = ("inputs", "momentum", "epochs", "lr")  # what a probe recipe may set, beside its from_epsilon
+# conf/method/dp_sgd.yaml's flat settings (a test holds them equal): what a probe recipe may replace
+FLAT_SETTINGS = {"model": "linear", "inputs": "unit_norm", "width": 32, "expected_batch_size": 4096, "epochs": 20,
+                 "clip_norm": 1.0, "lr": 2.0, "momentum": 0.9, "noise_multiplier": 1.0}
+
+
+def probe_recipe(recipes, target_epsilon: float | None) -> tuple[float | None, dict[str, Any]]:
+    """The linear probe's settings that follow the noise: of ``recipes`` (``method.probe_recipes``, a list of
+    ``{from_epsilon, <some of RECIPE_KEYS>}``), the one with the largest ``from_epsilon`` at or below
+    ``target_epsilon``. Returns (its from_epsilon, the settings it replaces), or (None, {}) without a target or
+    when no recipe reaches down to it. The list is checked whatever the target: ``from_epsilon`` a number >= 0,
+    strictly increasing; no key outside ``RECIPE_KEYS``."""
+    chosen: tuple[float | None, dict[str, Any]] = (None, {})
+    last = -math.inf
+    for i, recipe in enumerate(recipes or ()):
+        where = f"method.probe_recipes[{i}]"
+        if not isinstance(recipe, dict) or "from_epsilon" not in recipe:
+            raise UserError(f"{where}={recipe!r}; expected a mapping with from_epsilon and some of {RECIPE_KEYS}")
+        unknown = sorted(set(recipe) - {"from_epsilon", *RECIPE_KEYS})
+        if unknown:
+            raise UserError(f"{where} sets {unknown}; a recipe may set only {RECIPE_KEYS} (and from_epsilon)")
+        start = recipe["from_epsilon"]
+        if isinstance(start, bool) or not isinstance(start, (int, float)) or not start >= 0 or start <= last:
+            raise UserError(f"{where}.from_epsilon={start!r}; expected a number >= 0, larger than the previous "
+                            f"recipe's ({last:g})")
+        last = start
+        if target_epsilon is not None and start <= target_epsilon:
+            chosen = (float(start), {key: value for key, value in recipe.items() if key != "from_epsilon"})
+    return chosen
 
 
 def probe_inputs(features: torch.Tensor, inputs: str = "unit_norm") -> torch.Tensor:
@@ -68,6 +97,7 @@ class DPSGD(Method):
 
     model: str
     inputs: str
+    recipe_from: float | None  # the from_epsilon of the probe recipe applied (None: the flat settings)
     width: int
     expected_batch_size: int
     epochs: float
@@ -80,10 +110,21 @@ class DPSGD(Method):
     @classmethod
     def from_config(cls, cfg: DictConfig, run: RunSettings) -> DPSGD:
         """conf/method/dp_sgd.yaml's keys checked (the model one of ``MODELS``; width, batch size, epochs, lr and
-        noise multiplier positive; momentum in [0, 1)); ``privacy.budget_epsilon`` refused: DP-SGD's cost is fixed
-        by its steps. The calibration waits for N (:meth:`calibrated_event`, in :meth:`release`)."""
-        settings = method_settings(cfg.method, model="linear", inputs="unit_norm", width=32, expected_batch_size=4096,
-                                   epochs=20, clip_norm=1.0, lr=2.0, momentum=0.9, noise_multiplier=1.0)
+        noise multiplier positive; momentum in [0, 1)), the linear probe's recipe for the run's target applied
+        first (:func:`probe_recipe`; the CNN keeps the flat settings); ``privacy.budget_epsilon`` refused: DP-SGD's
+        cost is fixed by its steps. The calibration waits for N (:meth:`calibrated_event`, in :meth:`release`)."""
+        settings = method_settings(cfg.method, **FLAT_SETTINGS, probe_recipes=[])
+        recipe_from, recipe = probe_recipe(settings.pop("probe_recipes"), run.target_epsilon)
+        if settings["model"] != "linear":
+            recipe_from, recipe = None, {}
+        # a setting the user changed is never replaced behind their back by the recipe for their target
+        changed = [key for key in recipe if settings[key] not in (FLAT_SETTINGS[key], recipe[key])]
+        if changed:
+            raise UserError(f"method.{changed[0]}={settings[changed[0]]!r}: method.probe_recipes sets "
+                            f"{changed[0]}={recipe[changed[0]]!r} from epsilon {recipe_from:g}, which covers "
+                            f"privacy.target_epsilon={run.target_epsilon:g}; set method.probe_recipes=[] to train "
+                            f"with your settings at every epsilon")
+        settings.update(recipe, recipe_from=recipe_from)
         if settings["model"] not in MODELS:
             raise UserError(f"method.model={settings['model']!r}; expected one of {MODELS}")
         if settings["inputs"] not in INPUTS:
@@ -132,10 +173,10 @@ class DPSGD(Method):
         if run.target_epsilon is not None:
             with building("privacy"):
                 multiplier = calibrate(lambda m: PoissonSampledGaussianEvent(rate, m, steps, relation),
-                                       run.target_epsilon, run.delta, neighbors=relation)
-            log.info("calibrated DP-SGD (q=%.4g, %d steps) to epsilon=%g at delta=%g (neighbours: %s, one neighbour: "
-                     "%s): noise multiplier %.4f", rate, steps, run.target_epsilon, run.delta, relation,
-                     privacy_unit(self.contributor, relation).text, multiplier)
+                                       run.target_epsilon, run.delta, neighbors=relation, accountant=run.accountant)
+            log.info("calibrated DP-SGD (q=%.4g, %d steps) to epsilon=%g at delta=%g by the %s accountant (neighbours: "
+                     "%s, one neighbour: %s): noise multiplier %.4f", rate, steps, run.target_epsilon, run.delta,
+                     run.accountant, relation, privacy_unit(self.contributor, relation).text, multiplier)
         return PoissonSampledGaussianEvent(rate, multiplier, steps, relation)
 
     def release(self, data: Dataset, shared: SharedStages) -> Release:
@@ -202,11 +243,15 @@ class DPSGD(Method):
         event = release.facts["event"]
         # the unit-norm linear probe keeps the plain name its committed reports use; another model or input gets its
         # own row in a report
-        variant = self.model if self.model != "linear" else ("" if self.inputs == "unit_norm" else self.inputs)
+        # the unit-norm probe or one that follows its recipes keeps the plain name: one row across the epsilons
+        plain = self.inputs == "unit_norm" or self.recipe_from is not None
+        variant = self.model if self.model != "linear" else ("" if plain else self.inputs)
         method = f"dp_sgd+{variant}" if variant else "dp_sgd"
         return {"method": method, "mechanism": self.name(event), "target_epsilon": self.run.target_epsilon,
                 "noise": {"noise_multiplier": event.noise_multiplier, "clip_norm": self.clip_norm},
                 "noise_multiplier": event.noise_multiplier, "sampling_rate": event.sampling_rate,
                 "steps": event.steps,
+                "training": {"inputs": self.inputs if self.model == "linear" else "images", "lr": self.lr,
+                             "momentum": self.momentum, "epochs": self.epochs, "recipe_from_epsilon": self.recipe_from},
                 "released_model": f"the DP-SGD {self.model_name} itself, trained on the {event.steps} Poisson "
                                   f"batches of the private split; no student"}

@@ -42,19 +42,23 @@ def aggregator_name(cfg: DictConfig) -> str:
 
 def prepare_aggregator(cfg: DictConfig):
     """Instantiate the aggregator; calibrate its noise when ``privacy.target_epsilon`` is set; count the
-    queries the budget allows. Returns (aggregator, noise multiplier or None, queries asked)."""
+    queries the budget allows, both by ``privacy.accountant``. Returns (aggregator, noise multiplier or None,
+    queries asked)."""
     aggregator = instantiate(cfg.aggregator, "aggregator")
     num_queries, delta = int(cfg.data.num_queries), float(cfg.privacy.delta)
+    accountant = str(cfg.privacy.accountant)
     multiplier = None
     if cfg.privacy.target_epsilon is not None:
         # a data-dependent release proposes its bound from the target by its own public rules; the others scale
         # their noise until the data-independent epsilon meets it (pate.aggregators.Aggregator.calibrated)
-        aggregator, multiplier = aggregator.calibrated(float(cfg.privacy.target_epsilon), delta, num_queries)
-        log.info("calibrated %s to epsilon=%g at delta=%g over %d queries (neighbours: %s, one neighbour: %s): noise "
-                 "multiplier %.4f", aggregator.name, cfg.privacy.target_epsilon, delta, num_queries,
-                 aggregator.neighbors, privacy_unit(PATE.contributor, aggregator.neighbors).text, multiplier)
+        aggregator, multiplier = aggregator.calibrated(float(cfg.privacy.target_epsilon), delta, num_queries,
+                                                       accountant)
+        log.info("calibrated %s to epsilon=%g at delta=%g over %d queries by the %s accountant (neighbours: %s, one "
+                 "neighbour: %s): noise multiplier %.4f", aggregator.name, cfg.privacy.target_epsilon, delta,
+                 num_queries, accountant, aggregator.neighbors,
+                 privacy_unit(PATE.contributor, aggregator.neighbors).text, multiplier)
     aggregator.rdp(DEFAULT_ORDERS)  # one that cannot price itself yet (no proposal, no target) says why, here
-    asked = queries_within_budget(aggregator, num_queries, cfg.privacy.budget_epsilon, delta)
+    asked = queries_within_budget(aggregator, num_queries, cfg.privacy.budget_epsilon, delta, accountant)
     if asked < num_queries:
         log.warning("privacy budget epsilon=%g at delta=%g (neighbours: %s, one neighbour: %s) allows %d of %d "
                     "queries; the other %d stay unanswered", cfg.privacy.budget_epsilon, delta, aggregator.neighbors,

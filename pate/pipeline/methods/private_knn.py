@@ -61,11 +61,12 @@ class PrivateKNNMethod(Method):
         multiplier = None
         with building("privacy"):
             if run.target_epsilon is not None:
-                mechanism, multiplier = calibrate_noise(mechanism, run.target_epsilon, run.delta, run.num_queries)
-                log.info("calibrated %s to epsilon=%g at delta=%g over %d queries (neighbours: %s, one neighbour: %s)",
-                         mechanism.name, run.target_epsilon, run.delta, run.num_queries, mechanism.neighbors,
-                         privacy_unit(cls.contributor, mechanism.neighbors).text)
-            asked = queries_within_budget(mechanism, run.num_queries, run.budget_epsilon, run.delta)
+                mechanism, multiplier = calibrate_noise(mechanism, run.target_epsilon, run.delta, run.num_queries,
+                                                        accountant=run.accountant)
+                log.info("calibrated %s to epsilon=%g at delta=%g over %d queries by the %s accountant (neighbours: "
+                         "%s, one neighbour: %s)", mechanism.name, run.target_epsilon, run.delta, run.num_queries,
+                         run.accountant, mechanism.neighbors, privacy_unit(cls.contributor, mechanism.neighbors).text)
+            asked = queries_within_budget(mechanism, run.num_queries, run.budget_epsilon, run.delta, run.accountant)
         return cls(mechanism, multiplier, asked, run)
 
     def release(self, data: Dataset, shared: SharedStages) -> Release:
