@@ -25,7 +25,7 @@ DETAILS_FILE = "details.json"
 UNANSWERED = -1  # the k of an unanswered query, in aggregate.npz as in AggregationResult
 
 __all__ = ["DIAGNOSTIC_LEDGERS", "LEDGER_FILE", "UNANSWERED", "build_aggregate", "release_ledger", "build_majority_labels", "build_true_labels",
-           "queries_within_budget", "read_aggregate", "replay_privacy", "write_release"]
+           "queries_within_budget", "read_aggregate", "replay_privacy", "write_reference", "write_release"]
 
 
 def queries_within_budget(aggregator, num_queries: int, budget_epsilon: float | None, delta: float,
@@ -186,15 +186,17 @@ def build_majority_labels(work: Path, votes: Mapping[str, np.ndarray]) -> None:
     released: the report's reference line for what noise costs. Same layout as ``build_aggregate``; no ledger,
     since nothing is released."""
     num_teachers = votes["bits"].shape[1]
-    _write_reference(work, votes["counts"] > num_teachers / 2)
+    write_reference(work, votes["counts"] > num_teachers / 2)
 
 
 def build_true_labels(work: Path, truth: np.ndarray) -> None:
     """The true labels of the public queries (the student's ceiling), as a reference aggregate."""
-    _write_reference(work, np.asarray(truth).astype(bool))
+    write_reference(work, np.asarray(truth).astype(bool))
 
 
-def _write_reference(work: Path, labels: np.ndarray) -> None:
+def write_reference(work: Path, labels: np.ndarray) -> None:
+    """Reference labels bool [Q, L], every query answered, in the aggregate's layout and without a ledger: labels
+    never released (a noise-free limit, the majority vote, the true labels)."""
     np.savez(work / "aggregate.npz", labels=labels, answered=np.ones(labels.shape[0], dtype=bool),
              k=labels.sum(axis=1))
 

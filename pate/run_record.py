@@ -126,6 +126,8 @@ NOT_COVERED_BY_EPSILON = {
     "teacher_accuracy": "the private teachers' accuracy on the evaluation images, computed outside the release",
     "reference.majority_vote": "labels and a student from the teachers' non-private majority vote: no noise at all",
     "reference.true_labels": "a student on the public queries' true labels: a diagnostic the release did not produce",
+    "reference.noise_free": "the method's privacy-free limit: the same training or votes on the private data with "
+                            "noise zero",
     "epsilon_data_dependent": "the raw data-dependent bound of PATE 2018 (its ledger: ledger_data_dependent.json): a "
                               "function of the private votes",
     "privacy_data_dependent": "the line of epsilon_data_dependent, a function of the private votes",

@@ -109,7 +109,8 @@ def prepare(cfg: DictConfig) -> tuple[Graph, Dataset, Any]:
     if cfg.get("references", False):
         sources = {**method.references(data, release, shared),
                    "true_labels": reference_stage("true_labels", data, None, queries)}
-        references = {source: (labels, student_of(labels)) for source, labels in sources.items()}
+        references = {source: (ref.labels, ref.model or student_of(ref.labels)) if isinstance(ref, Release)
+                      else (ref, student_of(ref)) for source, ref in sources.items()}
     graph = Graph(shared, release, release.model or student_of(release.labels), views, references)
     return graph, data, method
 

@@ -10,6 +10,7 @@ import yaml
 
 from pate.report.collect import Run, shown_overrides
 from pate.report.plots import PLOTS
+from pate.report.limits import limits_section
 from pate.report.summary import (CALIBRATION_TOLERANCE, HEADLINE_FRACTION, NON_PRIVATE, TARGET, Cell, Headline,
                                  Summary, calibration_error, calibration_miss, distinct, true_labels_reference)
 from pate.report.tables import (REFERENCES_NOT_COVERED, format_epsilon, format_stat, format_value, jobs_table,
@@ -260,6 +261,7 @@ def render_report(summary: Summary, headline: tuple[Headline, ...]) -> str:
     if summary.references:
         lines += ["## Reference lines (not covered by ε)", "", REFERENCES_NOT_COVERED,
                   "Identical across the jobs of one seed; mean ± std over seeds.", "", reference_table(summary)]
+    lines += limits_section(summary)
     lines += _calibration(summary) + [""]
     lines += _failed(summary)
     if summary.warnings:

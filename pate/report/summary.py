@@ -25,6 +25,8 @@ OPTIONAL_METRICS = ("released_label_fraction", "epsilon_data_dependent")
 REFERENCE_METRICS = ("student_accuracy", "student_f1", "label_f1")
 
 TARGET, ACHIEVED, NON_PRIVATE = "target", "achieved", "non-private"
+# references of one method's own release (its privacy-free limit): shown by pate.report.limits, not pooled
+PER_METHOD_REFERENCES = ("noise_free",)
 _AXIS_ORDER = {TARGET: 0, ACHIEVED: 1, NON_PRIVATE: 2}
 
 
@@ -153,6 +155,8 @@ def _references(runs: tuple[Run, ...]) -> tuple[dict[str, dict[str, Stat]], list
     per_seed: dict[str, dict[str, dict[int, list[float]]]] = {}
     for run in runs:
         for raw, values in sorted((run.metrics["reference"] or {}).items()):
+            if raw in PER_METHOD_REFERENCES:  # one method's own, not a line shared by the report
+                continue
             name = reference_name(raw, run.metrics.get("student_semi"))
             for metric, value in values.items():
                 seeds = per_seed.setdefault(name, {}).setdefault(metric, {})

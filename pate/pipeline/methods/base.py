@@ -125,8 +125,10 @@ class Method(ABC):
     def metrics(self, store: ArtifactStore, release: Release) -> dict[str, Any]:
         """Its own keys of ``metrics.json``: at least ``method``."""
 
-    def references(self, data, release: Release, shared: SharedStages) -> dict[str, Stage]:
-        """Labels never released, for the reports' reference lines: none by default."""
+    def references(self, data, release: Release, shared: SharedStages) -> dict[str, Stage | Release]:
+        """What is never released, for the reports' reference lines: a stage of labels (a student is trained on
+        them) or a ``Release`` whose ``model`` stands in for the student. ``noise_free`` is the method's
+        privacy-free limit: the same release with its noise set to zero, all else equal. None by default."""
         return {}
 
     def train_shard(self, store: ArtifactStore, release: Release, data, shard: str) -> dict[str, Any]:

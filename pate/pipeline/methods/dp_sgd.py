@@ -28,7 +28,7 @@ import numpy as np
 import torch
 from omegaconf import DictConfig
 
-from pate.aggregate import write_release
+from pate.aggregate import write_reference, write_release
 from pate.artifacts import Artifact, ArtifactStore, Stage
 from pate.data.partition import read_queries
 from pate.dp_sgd import linear_probe, predict, score_model, train_dp_sgd
@@ -183,10 +183,22 @@ class DPSGD(Method):
         """One stage: the noise calibrated for the N private records, the model trained by :func:`train_dp_sgd`
         from the run's noise source, its predictions on the queries as the released labels (post-processing) and
         its scores on the evaluation images (``student.json``: the released model stands in for the student)."""
+        event = self.calibrated_event(len(data.arrays.indices("train")))
+        stage = self._stage(data, shared, event, noise_free=False)
+        return Release(stage, {"dp_sgd": stage}, model=stage, facts={"event": event})
+
+    def references(self, data: Dataset, release: Release, shared: SharedStages) -> dict[str, Stage | Release]:
+        """The privacy-free limit (``noise_free``): the same training -- Poisson batches, clipping, steps and
+        settings -- with noise zero. Never released: its labels carry no ledger."""
+        stage = self._stage(data, shared, release.facts["event"], noise_free=True)
+        return {"noise_free": Release(stage, {"dp_sgd": stage}, model=stage)}
+
+    def _stage(self, data: Dataset, shared: SharedStages, event: PoissonSampledGaussianEvent,
+               noise_free: bool) -> Stage:
+        """The training stage of :meth:`release`, or with ``noise_free`` its privacy-free limit (noise zero)."""
         arrays, seed, relation, noise = data.arrays, self.run.seed, self.run.neighbors, self.run.noise
         progress, device = self.run.progress, self.run.trainer.device
         private_rows = arrays.indices("train")
-        event = self.calibrated_event(len(private_rows))
         settings = {"lr": self.lr, "momentum": self.momentum, "clip_norm": self.clip_norm}
         probe = {} if self.inputs == "unit_norm" else {"inputs": self.inputs}
 
@@ -204,13 +216,17 @@ class DPSGD(Method):
             torch.manual_seed(seed)  # the CNN's initial weights (the probe starts at zero)
             model = self.network(dim, arrays.labels.shape[1])
             train_dp_sgd(model, inputs(private_rows), torch.from_numpy(arrays.labels[private_rows]),
-                         sampling_rate=event.sampling_rate, noise_multiplier=event.noise_multiplier,
+                         sampling_rate=event.sampling_rate,
+                         noise_multiplier=0.0 if noise_free else event.noise_multiplier,
                          steps=event.steps, seed=noise.torch_seed(), progress=progress, device=device,
                          transform=transform, **settings)
             torch.save(model.state_dict(), work / "model.pt")
             labels = (predict(model, inputs(public.queries), transform=transform) > 0.5).numpy()
-            ledger = Ledger().compose_event(event, name=self.name(event), neighbors=relation)
-            write_release(work, labels, np.ones(len(labels), bool), labels.sum(axis=1), ledger)
+            if noise_free:
+                write_reference(work, labels)
+            else:
+                ledger = Ledger().compose_event(event, name=self.name(event), neighbors=relation)
+                write_release(work, labels, np.ones(len(labels), bool), labels.sum(axis=1), ledger)
             scores = score_model(model, inputs(public.evaluation), arrays.labels[public.evaluation], transform)
             write_student_scores(work, {**scores, "student_train_size": int(len(private_rows)),
                                         "student_semi": "supervised", "student_unlabeled_size": 0})
@@ -219,10 +235,13 @@ class DPSGD(Method):
         cnn = {} if self.model == "linear" else {"model": self.model, "width": self.width}
         # the key holds the seed only where it decides the batches and the noise (privacy.noise=seeded): a secure
         # release is made once per config and cache, whatever `seed` then initialises
-        config = {"method": "dp_sgd", "event": event.to_dict(), "settings": settings, **noise.key(),
-                  "data": data.identity, **cnn, **probe}
-        stage = Stage("aggregate", config, build, upstream, code=("pate.pipeline.methods.dp_sgd",))
-        return Release(stage, {"dp_sgd": stage}, model=stage, facts={"event": event})
+        # the limit is keyed by what it shares with the release (its batches, steps and settings), not by the noise:
+        # one limit for every epsilon whose calibration leaves those equal
+        cost = ({"reference": "noise_free", "sampling_rate": event.sampling_rate, "steps": event.steps}
+                if noise_free else {"event": event.to_dict()})
+        config = {"method": "dp_sgd", **cost, "settings": settings, **noise.key(), "data": data.identity, **cnn,
+                  **probe}
+        return Stage("aggregate", config, build, upstream, code=("pate.pipeline.methods.dp_sgd",))
 
     @property
     def model_name(self) -> str:

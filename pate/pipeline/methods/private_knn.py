@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from omegaconf import DictConfig
 
-from pate.aggregate import UNANSWERED, queries_within_budget, write_release
+from pate.aggregate import UNANSWERED, queries_within_budget, write_reference, write_release
 from pate.artifacts import Artifact, ArtifactStore, Stage
 from pate.data.partition import read_queries
 from pate.features import read_features
@@ -76,11 +76,7 @@ class PrivateKNNMethod(Method):
         def build(work: Path, up: dict[str, Artifact]) -> None:
             """The Poisson subsample and the Gaussian noise both come from the run's noise source: the
             amplification by subsampling holds only while the subsample is secret too."""
-            table, queries = read_features(up["features"]), read_queries(up["queries"]).queries
-            private_rows = arrays.indices("train")
-            counts = subsampled_knn_votes(table.take(private_rows), torch.from_numpy(arrays.labels[private_rows]),
-                                          table.take(queries[:asked]), mechanism.k, mechanism.sampling_rate,
-                                          noise.torch_generator())
+            queries, counts = self._votes(arrays, up)
             labels = np.zeros((len(queries), mechanism.num_labels), dtype=bool)
             labels[:asked] = mechanism.release(counts, noise.generator())
             answered = np.arange(len(queries)) < asked
@@ -92,6 +88,32 @@ class PrivateKNNMethod(Method):
                       build, {"features": shared.features, "queries": shared.queries},
                       code=("pate.pipeline.methods.private_knn",))
         return Release(stage, {"aggregate": stage})
+
+    def _votes(self, arrays, up: dict[str, Artifact]) -> tuple[np.ndarray, np.ndarray]:
+        """(the public queries, the vote counts [asked, L] of each asked query's k nearest private records among
+        a fresh Poisson subsample), every draw from the run's noise source."""
+        table, queries = read_features(up["features"]), read_queries(up["queries"]).queries
+        private_rows = arrays.indices("train")
+        counts = subsampled_knn_votes(table.take(private_rows), torch.from_numpy(arrays.labels[private_rows]),
+                                      table.take(queries[:self.asked]), self.mechanism.k,
+                                      self.mechanism.sampling_rate, self.run.noise.torch_generator())
+        return queries, counts
+
+    def references(self, data: Dataset, release: Release, shared: SharedStages) -> dict[str, Stage]:
+        """The privacy-free limit (``noise_free``): the same subsampled k-nearest-neighbour votes on the same
+        queries, thresholded at k / 2 with noise zero. Never released: its labels carry no ledger."""
+        mechanism, asked, arrays, noise = self.mechanism, self.asked, data.arrays, self.run.noise
+
+        def build(work: Path, up: dict[str, Artifact]) -> None:
+            queries, counts = self._votes(arrays, up)
+            labels = np.zeros((len(queries), mechanism.num_labels), dtype=bool)
+            labels[:asked] = np.asarray(counts) > mechanism.k / 2.0
+            write_reference(work, labels)
+
+        config = {"method": "private_knn", "reference": "noise_free", "k": mechanism.k,
+                  "sampling_rate": mechanism.sampling_rate, "asked": asked, **noise.key(), "data": data.identity}
+        return {"noise_free": Stage("aggregate", config, build, {"features": shared.features, "queries": shared.queries},
+                                    code=("pate.pipeline.methods.private_knn",))}
 
     def metrics(self, store: ArtifactStore, release: Release) -> dict[str, Any]:
         """The mechanism's name and noise, the calibration and the queries asked."""

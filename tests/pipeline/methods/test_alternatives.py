@@ -20,20 +20,25 @@ KNN = ["method=private_knn", "method.k=10", "method.sampling_rate=0.5"]
 
 @pytest.mark.parametrize("relation", ["replace", "add_remove"])
 def test_dp_sgd_runs_end_to_end_and_releases_its_model(tiny_cfg, tmp_path, relation):
-    cfg = tiny_cfg(*DP_SGD, f"privacy.neighbors={relation}", "privacy.target_epsilon=4", "references=true")
+    cfg = tiny_cfg(*DP_SGD, f"privacy.neighbors={relation}", "privacy.target_epsilon=4", "references=true",
+                   "privacy.accountant=tightest")
     metrics = run(cfg, output_dir=tmp_path)
     assert json.loads((tmp_path / "metrics.json").read_text()) == json.loads(json.dumps(metrics))
     assert metrics["method"] == "dp_sgd" and metrics["neighbors"] == relation
     assert 4 * (1 - 1e-3) <= metrics["epsilon"] <= 4
     event = PoissonSampledGaussianEvent(metrics["sampling_rate"], metrics["noise_multiplier"], metrics["steps"],
                                         relation)
-    assert metrics["epsilon"] == Ledger(neighbors=relation).compose_event(event).epsilon(1e-6)[0]
+    ledger = Ledger(neighbors=relation).compose_event(event)
+    assert (metrics["epsilon"], metrics["epsilon_accountant"]) == ledger.epsilon_tightest(1e-6)
+    assert metrics["epsilon_accountant"] == "pld" and metrics["epsilon_rdp"] == ledger.epsilon(1e-6)[0] > 4
     num_private = metrics["student_train_size"]
     assert metrics["sampling_rate"] == pytest.approx(64 / num_private)
     assert metrics["steps"] == -(-2 * num_private // 64)  # ceil(epochs / q)
     assert metrics["answered"] == metrics["queries"] == 40 and 0 <= metrics["student_accuracy"] <= 1
     assert "DP-SGD(linear probe" in metrics["privacy"] and "teacher_accuracy" not in metrics
-    assert set(metrics["reference"]) == {"majority_class", "true_labels"}
+    # the privacy-free limit: the same batches, clipping and steps with noise zero, in its own cached stage
+    assert set(metrics["reference"]) == {"majority_class", "true_labels", "noise_free"}
+    assert 0 <= metrics["reference"]["noise_free"]["student_accuracy"] <= 1
 
 
 def test_dp_sgd_trains_a_cnn_from_scratch_on_the_images(tiny_cfg, tmp_path):
@@ -59,9 +64,12 @@ def test_the_probe_inputs_are_unit_norm_or_the_features_as_they_are():
 
 @pytest.mark.parametrize("relation", ["replace", "add_remove"])
 def test_private_knn_runs_end_to_end_calibrated_to_the_target(tiny_cfg, tmp_path, relation):
-    metrics = run(tiny_cfg(*KNN, f"privacy.neighbors={relation}", "privacy.target_epsilon=8"), output_dir=tmp_path)
+    metrics = run(tiny_cfg(*KNN, f"privacy.neighbors={relation}", "privacy.target_epsilon=8", "references=true",
+                           "privacy.accountant=tightest"), output_dir=tmp_path)
     assert metrics["method"] == "private_knn" and metrics["neighbors"] == relation
-    assert 8 * (1 - 1e-3) <= metrics["epsilon"] <= 8
+    assert 8 * (1 - 1e-3) <= metrics["epsilon"] <= 8 < metrics["epsilon_rdp"]
+    assert metrics["epsilon_accountant"] == "pld" and metrics["accountant"] == "tightest"
+    assert set(metrics["reference"]) == {"majority_class", "true_labels", "noise_free"}
     assert metrics["answered"] == metrics["queries_asked"] == 40 and metrics["student_train_size"] == 40
     assert "PrivateKNN(k=10, sampling_rate=0.5" in metrics["privacy"]
 
