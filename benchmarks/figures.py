@@ -233,6 +233,22 @@ def teacher_engines(record: dict[str, Any], file: str) -> list[str]:
             _source(record, file, f"{record['torch_threads']} torch threads")]
 
 
+def private_knn_settings(record: dict[str, Any], file: str) -> list[str]:
+    runs = record["runs"]
+    epsilons = sorted({run["target_epsilon"] for run in runs})
+    by = {(run["k"], run["sampling_rate"], run["target_epsilon"]): run for run in runs}
+    head = "".join(f" labels, ε {e:g} | student, ε {e:g} |" for e in epsilons)
+    lines = ["**Private-kNN by k and sampling rate gamma**", "", f"| k | gamma |{head}",
+             "|---:|---:|" + "---:|---:|" * len(epsilons)]
+    for k, rate in sorted({(run["k"], run["sampling_rate"]) for run in runs}):
+        cells = "".join(f" {by[k, rate, e]['label_accuracy']:.4f} | {by[k, rate, e]['student_accuracy']:.4f} |"
+                        for e in epsilons)
+        lines.append(f"| {k} | {rate:g} |{cells}")
+    first = runs[0]
+    return [*lines, "", _source(record, file, f"seed {record['seed']}, {first['neighbors']}, delta {first['delta']:g}, "
+                                              f"priced by the tightest accountant")]
+
+
 def accountants(record: dict[str, Any], file: str) -> list[str]:
     targets = sorted({row["target_epsilon"] for row in record["rows"]})
     lines = ["**Noise calibrated by the RDP bound -> by the tightest valid epsilon**", "",
@@ -270,6 +286,7 @@ RENDERERS: dict[tuple[str, str], Callable[[dict[str, Any], str], list[str]]] = {
     ("benchmarks/synthetic_difficulty.py", ""): synthetic_difficulty,
     ("benchmarks/teacher_levers.py", ""): teacher_levers, ("benchmarks/teachers.py", "engines"): teacher_engines,
     ("benchmarks/soft_votes.py", ""): soft_votes, ("benchmarks/accountants.py", ""): accountants,
+    ("benchmarks/private_knn_settings.py", ""): private_knn_settings,
 }
 
 

@@ -54,7 +54,7 @@ class PrivateKNNMethod(Method):
     def from_config(cls, cfg: DictConfig, run: RunSettings) -> PrivateKNNMethod:
         """The mechanism built from ``k``, ``sampling_rate`` and ``sigma``, calibrated to the run's target epsilon
         when it has one, and the queries the budget allows."""
-        settings = method_settings(cfg.method, k=200, sampling_rate=0.1, sigma=20.0)
+        settings = method_settings(cfg.method, k=800, sampling_rate=0.1, sigma=20.0)
         with building("method"):
             mechanism = PrivateKNN(run.num_labels, settings["k"], settings["sampling_rate"], settings["sigma"],
                                    run.neighbors)

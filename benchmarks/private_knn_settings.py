@@ -1,0 +1,55 @@
+"""Private-kNN's k and sampling rate gamma, checked on the built-in synthetic data (issue 39): a grid of k and gamma
+at two target epsilons, one seed, the default relation and student, through ``python train.py -m``. The synthetic
+data plays the role of public data for a user's own data, so a setting chosen here is public for theirs.
+
+    python benchmarks/private_knn_settings.py --output benchmarks/results/private_knn_settings_replace.json
+
+About 11 minutes on 2 cores (18 runs). Recorded results and findings: benchmarks/results/levers.md,
+"Private-kNN's settings".
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from record import header, run_command, write_json
+
+KS, RATES, EPSILONS = (50, 200, 800), (0.05, 0.1, 0.3), (1, 8)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--output", type=Path, required=True)
+    args = parser.parse_args()
+    started = time.time()
+    record = header("benchmarks/private_knn_settings.py", started)
+    sweep = Path(tempfile.mkdtemp(prefix="private_knn_settings-"))
+    command = [sys.executable, "train.py", "-m", "method=private_knn", f"method.k={','.join(map(str, KS))}",
+               f"method.sampling_rate={','.join(map(str, RATES))}",
+               f"privacy.target_epsilon={','.join(map(str, EPSILONS))}", "seed=0", "progress=false"]
+    _, seconds = run_command([*command, f"hydra.sweep.dir={sweep}"])
+    runs = []
+    for path in sorted(sweep.glob("*/metrics.json")):
+        metrics = json.loads(path.read_text())
+        k, rate = re.search(r"k=(\d+), sampling_rate=([\d.]+)", metrics["mechanism"]).groups()
+        runs.append({"k": int(k), "sampling_rate": float(rate), "target_epsilon": metrics["target_epsilon"],
+                     "epsilon": metrics["epsilon"], "epsilon_accountant": metrics["epsilon_accountant"],
+                     "neighbors": metrics["neighbors"], "delta": metrics["delta"], "sigma": metrics["noise"]["sigma"],
+                     "label_accuracy": metrics["label_accuracy"], "student_accuracy": metrics["student_accuracy"]})
+    shutil.rmtree(sweep)
+    if len(runs) != len(KS) * len(RATES) * len(EPSILONS):
+        sys.exit(f"{len(runs)} runs finished of {len(KS) * len(RATES) * len(EPSILONS)}: a grid with holes is no figure")
+    runs.sort(key=lambda run: (run["k"], run["sampling_rate"], run["target_epsilon"]))
+    write_json(args.output, {**record, "command": " ".join(command[1:]), "seconds": seconds, "seed": 0, "runs": runs})
+    print(f"wrote {args.output} ({len(runs)} runs in {seconds / 60:.1f} min)")
+
+
+if __name__ == "__main__":
+    main()
