@@ -52,9 +52,10 @@ def queries_within_budget(aggregator, num_queries: int, budget_epsilon: float | 
     def cost(n: int) -> float:
         return release_ledger(aggregator, n).epsilon_by(delta, accountant)[0] if n else 0.0
 
-    if cost(1) > budget_epsilon:
+    one = cost(1)  # priced once: a PLD costs up to seconds
+    if one > budget_epsilon:
         raise ValueError(f"privacy.budget_epsilon={budget_epsilon:g} cannot pay for one query: one query of "
-                         f"{aggregator.name} costs epsilon {cost(1):.4g} at delta={delta:g} by the {accountant} "
+                         f"{aggregator.name} costs epsilon {one:.4g} at delta={delta:g} by the {accountant} "
                          f"accountant (neighbours: "
                          f"{aggregator.neighbors}); raise the budget or the noise (privacy.target_epsilon)")
     if cost(num_queries) <= budget_epsilon:
@@ -160,9 +161,9 @@ def replay_privacy(art: Artifact, delta: float, accountant: str = "tightest") ->
         log.warning("the accountant's code changed since %s was built: its cost events now price at a different "
                     "RDP curve; reporting the replay with today's code", art.path)
     if asked:
-        rdp, order = ledger.epsilon(delta)
-        eps, by = ledger.epsilon_by(delta, accountant)
-        description = ledger.describe(delta, accountant)
+        priced = ledger.priced(delta, accountant)
+        eps, by, rdp, order, description = (priced.epsilon, priced.accountant, priced.rdp, priced.order,
+                                            priced.description)
     else:
         rdp, order, eps, by = 0.0, float("nan"), 0.0, "rdp"
         description = f"no query asked: epsilon = 0 at delta = {delta:g} (neighbours: {relation})"

@@ -12,6 +12,7 @@ PNF and JOINT, LD's and TS's theorems) reproduce those papers and are not calibr
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 
@@ -75,10 +76,11 @@ def calibrate(event_of: Callable[[float], DpEvent], target_epsilon: float, delta
     # there and only goes down, in steps of 10% (a PLD costs up to seconds where RDP costs milliseconds). Where no
     # tighter accountant prices the events, RDP's multiplier is the answer.
     start = calibrate(event_of, target_epsilon, delta, count, orders, rtol, neighbors, "rdp")
-    if ledger_at(start).epsilon_tightest(delta)[1] == "rdp":
+    tightest = functools.cache(lambda m: ledger_at(m).epsilon_tightest(delta))  # the search prices start again
+    if tightest(start)[1] == "rdp":
         return start
-    return _least_multiplier(lambda m: ledger_at(m).epsilon_tightest(delta)[0], target_epsilon, rtol, unreachable,
-                             beyond_reach, start=start, step=0.9)
+    return _least_multiplier(lambda m: tightest(m)[0], target_epsilon, rtol, unreachable, beyond_reach,
+                             start=start, step=0.9)
 
 
 def _least_multiplier(epsilon_at: Callable[[float], float], target_epsilon: float, rtol: float,

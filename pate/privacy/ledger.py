@@ -32,6 +32,7 @@ import os
 import secrets
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -44,7 +45,7 @@ from pate.privacy.pld import DEFAULT_INTERVAL, pld_epsilon
 from pate.privacy.orders import DEFAULT_ORDERS
 from pate.privacy.sensitivity import NeighboringRelation, check_relation
 
-__all__ = ["ACCOUNTANTS", "ACCOUNTANT_TEXT", "Ledger", "check_accountant", "event_of"]
+__all__ = ["ACCOUNTANTS", "ACCOUNTANT_TEXT", "Ledger", "PricedEpsilon", "check_accountant", "event_of"]
 
 # What a run's epsilon is priced by (``privacy.accountant``; ``Ledger.epsilon_by``): the RDP bound alone, or the
 # least of the valid epsilons (RDP, the exact Gaussian-DP profile, the PLD).
@@ -55,6 +56,18 @@ ACCOUNTANT_TEXT = {
     "gdp": "the exact Gaussian-DP profile (Dong, Roth & Su 2019)",
     "pld": f"the privacy loss distribution (dp-accounting, pessimistic at interval {DEFAULT_INTERVAL:g})",
 }
+
+
+@dataclass(frozen=True)
+class PricedEpsilon:
+    """A ledger's epsilon at one delta (``Ledger.priced``): its value, the accountant that gave it ("rdp", "gdp" or
+    "pld"), the RDP bound beside it with the order of its conversion, and the one-line description."""
+
+    epsilon: float
+    accountant: str
+    rdp: float
+    order: float
+    description: str
 
 
 def check_accountant(accountant: str, name: str = "accountant") -> str:
@@ -253,6 +266,11 @@ class Ledger:
     def describe(self, delta: float, accountant: str = "rdp") -> str:
         """One line saying epsilon (by ``accountant``, as :meth:`epsilon_by`), delta, the relation, the accountant
         that gave it, the RDP bound beside it when another gave it, and what was composed."""
+        return self.priced(delta, accountant).description
+
+    def priced(self, delta: float, accountant: str = "rdp") -> PricedEpsilon:
+        """The epsilon at ``delta`` by ``accountant``, the one that gave it, the RDP bound beside it and the line of
+        :meth:`describe`, each priced once (a PLD costs up to seconds)."""
         rdp, order = self.epsilon(delta)
         eps, by = self.epsilon_by(delta, accountant)
         how = (f"tight RDP conversion at order {order:.4g}" if by == "rdp" else
@@ -265,10 +283,9 @@ class Ledger:
         delta_t = f"; delta_t = {self._delta_t:.3g} of it from approximate RDP" if self._delta_t > 0 else ""
         caveat = ("; DATA-DEPENDENT: a bound for this data only, not by itself a DP guarantee"
                   if self.data_dependent else "")
-        return (
-            f"epsilon = {eps:.4g} at delta = {delta:.3g} (neighbours: {self._neighbors or 'unspecified'}; "
-            f"{how}{delta_t}; {composed}{caveat})"
-        )
+        description = (f"epsilon = {eps:.4g} at delta = {delta:.3g} (neighbours: {self._neighbors or 'unspecified'}; "
+                       f"{how}{delta_t}; {composed}{caveat})")
+        return PricedEpsilon(eps, by, rdp, order, description)
 
     def __repr__(self) -> str:
         queries = sum(entry.count for entry in self._history)

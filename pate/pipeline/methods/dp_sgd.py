@@ -260,9 +260,8 @@ class DPSGD(Method):
         """The method's name (``dp_sgd`` for the probe, ``dp_sgd+<model>`` otherwise), its calibrated event's
         noise, sampling rate and steps, and what was released."""
         event = release.facts["event"]
-        # the unit-norm linear probe keeps the plain name its committed reports use; another model or input gets its
-        # own row in a report
-        # the unit-norm probe or one that follows its recipes keeps the plain name: one row across the epsilons
+        # the unit-norm probe, or one that follows its recipes, keeps the plain name its committed reports use (one
+        # row across the epsilons); another model or a fixed other input gets its own row in a report
         plain = self.inputs == "unit_norm" or self.recipe_from is not None
         variant = self.model if self.model != "linear" else ("" if plain else self.inputs)
         method = f"dp_sgd+{variant}" if variant else "dp_sgd"
