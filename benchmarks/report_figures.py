@@ -16,8 +16,9 @@ which table, as ``key=value`` pairs joined by ``&``::
   source line).
 
 A block is a bold title (what the cells are, by which axis), the table, and one source line: the file, the commit,
-the seeds, the relation (and privacy unit where the file has it), delta, and the legend of the cells. The date and
-the machine stay in the file. A top-k experiment's results.csv (``python topk.py``) has its own table, of recall:
+the seeds, the relation (and privacy unit where the file has it), delta, and the legend of the cells; under a table
+by target epsilon, a line of references (diagnostics no epsilon covers), with each method's own privacy-free limit
+where its runs recorded one. The date and the machine stay in the file. A top-k experiment's results.csv (``python topk.py``) has its own table, of recall:
 :func:`render_topk`.
 """
 
@@ -204,11 +205,32 @@ def _mean(rows: list[dict[str, str]], column: str) -> float | None:
 
 def _references(rows: list[dict[str, str]], value: str) -> str:
     """The reference figures of ``value`` over ``rows``, as a sentence (a table by target epsilon: the same at every
-    epsilon)."""
+    epsilon), then the methods' own privacy-free limits (:func:`_limits`)."""
     sentences = [(f"{kind} students: " if kind else "") + "; ".join(f"{what} {_mean(group, column):.4f}"
                                                                      for column, what in references)
                  for kind, references, group in _reference_groups(rows, value) if references]
+    sentences += [limits] if (limits := _limits(rows, value)) else []
     return f"References (diagnostics, not covered by ε): {'. '.join(sentences)}." if sentences else ""
+
+
+# a method's own release with its noise set to zero, all else equal (pate.report.limits: DP-SGD, Private-kNN)
+LIMIT_COLUMNS = {"student_accuracy": "reference.noise_free.student_accuracy"}
+
+
+def _limits(rows: list[dict[str, str]], value: str) -> str:
+    """The privacy-free limit of each method of ``rows`` that recorded one, as pate.report.limits sets it beside
+    the method's result: the mean over the runs at its largest target epsilon (a method's settings may follow its
+    target epsilon, and its limit with them); "" where none did."""
+    column = LIMIT_COLUMNS.get(value)
+    parts = []
+    for method in dict.fromkeys(row["method"] for row in rows):
+        runs = [row for row in rows if row["method"] == method and _number(row.get(column)) is not None
+                and _point(row["target_epsilon"]) is not None] if column else []
+        if runs:
+            largest = max(_point(row["target_epsilon"]) for row in runs)
+            mean = _mean([row for row in runs if _point(row["target_epsilon"]) == largest], column)
+            parts.append(f"`{method}` {mean:.4f} (at ε {largest:g})")
+    return f"Each method's own release with noise zero: {', '.join(parts)}" if parts else ""
 
 
 def _reference_rows(rows: list[dict[str, str]], value: str, by: str, axis: list[float | None]) -> list[str]:

@@ -164,6 +164,18 @@ def test_a_report_table_is_the_mean_over_seeds_with_its_gaps_said(tmp_path):
     assert only[7].startswith("Source: `sweep/results.csv`, commit abc123, seeds 0, 1 (mean ± sd), replace")
 
 
+def test_a_methods_privacy_free_limit_is_quoted_at_its_largest_target_epsilon(tmp_path):
+    limit = "reference.noise_free.student_accuracy"  # its settings follow epsilon: its limit at 1 is another's
+    csv_path = _write_sweep(tmp_path / "sweep", [
+        {**_job("d", 1, 0, 0.70), limit: 0.80}, {**_job("d", 8, 0, 0.84), limit: 0.90},
+        {**_job("d", 8, 1, 0.86), limit: 0.92}, _job("p", 1, 0, 0.60), _job("p", 8, 0, 0.85)], extra=(limit,))
+    lines = figures.report_figures.render(csv_path, "sweep/results.csv", "")
+    assert lines[-1] == ("References (diagnostics, not covered by ε): majority class 0.5000. Each method's own "
+                         "release with noise zero: `d` 0.9100 (at ε 8).")
+    assert figures.report_figures.render(csv_path, "sweep/results.csv", "only=1")[-1].endswith("`d` 0.8000 (at ε 1).")
+    assert "noise zero" not in figures.report_figures.render(csv_path, "sweep/results.csv", "value=label_accuracy")[-1]
+
+
 def test_a_score_on_the_answered_queries_is_best_only_among_methods_that_answered_them_all(tmp_path):
     partial = {**_job("b", 1, 0, 0.8, answered=0.2), "label_accuracy": 0.99}  # more accurate, on a fifth of them
     csv_path = _write_sweep(tmp_path / "sweep", [{**_job("a", 1, 0, 0.7), "label_accuracy": 0.9},
