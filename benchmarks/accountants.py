@@ -8,9 +8,10 @@ discretisation at 1e-4) where every event has one. For each method of the defaul
 relations, this calibrates the noise to each target epsilon twice with ``pate.privacy.calibrate`` -- by RDP as
 runs do today, and by the tightest epsilon (``accountant="tightest"``), each within 1e-4 relative below the
 target -- and prices the RDP-calibrated noise by each accountant. The methods are the default configs: 600 queries
-at delta 1e-6, 40 labels, 400 teachers (the aggregators); DP-SGD's Poisson sampling at q = 4096 / 120,510 for
-589 steps (the synthetic data's private split, conf/data/synthetic.yaml); Private-kNN with k = 200 and rate 0.1
-(conf/method/private_knn.yaml).
+at delta 1e-6, 40 labels, 400 teachers (the aggregators); DP-SGD's Poisson sampling at q = 4096 / 120,510 (the
+synthetic data's private split, conf/data/synthetic.yaml) for the steps of the epochs its probe recipe runs at each
+target (conf/method/dp_sgd.yaml: 20 epochs, 589 steps, below epsilon 4; 30 epochs, 883 steps, from 4); Private-kNN
+with conf/method/private_knn.yaml's k, sampling rate and sigma (its noise's scale, not its k, sets the cost).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a ch
 
 from pate.mechanisms import PrivateKNN  # noqa: E402
 from pate.pipeline import instantiate  # noqa: E402
+from pate.pipeline.methods.dp_sgd import probe_recipe  # noqa: E402
 from pate.privacy import (Ledger, PoissonSampledGaussianEvent, calibrate, calibrate_noise,  # noqa: E402
                           privacy_unit)
 from record import ROOT, header, write_json  # noqa: E402
@@ -35,22 +37,34 @@ TARGETS = (0.5, 1.0, 2.0, 8.0)
 RELATIONS = ("replace", "add_remove")
 AGGREGATORS = ("tau_pate", "gaussian_pate", "binary_voting", "stable_topk_gumbel", "stable_topk_paper")
 QUERIES, DELTA, LABELS, TEACHERS = 600, 1e-6, 40, 400
-PRIVATE_RECORDS, BATCH, EPOCHS = 120_510, 4096, 20
+PRIVATE_RECORDS = 120_510
 RTOL = 1e-4
+
+
+def _config(overrides: list[str]):
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        return compose(config_name="train", overrides=overrides)
 
 
 def aggregator(name: str, relation: str):
     """The default config of ``conf/aggregator/<name>.yaml`` under ``relation``."""
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        cfg = compose(config_name="train", overrides=[f"aggregator={name}", f"privacy.neighbors={relation}",
-                                                      f"data.num_labels={LABELS}"])
+    cfg = _config([f"aggregator={name}", f"privacy.neighbors={relation}", f"data.num_labels={LABELS}"])
     return instantiate(cfg.aggregator, "aggregator")
 
 
-def dp_sgd_event(relation: str):
-    """DP-SGD's cost as a function of its noise multiplier (conf/method/dp_sgd.yaml on the synthetic data)."""
-    rate = BATCH / PRIVATE_RECORDS
-    steps = math.ceil(EPOCHS / rate)
+def private_knn(relation: str) -> PrivateKNN:
+    """Private-kNN as conf/method/private_knn.yaml configures it, under ``relation``."""
+    method = _config(["method=private_knn"]).method
+    return PrivateKNN(LABELS, method.k, method.sampling_rate, method.sigma, relation)
+
+
+def dp_sgd_event(relation: str, target: float):
+    """DP-SGD's cost at ``target`` as a function of its noise multiplier: conf/method/dp_sgd.yaml on the synthetic
+    data, its epochs those of the probe recipe that ``target`` selects (``probe_recipe``)."""
+    method = _config(["method=dp_sgd"]).method
+    _, recipe = probe_recipe([dict(r) for r in method.probe_recipes], target)
+    rate = method.expected_batch_size / PRIVATE_RECORDS
+    steps = math.ceil(recipe.get("epochs", method.epochs) / rate)
     return lambda multiplier: PoissonSampledGaussianEvent(rate, multiplier, steps, relation)
 
 
@@ -86,11 +100,11 @@ def rows(progress: bool = True) -> list[dict]:
                 if progress:
                     print(f"{relation:10s} {name:20s} epsilon {target:g}: noise saved {out[-1]['noise_saved']:.2%}",
                           flush=True)
-        knn = PrivateKNN(LABELS, 200, 0.1, 20.0, relation)
+        knn = private_knn(relation)
         for target in TARGETS:
             out.append(mechanism_row("private_knn", relation, target, knn, "sigma"))
-        event_of = dp_sgd_event(relation)
         for target in TARGETS:
+            event_of = dp_sgd_event(relation, target)
             by_rdp = calibrate(event_of, target, DELTA, rtol=RTOL, neighbors=relation)
             by_tightest = calibrate(event_of, target, DELTA, rtol=RTOL, neighbors=relation, accountant="tightest")
             out.append(_row("dp_sgd", relation, target, "noise_multiplier", by_rdp, by_tightest,
