@@ -237,12 +237,14 @@ def private_knn_settings(record: dict[str, Any], file: str) -> list[str]:
     runs = record["runs"]
     epsilons = sorted({run["target_epsilon"] for run in runs})
     by = {(run["k"], run["sampling_rate"], run["target_epsilon"]): run for run in runs}
-    head = "".join(f" labels, ε {e:g} | student, ε {e:g} |" for e in epsilons)
+    limit = "noise_free_student_accuracy" in runs[0]  # each setting's privacy-free limit, one per (k, gamma)
+    head = "".join(f" labels, ε {e:g} | student, ε {e:g} |" for e in epsilons) + (" student, noise zero |" * limit)
     lines = ["**Private-kNN by k and sampling rate gamma**", "", f"| k | gamma |{head}",
-             "|---:|---:|" + "---:|---:|" * len(epsilons)]
+             "|---:|---:|" + "---:|---:|" * len(epsilons) + "---:|" * limit]
     for k, rate in sorted({(run["k"], run["sampling_rate"]) for run in runs}):
         cells = "".join(f" {by[k, rate, e]['label_accuracy']:.4f} | {by[k, rate, e]['student_accuracy']:.4f} |"
                         for e in epsilons)
+        cells += f" {by[k, rate, epsilons[0]]['noise_free_student_accuracy']:.4f} |" if limit else ""
         lines.append(f"| {k} | {rate:g} |{cells}")
     first = runs[0]
     return [*lines, "", _source(record, file, f"seed {record['seed']}, {first['neighbors']}, delta {first['delta']:g}, "
