@@ -18,8 +18,8 @@ which table, as ``key=value`` pairs joined by ``&``::
 A block is a bold title (what the cells are, by which axis), the table, and one source line: the file, the commit,
 the seeds, the relation (and privacy unit where the file has it), delta, and the legend of the cells; under a table
 by target epsilon, a line of references (diagnostics no epsilon covers), with each method's own privacy-free limit
-where its runs recorded one. The date and the machine stay in the file. A top-k experiment's results.csv (``python topk.py``) has its own table, of recall:
-:func:`render_topk`.
+where its runs recorded one. The date and the machine stay in the file. A top-k experiment's results.csv
+(``python topk.py``) has its own table, of recall: :func:`render_topk`.
 """
 
 from __future__ import annotations
