@@ -28,7 +28,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a ch
 
 from pate.mechanisms import PrivateKNN  # noqa: E402
 from pate.pipeline import instantiate  # noqa: E402
-from pate.pipeline.methods.dp_sgd import probe_recipe  # noqa: E402
 from pate.privacy import (Ledger, PoissonSampledGaussianEvent, calibrate, calibrate_noise,  # noqa: E402
                           privacy_unit)
 from record import ROOT, header, write_json  # noqa: E402
@@ -60,11 +59,12 @@ def private_knn(relation: str) -> PrivateKNN:
 
 def dp_sgd_event(relation: str, target: float):
     """DP-SGD's cost at ``target`` as a function of its noise multiplier: conf/method/dp_sgd.yaml on the synthetic
-    data, its epochs those of the probe recipe that ``target`` selects (``probe_recipe``)."""
+    data, its epochs those of the probe recipe that ``target`` selects: the last one (the list is increasing, as
+    runs check) whose from_epsilon is at or below ``target``."""
     method = _config(["method=dp_sgd"]).method
-    _, recipe = probe_recipe([dict(r) for r in method.probe_recipes], target)
+    reached = [recipe for recipe in method.probe_recipes if recipe.from_epsilon <= target]
     rate = method.expected_batch_size / PRIVATE_RECORDS
-    steps = math.ceil(recipe.get("epochs", method.epochs) / rate)
+    steps = math.ceil((reached[-1].get("epochs", method.epochs) if reached else method.epochs) / rate)
     return lambda multiplier: PoissonSampledGaussianEvent(rate, multiplier, steps, relation)
 
 
