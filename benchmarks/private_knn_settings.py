@@ -3,8 +3,8 @@ at two target epsilons, one seed, the default relation and student, through ``py
 data plays the role of public data for a user's own data, so a setting chosen here is public for theirs.
 
     python benchmarks/private_knn_settings.py --output benchmarks/results/private_knn_settings_replace.json
-    python benchmarks/private_knn_settings.py --epsilons 16,64 --noise-free \
-        --output benchmarks/results/private_knn_settings_large_eps_replace.json
+    python benchmarks/private_knn_settings.py --epsilons 16 --noise-free \
+        --output benchmarks/results/private_knn_settings_eps16_replace.json
 
 About 11 minutes on 2 cores (18 runs); ``--noise-free`` also trains each setting's privacy-free limit (its votes
 without noise, ``references=true``) and records it. Recorded results and findings: benchmarks/results/levers.md,

@@ -222,10 +222,12 @@ def _limits(rows: list[dict[str, str]], value: str) -> str:
     the method's result: the mean over the runs at its largest target epsilon (a method's settings may follow its
     target epsilon, and its limit with them); "" where none did."""
     column = LIMIT_COLUMNS.get(value)
+    if column is None:
+        return ""
     parts = []
     for method in dict.fromkeys(row["method"] for row in rows):
         runs = [row for row in rows if row["method"] == method and _number(row.get(column)) is not None
-                and _point(row["target_epsilon"]) is not None] if column else []
+                and _point(row["target_epsilon"]) is not None]
         if runs:
             largest = max(_point(row["target_epsilon"]) for row in runs)
             mean = _mean([row for row in runs if _point(row["target_epsilon"]) == largest], column)
