@@ -247,8 +247,8 @@ def private_knn_settings(record: dict[str, Any], file: str) -> list[str]:
         cells += f" {by[k, rate, epsilons[0]]['noise_free_student_accuracy']:.4f} |" if limit else ""
         lines.append(f"| {k} | {rate:g} |{cells}")
     first = runs[0]
-    return [*lines, "", _source(record, file, f"seed {record['seed']}, {first['neighbors']}, delta {first['delta']:g}, "
-                                              f"priced by the tightest accountant")]
+    return [*lines, "", _source(record, file, f"seed {record['seed']}, {first['neighbors']} (record-level), "
+                                              f"delta {first['delta']:g}, priced by the tightest accountant")]
 
 
 def accountants(record: dict[str, Any], file: str) -> list[str]:
