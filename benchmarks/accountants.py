@@ -11,7 +11,8 @@ target -- and prices the RDP-calibrated noise by each accountant. The methods ar
 at delta 1e-6, 40 labels, 400 teachers (the aggregators); DP-SGD's Poisson sampling at q = 4096 / 120,510 (the
 synthetic data's private split, conf/data/synthetic.yaml) for the steps of the epochs its probe recipe runs at each
 target (conf/method/dp_sgd.yaml: 20 epochs, 589 steps, below epsilon 4; 30 epochs, 883 steps, from 4); Private-kNN
-with conf/method/private_knn.yaml's k, sampling rate and sigma (its noise's scale, not its k, sets the cost).
+with conf/method/private_knn.yaml's k, sigma and the sampling rate its recipe sets at each target (0.1 below
+epsilon 8, 0.3 from 8: the rate and the noise's scale, not k, set the cost).
 """
 
 from __future__ import annotations
@@ -51,20 +52,27 @@ def aggregator(name: str, relation: str):
     return instantiate(cfg.aggregator, "aggregator")
 
 
-def private_knn(relation: str) -> PrivateKNN:
-    """Private-kNN as conf/method/private_knn.yaml configures it, under ``relation``."""
+def _recipe(recipes, target: float) -> dict:
+    """The settings the recipe list ``recipes`` sets at ``target``: those of the last recipe (the list is
+    increasing, as runs check) whose from_epsilon is at or below ``target``; none below the first."""
+    reached = [recipe for recipe in recipes if recipe.from_epsilon <= target]
+    return {key: value for key, value in reached[-1].items() if key != "from_epsilon"} if reached else {}
+
+
+def private_knn(relation: str, target: float) -> PrivateKNN:
+    """Private-kNN as conf/method/private_knn.yaml configures it at ``target`` (its recipe's k and sampling rate),
+    under ``relation``."""
     method = _config(["method=private_knn"]).method
-    return PrivateKNN(LABELS, method.k, method.sampling_rate, method.sigma, relation)
+    settings = {"k": method.k, "sampling_rate": method.sampling_rate, **_recipe(method.recipes, target)}
+    return PrivateKNN(LABELS, settings["k"], settings["sampling_rate"], method.sigma, relation)
 
 
 def dp_sgd_event(relation: str, target: float):
     """DP-SGD's cost at ``target`` as a function of its noise multiplier: conf/method/dp_sgd.yaml on the synthetic
-    data, its epochs those of the probe recipe that ``target`` selects: the last one (the list is increasing, as
-    runs check) whose from_epsilon is at or below ``target``."""
+    data, its epochs those of the probe recipe that ``target`` selects."""
     method = _config(["method=dp_sgd"]).method
-    reached = [recipe for recipe in method.probe_recipes if recipe.from_epsilon <= target]
     rate = method.expected_batch_size / PRIVATE_RECORDS
-    steps = math.ceil((reached[-1].get("epochs", method.epochs) if reached else method.epochs) / rate)
+    steps = math.ceil(_recipe(method.probe_recipes, target).get("epochs", method.epochs) / rate)
     return lambda multiplier: PoissonSampledGaussianEvent(rate, multiplier, steps, relation)
 
 
@@ -100,9 +108,8 @@ def rows(progress: bool = True) -> list[dict]:
                 if progress:
                     print(f"{relation:10s} {name:20s} epsilon {target:g}: noise saved {out[-1]['noise_saved']:.2%}",
                           flush=True)
-        knn = private_knn(relation)
         for target in TARGETS:
-            out.append(mechanism_row("private_knn", relation, target, knn, "sigma"))
+            out.append(mechanism_row("private_knn", relation, target, private_knn(relation, target), "sigma"))
         for target in TARGETS:
             event_of = dp_sgd_event(relation, target)
             by_rdp = calibrate(event_of, target, DELTA, rtol=RTOL, neighbors=relation)

@@ -5,10 +5,14 @@ data plays the role of public data for a user's own data, so a setting chosen he
     python benchmarks/private_knn_settings.py --output benchmarks/results/private_knn_settings_replace.json
     python benchmarks/private_knn_settings.py --epsilons 16 --noise-free \
         --output benchmarks/results/private_knn_settings_eps16_replace.json
+    python benchmarks/private_knn_settings.py --epsilons 32,64 --noise-free \
+        --output benchmarks/results/private_knn_settings_eps32_64_replace.json
 
 About 11 minutes on 2 cores (18 runs); ``--noise-free`` also trains each setting's privacy-free limit (its votes
-without noise, ``references=true``) and records it. Recorded results and findings: benchmarks/results/levers.md,
-"Private-kNN's settings".
+without noise, ``references=true``; the same at every epsilon, so built once per seed) and records it. Every setting
+runs as given (``method.recipes=[]``: the shipped recipes would refuse a k or gamma they replace). Recorded results
+and findings: benchmarks/results/levers.md, "Private-kNN's settings", whose recipe (conf/method/private_knn.yaml)
+these grids chose.
 """
 
 from __future__ import annotations
@@ -42,13 +46,16 @@ def main() -> None:
     parser.add_argument("--output", type=Path, required=True)
     parser.add_argument("--epsilons", type=_epsilons, default=(1.0, 8.0), help="target epsilons (default 1,8)")
     parser.add_argument("--noise-free", action="store_true", help="also each setting's privacy-free limit")
+    parser.add_argument("--seed", type=int, default=0, help="the runs' seed (default 0)")
     args = parser.parse_args()
     started = time.time()
     record = header("benchmarks/private_knn_settings.py", started)
     sweep = Path(tempfile.mkdtemp(prefix="private_knn_settings-"))
-    command = [sys.executable, "train.py", "-m", "method=private_knn", f"method.k={','.join(map(str, KS))}",
+    command = [sys.executable, "train.py", "-m", "method=private_knn", "method.recipes=[]",
+               f"method.k={','.join(map(str, KS))}",
                f"method.sampling_rate={','.join(map(str, RATES))}",
-               f"privacy.target_epsilon={','.join(f'{e:g}' for e in args.epsilons)}", "seed=0", "progress=false",
+               f"privacy.target_epsilon={','.join(f'{e:g}' for e in args.epsilons)}", f"seed={args.seed}",
+               "progress=false",
                *(["references=true"] if args.noise_free else [])]
     _, seconds = run_command([*command, f"hydra.sweep.dir={sweep}"])
     runs = []
@@ -66,7 +73,8 @@ def main() -> None:
     if len(runs) != expected:
         sys.exit(f"{len(runs)} runs finished of {expected}: a grid with holes is no figure")
     runs.sort(key=lambda run: (run["k"], run["sampling_rate"], run["target_epsilon"]))
-    write_json(args.output, {**record, "command": " ".join(command[1:]), "seconds": seconds, "seed": 0, "runs": runs})
+    write_json(args.output, {**record, "command": " ".join(command[1:]), "seconds": seconds, "seed": args.seed,
+                            "runs": runs})
     print(f"wrote {args.output} ({len(runs)} runs in {seconds / 60:.1f} min)")
 
 

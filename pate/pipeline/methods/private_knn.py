@@ -5,8 +5,9 @@ training split, through Gaussian noise on the per-label counts and the threshold
 
     features -> private_knn (the aggregate artifact: released labels, ledger.json) -> student
 
-``sigma`` is calibrated to ``privacy.target_epsilon`` over the queries when it is set (like PATE's aggregators);
-``privacy.budget_epsilon`` stops answering queries where it would be exceeded.
+``sigma`` is calibrated to ``privacy.target_epsilon`` over the queries when it is set (like PATE's aggregators),
+and ``k`` and ``sampling_rate`` follow the noise: ``method.recipes`` (``pate.pipeline.methods.recipes``) picks them
+by the target. ``privacy.budget_epsilon`` stops answering queries where it would be exceeded.
 """
 
 from __future__ import annotations
@@ -28,33 +29,41 @@ from pate.mechanisms import PrivateKNN, subsampled_knn_votes
 from pate.pipeline.checks import building
 from pate.pipeline.graph import Dataset
 from pate.pipeline.methods.base import Method, Release, RunSettings, SharedStages, method_settings
+from pate.pipeline.methods.recipes import apply_recipe
 from pate.privacy import Ledger, calibrate_noise
 from pate.privacy.unit import privacy_unit
 
 log = logging.getLogger("train")
 
-__all__ = ["PrivateKNNMethod"]
+__all__ = ["PrivateKNNMethod", "RECIPE_DEFAULTS"]
+
+# conf/method/private_knn.yaml's k and sampling_rate (a test holds them equal): what a recipe may replace
+RECIPE_DEFAULTS = {"k": 800, "sampling_rate": 0.1}
 
 
 @dataclass(frozen=True)
 class PrivateKNNMethod(Method):
     """``method=private_knn`` (module docstring): the calibrated ``mechanism`` answering the first ``asked`` queries,
-    its noise ``multiplier`` (None without a target) and the run's settings. ``conf/method/private_knn.yaml``'s
-    ``k``, ``sampling_rate`` and ``sigma`` are read by :meth:`from_config`."""
+    its noise ``multiplier`` (None without a target), the ``from_epsilon`` of the recipe that chose its k and
+    sampling rate (None: the config's own) and the run's settings. ``conf/method/private_knn.yaml``'s ``k``,
+    ``sampling_rate``, ``sigma`` and ``recipes`` are read by :meth:`from_config`."""
 
     contributor: ClassVar[str] = "record"  # each record votes on its own: both relations are record-level
     reads_features: ClassVar[bool] = True
 
     mechanism: PrivateKNN
     multiplier: float | None
+    recipe_from: float | None
     asked: int
     run: RunSettings
 
     @classmethod
     def from_config(cls, cfg: DictConfig, run: RunSettings) -> PrivateKNNMethod:
-        """The mechanism built from ``k``, ``sampling_rate`` and ``sigma``, calibrated to the run's target epsilon
-        when it has one, and the queries the budget allows."""
-        settings = method_settings(cfg.method, k=800, sampling_rate=0.1, sigma=20.0)
+        """The mechanism built from ``k``, ``sampling_rate`` (the recipe's for the run's target, when one covers
+        it: :func:`~pate.pipeline.methods.recipes.apply_recipe`) and ``sigma``, calibrated to the run's target
+        epsilon when it has one, and the queries the budget allows."""
+        recipe_from, settings = apply_recipe(method_settings(cfg.method, **RECIPE_DEFAULTS, sigma=20.0, recipes=[]),
+                                             RECIPE_DEFAULTS, "recipes", run.target_epsilon)
         with building("method"):
             mechanism = PrivateKNN(run.num_labels, settings["k"], settings["sampling_rate"], settings["sigma"],
                                    run.neighbors)
@@ -67,7 +76,7 @@ class PrivateKNNMethod(Method):
                          "%s, one neighbour: %s)", mechanism.name, run.target_epsilon, run.delta, run.num_queries,
                          run.accountant, mechanism.neighbors, privacy_unit(cls.contributor, mechanism.neighbors).text)
             asked = queries_within_budget(mechanism, run.num_queries, run.budget_epsilon, run.delta, run.accountant)
-        return cls(mechanism, multiplier, asked, run)
+        return cls(mechanism, multiplier, recipe_from, asked, run)
 
     def release(self, data: Dataset, shared: SharedStages) -> Release:
         """features -> private_knn: the first ``asked`` queries labelled, the rest unanswered."""
@@ -116,8 +125,10 @@ class PrivateKNNMethod(Method):
                                     code=("pate.pipeline.methods.private_knn",))}
 
     def metrics(self, store: ArtifactStore, release: Release) -> dict[str, Any]:
-        """The mechanism's name and noise, the calibration and the queries asked."""
+        """The mechanism's name and noise, the calibration, the queries asked and the settings the recipe chose."""
         return {"method": self.run.named("private_knn"), "target_epsilon": self.run.target_epsilon,
                 "budget_epsilon": self.run.budget_epsilon, "noise": self.mechanism.noise_parameters(),
                 "noise_multiplier": self.multiplier, "queries_asked": self.asked,
-                "mechanism": self.mechanism.name}
+                "mechanism": self.mechanism.name,
+                "settings": {"k": self.mechanism.k, "sampling_rate": self.mechanism.sampling_rate,
+                             "recipe_from_epsilon": self.recipe_from}}

@@ -15,7 +15,7 @@ from pate.privacy import Ledger, PoissonSampledGaussianEvent
 pytestmark = pytest.mark.slow  # end-to-end runs: not in the fast loop (-m 'not slow')
 
 DP_SGD = ["method=dp_sgd", "method.expected_batch_size=64", "method.epochs=2", "method.probe_recipes=[]"]
-KNN = ["method=private_knn", "method.k=10", "method.sampling_rate=0.5"]
+KNN = ["method=private_knn", "method.k=10", "method.sampling_rate=0.5", "method.recipes=[]"]
 
 
 @pytest.mark.parametrize("relation", ["replace", "add_remove"])
