@@ -9,12 +9,19 @@ vote vector is not a sum of per-record terms, but conditioned on the rest of the
 vector of L2 norm <= sqrt(L) (pate/privacy/sensitivity.py), and the mixture over the rest keeps the bound
 because (P, Q) -> integral P^alpha Q^(1 - alpha) is jointly convex for alpha > 1 (the subsampled-Gaussian
 argument of Mironov, Talwar & Zhang 2019, Section 3). Q queries compose: Q steps, each with its own subsample.
+
+The rate priced is the rate the sampler realises (``realised_sampling_rate``): a record is kept when a uniform
+integer below 2^53 falls under ceil(gamma 2^53), so with probability exactly ceil(gamma 2^53) / 2^53 >= gamma. A
+float32 uniform compared with gamma (the first implementation) keeps a record with probability
+ceil(gamma 2^24) / 2^24, up to 2^-24 more than the gamma the ledger priced: 60 times gamma at gamma = 1e-9.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from typing import ClassVar
+
+import math
 
 import numpy as np
 import torch
@@ -24,14 +31,33 @@ from pate.privacy import PoissonSampledGaussianEvent, PricedByEvent, check_relat
 from pate.privacy import checks
 from pate.privacy.checks import positive, positive_int
 
-__all__ = ["PrivateKNN", "nearest_mask", "subsampled_knn_votes"]
+__all__ = ["PrivateKNN", "SAMPLE_BITS", "nearest_mask", "poisson_subsample", "realised_sampling_rate",
+           "subsampled_knn_votes"]
+
+SAMPLE_BITS = 53  # a record's inclusion is decided by a uniform integer in [0, 2^53)
+
+
+def realised_sampling_rate(sampling_rate: float) -> float:
+    """The probability with which ``poisson_subsample`` keeps a record: ceil(gamma 2^53) / 2^53, the least multiple
+    of 2^-53 at or above gamma (exact in float64, where multiplying by a power of two is exact); gamma itself when
+    it is such a multiple (0.5, 0.25, 1). This, not gamma, is what a query's cost is priced at."""
+    return math.ceil(sampling_rate * 2.0 ** SAMPLE_BITS) / 2.0 ** SAMPLE_BITS
+
+
+def poisson_subsample(shape: tuple[int, ...], sampling_rate: float, generator: torch.Generator) -> torch.Tensor:
+    """bool ``shape``: each entry True independently with probability ``realised_sampling_rate(sampling_rate)``,
+    exactly: a uniform integer in [0, 2^53) (``torch.randint`` over a power-of-two range has no modulo bias) below
+    ceil(gamma 2^53)."""
+    threshold = math.ceil(sampling_rate * 2.0 ** SAMPLE_BITS)
+    return torch.randint(0, 2 ** SAMPLE_BITS, shape, generator=generator, dtype=torch.int64) < threshold
 
 
 def subsampled_knn_votes(private: torch.Tensor, labels: torch.Tensor, queries: torch.Tensor, k: int,
                          sampling_rate: float, generator: torch.Generator, chunk: int = 64) -> np.ndarray:
     """int64 [Q, L]: per query, the label counts of its k nearest records (cosine similarity) among a Poisson
-    subsample of the rows of ``private`` (each row kept independently with probability ``sampling_rate``, a new
-    subsample per query). Fewer than k sampled records vote with as many as were sampled.
+    subsample of the rows of ``private`` (each row kept independently with probability
+    ``realised_sampling_rate(sampling_rate)``, ``poisson_subsample``; a new subsample per query). Fewer than k
+    sampled records vote with as many as were sampled.
 
     ``private`` [N, D] and ``queries`` [Q, D] are features (any scale: rows are normalised here), ``labels``
     [N, L] in {0, 1}. Vectorised over ``chunk`` queries at a time: one [chunk, N] similarity block.
@@ -49,7 +75,7 @@ def subsampled_knn_votes(private: torch.Tensor, labels: torch.Tensor, queries: t
     votes = []
     for start in range(0, queries.shape[0], chunk):
         similarity = queries[start:start + chunk] @ private.T
-        sampled = torch.rand(similarity.shape, generator=generator) < sampling_rate
+        sampled = poisson_subsample(tuple(similarity.shape), sampling_rate, generator)
         similarity = similarity.masked_fill(~sampled, -torch.inf)
         votes.append(nearest_mask(similarity, k).to(torch.float32) @ labels)
     return torch.cat(votes).round().to(torch.int64).numpy()
@@ -70,9 +96,6 @@ def nearest_mask(similarity: torch.Tensor, k: int) -> torch.Tensor:
     if bool((tied.sum(dim=1, keepdim=True) > places).any()):
         tied &= tied.cumsum(dim=1) <= places
     return above | tied
-
-
-    return torch.cat(votes).round().to(torch.int64).numpy()
 
 
 @dataclass(frozen=True)
@@ -107,9 +130,10 @@ class PrivateKNN(PricedByEvent):
 
     @property
     def dp_event(self) -> PoissonSampledGaussianEvent:
-        """One query: a Poisson-sampled Gaussian step with multiplier sigma / sqrt(L) under the relation."""
+        """One query: a Poisson-sampled Gaussian step with multiplier sigma / sqrt(L) under the relation, at the
+        sampling rate the sampler realises (``realised_sampling_rate``, at most 2^-53 above ``sampling_rate``)."""
         multiplier = self.sigma / knn_vote_l2_sensitivity(self.num_labels, self.neighbors)
-        return PoissonSampledGaussianEvent(self.sampling_rate, multiplier, 1, self.neighbors)
+        return PoissonSampledGaussianEvent(realised_sampling_rate(self.sampling_rate), multiplier, 1, self.neighbors)
 
     def noise_parameters(self) -> dict[str, float]:
         return {"sigma": self.sigma}

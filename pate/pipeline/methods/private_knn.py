@@ -92,8 +92,12 @@ class PrivateKNNMethod(Method):
             k = np.where(answered, labels.sum(axis=1), UNANSWERED)
             write_release(work, labels, answered, k, Ledger().compose(mechanism, count=asked))
 
-        stage = Stage("aggregate", {"method": "private_knn", "mechanism": mechanism.name, "asked": asked,
-                                    **noise.key(), "data": data.identity},
+        # the exact settings and cost, not only the name (which prints them to 6 digits): two configs that differ
+        # beyond that must not share a release
+        stage = Stage("aggregate", {"method": "private_knn", "mechanism": mechanism.name, "k": mechanism.k,
+                                    "sampling_rate": mechanism.sampling_rate, "sigma": mechanism.sigma,
+                                    "event": mechanism.dp_event.to_dict(), "asked": asked, **noise.key(),
+                                    "data": data.identity},
                       build, {"features": shared.features, "queries": shared.queries},
                       code=("pate.pipeline.methods.private_knn",))
         return Release(stage, {"aggregate": stage})
