@@ -7,6 +7,8 @@ data plays the role of public data for a user's own data, so a setting chosen he
         --output benchmarks/results/private_knn_settings_eps16_replace.json
     python benchmarks/private_knn_settings.py --epsilons 32,64 --noise-free \
         --output benchmarks/results/private_knn_settings_eps32_64_replace.json
+    python benchmarks/private_knn_settings.py --epsilons 4 --relation add_remove \
+        --output benchmarks/results/private_knn_settings_eps4_add_remove.json
 
 About 11 minutes on 2 cores (18 runs); ``--noise-free`` also trains each setting's privacy-free limit (its votes
 without noise, ``references=true``; the same at every epsilon, so built once per seed) and records it. Every setting
@@ -47,6 +49,8 @@ def main() -> None:
     parser.add_argument("--epsilons", type=_epsilons, default=(1.0, 8.0), help="target epsilons (default 1,8)")
     parser.add_argument("--noise-free", action="store_true", help="also each setting's privacy-free limit")
     parser.add_argument("--seed", type=int, default=0, help="the runs' seed (default 0)")
+    parser.add_argument("--relation", choices=("replace", "add_remove"), default="replace",
+                        help="the neighbouring relation the noise is calibrated under (default replace)")
     args = parser.parse_args()
     started = time.time()
     record = header("benchmarks/private_knn_settings.py", started)
@@ -55,7 +59,7 @@ def main() -> None:
                f"method.k={','.join(map(str, KS))}",
                f"method.sampling_rate={','.join(map(str, RATES))}",
                f"privacy.target_epsilon={','.join(f'{e:g}' for e in args.epsilons)}", f"seed={args.seed}",
-               "progress=false",
+               f"privacy.neighbors={args.relation}", "progress=false",
                *(["references=true"] if args.noise_free else [])]
     _, seconds = run_command([*command, f"hydra.sweep.dir={sweep}"])
     runs = []
