@@ -142,6 +142,8 @@ def test_an_artifact_copied_over_another_configs_key_is_detected_and_rebuilt(tmp
     shutil.rmtree(target)
     shutil.copytree(aggregate / first["artifacts"]["aggregate"], target)  # a group member's slip in a shared cache
     again = run(two, output_dir=tmp_path / "again")
-    assert again == clean  # the metrics of a clean run, not a mix of two releases
+    # the metrics of a clean run, not a mix of two releases; "host" says when each run finished (to the second), so
+    # it differs whenever the two runs end in different seconds (a slow machine)
+    assert {**again, "host": None} == {**clean, "host": None}
     assert (aggregate / f"{target.name}.damaged-0").is_dir()
     assert "it was copied or moved from another artifact" in caplog.text
