@@ -18,10 +18,9 @@ ceil(gamma 2^24) / 2^24, up to 2^-24 more than the gamma the ledger priced: 60 t
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import ClassVar
-
-import math
 
 import numpy as np
 import torch
@@ -37,19 +36,25 @@ __all__ = ["PrivateKNN", "SAMPLE_BITS", "nearest_mask", "poisson_subsample", "re
 SAMPLE_BITS = 53  # a record's inclusion is decided by a uniform integer in [0, 2^53)
 
 
+def _inclusion_threshold(sampling_rate: float) -> int:
+    """ceil(gamma 2^53): a record is kept when its uniform integer in [0, 2^53) is below this (exact in float64,
+    where multiplying by a power of two is exact)."""
+    return math.ceil(sampling_rate * 2.0 ** SAMPLE_BITS)
+
+
 def realised_sampling_rate(sampling_rate: float) -> float:
     """The probability with which ``poisson_subsample`` keeps a record: ceil(gamma 2^53) / 2^53, the least multiple
-    of 2^-53 at or above gamma (exact in float64, where multiplying by a power of two is exact); gamma itself when
-    it is such a multiple (0.5, 0.25, 1). This, not gamma, is what a query's cost is priced at."""
-    return math.ceil(sampling_rate * 2.0 ** SAMPLE_BITS) / 2.0 ** SAMPLE_BITS
+    of 2^-53 at or above gamma; gamma itself when it is such a multiple (0.5, 0.25, 1). This, not gamma, is what a
+    query's cost is priced at."""
+    return _inclusion_threshold(sampling_rate) / 2.0 ** SAMPLE_BITS
 
 
 def poisson_subsample(shape: tuple[int, ...], sampling_rate: float, generator: torch.Generator) -> torch.Tensor:
     """bool ``shape``: each entry True independently with probability ``realised_sampling_rate(sampling_rate)``,
     exactly: a uniform integer in [0, 2^53) (``torch.randint`` over a power-of-two range has no modulo bias) below
-    ceil(gamma 2^53)."""
-    threshold = math.ceil(sampling_rate * 2.0 ** SAMPLE_BITS)
-    return torch.randint(0, 2 ** SAMPLE_BITS, shape, generator=generator, dtype=torch.int64) < threshold
+    ``_inclusion_threshold(sampling_rate)``."""
+    return (torch.randint(0, 2 ** SAMPLE_BITS, shape, generator=generator, dtype=torch.int64)
+            < _inclusion_threshold(sampling_rate))
 
 
 def subsampled_knn_votes(private: torch.Tensor, labels: torch.Tensor, queries: torch.Tensor, k: int,
