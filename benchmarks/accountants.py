@@ -52,10 +52,14 @@ def aggregator(name: str, relation: str):
     return instantiate(cfg.aggregator, "aggregator")
 
 
-def _recipe(recipes, target: float) -> dict:
-    """The settings the recipe list ``recipes`` sets at ``target``: those of the last recipe (the list is
-    increasing, as runs check) whose from_epsilon is at or below ``target``; none below the first."""
-    reached = [recipe for recipe in recipes if recipe.from_epsilon <= target]
+def _recipe(recipes, target: float, relation: str = "replace") -> dict:
+    """The settings the recipe list ``recipes`` sets at ``target`` under ``relation``: those of the last recipe (the
+    list is increasing, as runs check) whose from_epsilon (one number, or one per relation) is at or below
+    ``target``; none below the first."""
+    def start(recipe) -> float:
+        return recipe.from_epsilon if isinstance(recipe.from_epsilon, (int, float)) else recipe.from_epsilon[relation]
+
+    reached = [recipe for recipe in recipes if start(recipe) <= target]
     return {key: value for key, value in reached[-1].items() if key != "from_epsilon"} if reached else {}
 
 
@@ -63,7 +67,7 @@ def private_knn(relation: str, target: float) -> PrivateKNN:
     """Private-kNN as conf/method/private_knn.yaml configures it at ``target`` (its recipe's k and sampling rate),
     under ``relation``."""
     method = _config(["method=private_knn"]).method
-    settings = {"k": method.k, "sampling_rate": method.sampling_rate, **_recipe(method.recipes, target)}
+    settings = {"k": method.k, "sampling_rate": method.sampling_rate, **_recipe(method.recipes, target, relation)}
     return PrivateKNN(LABELS, settings["k"], settings["sampling_rate"], method.sigma, relation)
 
 

@@ -41,6 +41,22 @@ _spec.loader.exec_module(report_figures)
 BLOCK = re.compile(r"^<!-- figures: (?P<file>\S+) -->\n(?P<body>.*?)^<!-- end figures -->$", re.MULTILINE | re.DOTALL)
 
 
+def _check_markers(page: Path, text: str) -> None:
+    """Every ``<!-- figures: ... -->`` line of ``page`` is closed by an ``<!-- end figures -->`` line before the next
+    block opens: a missing or misspelt end marker would let :data:`BLOCK` run on to the next block's end and
+    rewrite the prose between them."""
+    opened = None
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.startswith("<!-- figures: ") or line == "<!-- end figures -->":
+            if line.startswith("<!-- figures: ") == (opened is not None):
+                where = f"line {opened}" if opened is not None else "no open block"
+                raise ValueError(f"{page}:{number}: {line!r} follows {where}; each '<!-- figures: FILE -->' line needs "
+                                 f"its own '<!-- end figures -->' line before the next block")
+            opened = number if opened is None else None
+    if opened is not None:
+        raise ValueError(f"{page}:{opened}: a figures block with no '<!-- end figures -->' line after it")
+
+
 def _source(record: dict[str, Any], file: str, *details: str) -> str:
     return report_figures.source(file, [record["commit"]], *details)
 
@@ -312,6 +328,7 @@ def render(spec: str) -> str:
 def stale_blocks(page: Path) -> list[str]:
     """``page:line: file`` of each block of ``page`` that differs from what its file renders."""
     text, name = page.read_text(), page.relative_to(ROOT) if page.is_relative_to(ROOT) else page
+    _check_markers(name, text)
     return [f"{name}:{text[:match.start()].count(chr(10)) + 1}: {match['file']}"
             for match in BLOCK.finditer(text) if match["body"] != render(match["file"])]
 
@@ -319,6 +336,7 @@ def stale_blocks(page: Path) -> list[str]:
 def rewrite(page: Path) -> bool:
     """Render every block of ``page`` from its file (atomically); whether anything changed."""
     text = page.read_text()
+    _check_markers(page, text)
     new = BLOCK.sub(lambda m: f"<!-- figures: {m['file']} -->\n{render(m['file'])}<!-- end figures -->", text)
     if new == text:
         return False

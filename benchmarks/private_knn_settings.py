@@ -9,6 +9,8 @@ data plays the role of public data for a user's own data, so a setting chosen he
         --output benchmarks/results/private_knn_settings_eps32_64_replace.json
     python benchmarks/private_knn_settings.py --epsilons 4 --relation add_remove \
         --output benchmarks/results/private_knn_settings_eps4_add_remove.json
+    python benchmarks/private_knn_settings.py --epsilons 2 --relation add_remove \
+        --output benchmarks/results/private_knn_settings_eps2_add_remove.json
 
 About 11 minutes on 2 cores (18 runs); ``--noise-free`` also trains each setting's privacy-free limit (its votes
 without noise, ``references=true``; the same at every epsilon, so built once per seed) and records it. Every setting

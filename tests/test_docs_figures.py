@@ -252,3 +252,19 @@ def test_a_topk_table_is_the_recall_of_each_cell(tmp_path):
                          "| `st` | **1.000** | 0.125 |"]
     with pytest.raises(ValueError, match="several cells"):
         figures.report_figures.render(tmp_path / "t" / "results.csv", "t/results.csv", "")
+
+
+@pytest.mark.parametrize("text,line", [
+    ("a\n<!-- figures: x.json -->\nold\n<!-- /figures -->\nprose\n<!-- figures: y.json -->\n<!-- end figures -->\n", 6),
+    ("<!-- figures: x.json -->\nold\n", 1),
+    ("prose\n<!-- end figures -->\n", 2),
+])
+def test_a_block_without_its_end_marker_is_refused_before_the_page_is_rewritten(tmp_path, text, line):
+    """A misspelt end marker once let the block's pattern run on to the next block's end: a rewrite would have
+    replaced the prose between them with a table. Both the check and the rewrite refuse the page, untouched."""
+    page = tmp_path / "page.md"
+    page.write_text(text)
+    for action in (figures.stale_blocks, figures.rewrite):
+        with pytest.raises(ValueError, match=rf"page.md:{line}: .*end figures"):
+            action(page)
+    assert page.read_text() == text

@@ -63,7 +63,7 @@ class PrivateKNNMethod(Method):
         it: :func:`~pate.pipeline.methods.recipes.apply_recipe`) and ``sigma``, calibrated to the run's target
         epsilon when it has one, and the queries the budget allows."""
         recipe_from, settings = apply_recipe(method_settings(cfg.method, **RECIPE_DEFAULTS, sigma=20.0, recipes=[]),
-                                             RECIPE_DEFAULTS, "recipes", run.target_epsilon)
+                                             RECIPE_DEFAULTS, "recipes", run.target_epsilon, run.neighbors)
         with building("method"):
             mechanism = PrivateKNN(run.num_labels, settings["k"], settings["sampling_rate"], settings["sigma"],
                                    run.neighbors)
