@@ -5,7 +5,8 @@ The limit is a reference run of each job (``references=true``): ``noise_free`` f
 the same batches, clipping and steps; Private-kNN: the same subsampled votes), and for PATE the teachers' plain
 majority vote (``majority_vote``: its aggregators with zero noise, up to TauPATE's clipping and StableTopK's
 selection rule). A method whose student at its largest target epsilon sits more than ``LIMIT_GAP`` below its limit
-there is flagged: its noise is not what holds it back there, or its settings underfit.
+there is flagged: its noise is not what holds it back there, or its settings underfit. So is a method that trains no
+student there (it answered no query): its row says so rather than leaving the method out.
 """
 
 from __future__ import annotations
@@ -23,21 +24,21 @@ LIMIT_SOURCES = ("noise_free", "majority_vote")  # a method's own limit first; P
 @dataclass(frozen=True)
 class Limit:
     """``method``'s student accuracy at its largest target ``epsilon`` and its limit's (``source``), over the same
-    runs."""
+    runs; ``accuracy`` is None where no run of that cell trained a student (no query answered)."""
 
     method: str
     source: str
     epsilon: float
-    accuracy: Stat
+    accuracy: Stat | None
     limit: Stat
 
     @property
-    def gap(self) -> float:
-        return self.limit.mean - self.accuracy.mean
+    def gap(self) -> float | None:
+        return None if self.accuracy is None else self.limit.mean - self.accuracy.mean
 
     @property
     def flagged(self) -> bool:
-        return self.gap > LIMIT_GAP
+        return self.gap is None or self.gap > LIMIT_GAP
 
 
 def privacy_free_limits(summary: Summary) -> tuple[Limit, ...]:
@@ -52,7 +53,7 @@ def privacy_free_limits(summary: Summary) -> tuple[Limit, ...]:
         for source in LIMIT_SOURCES:
             values = [run.metrics["reference"][source]["student_accuracy"] for run in cell.runs
                       if source in (run.metrics.get("reference") or {})]
-            if values and accuracy is not None:
+            if values:
                 limits.append(Limit(method, source, cell.epsilon, accuracy, Stat.of(values)))
                 break
     return tuple(limits)
@@ -68,11 +69,15 @@ def limits_section(summary: Summary) -> list[str]:
     rows = ["| method | limit | largest target ε | student accuracy there | limit (noise zero) | gap | |",
             "|---|---|---:|---:|---:|---:|---|"]
     for limit in limits:
-        flag = f"**more than {LIMIT_GAP * 100:g} point below its limit**" if limit.flagged else ""
-        rows.append(f"| `{limit.method}` | {names[limit.source]} | {limit.epsilon:g} | {limit.accuracy.mean:.4f} | "
-                    f"{limit.limit.mean:.4f} | {limit.gap:+.4f} | {flag} |")
+        if limit.accuracy is None:
+            accuracy, gap, flag = "no student", "", "**answers no query at its largest ε**"
+        else:
+            accuracy, gap = f"{limit.accuracy.mean:.4f}", f"{limit.gap:+.4f}"
+            flag = f"**more than {LIMIT_GAP * 100:g} point below its limit**" if limit.flagged else ""
+        rows.append(f"| `{limit.method}` | {names[limit.source]} | {limit.epsilon:g} | {accuracy} | "
+                    f"{limit.limit.mean:.4f} | {gap} | {flag} |")
     return ["## Privacy-free limits (not covered by ε)", "",
             "What each method's student reaches with the noise set to zero, all else equal, in the same jobs as its "
             "largest target ε (a diagnostic beside the release, like the reference lines). A method flagged here "
-            f"sits more than {LIMIT_GAP * 100:g} point below its limit at its least private setting: there its "
-            "settings, not its noise, hold it back.", "", *rows, ""]
+            f"sits more than {LIMIT_GAP * 100:g} point below its limit at its least private setting (there its "
+            "settings, not its noise, hold it back), or answers no query there.", "", *rows, ""]

@@ -44,3 +44,22 @@ def test_the_report_prints_the_section_and_the_publishable_form_leaves_it_out(sw
     top_k_row = next(line for line in section.splitlines() if line.startswith("| `stable_topk_paper`"))
     assert top_k_row.endswith("| +0.0040 |  |")
     assert limits_section(summarize(publishable_form(collect_sweep(sweep_dir)))) == []
+
+
+def test_a_method_that_answers_nothing_at_its_largest_target_is_flagged_not_left_out(sweep_factory, tmp_path):
+    """StableTopK with the paper's selection answered no query at epsilon 64 in the committed eps_sweep: no student,
+    and until 2026-11-27 no row either. Here stable_topk_paper's jobs at its largest target release nothing."""
+    sweep = sweep_factory(tmp_path / "sweep", failed=False)
+    for job_dir in sweep.iterdir():
+        path = job_dir / "metrics.json"
+        if path.exists():
+            metrics = json.loads(path.read_text())
+            if metrics["method"] == "stable_topk_paper":
+                metrics["student_accuracy"] = metrics["student_f1"] = None
+                path.write_text(json.dumps(metrics))
+    limit = {limit.method: limit for limit in privacy_free_limits(summarize(collect_sweep(sweep)))}["stable_topk_paper"]
+    assert limit.accuracy is None and limit.gap is None and limit.flagged
+    section = "\n".join(limits_section(summarize(collect_sweep(sweep))))
+    row = next(line for line in section.splitlines() if line.startswith("| `stable_topk_paper`"))
+    assert row == ("| `stable_topk_paper` | the teachers' plain majority vote | 4 | no student | 0.8750 |  | "
+                   "**answers no query at its largest ε** |")
