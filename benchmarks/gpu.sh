@@ -11,16 +11,25 @@
 #   benchmarks/gpu.sh                 # writes benchmarks/results/teacher_engines_gpu.json and
 #                                     # benchmarks/results/dp_sgd_cnn_gpu_{replace,add_remove}/
 #   benchmarks/gpu.sh --teachers-only # steps 1 and 2 alone (about 5 minutes on an H200): what fits one short lease
+#   benchmarks/gpu.sh --dp-sgd-only RELATION  # steps 1 and 3 under one relation (replace or add_remove): about 7
+#                                     # minutes on an H200 (2 min 20 s of data generation, ~40 s per CNN training)
 # Refuses a dirty working tree (the result names one commit) and a machine without CUDA. On a copy of the tree
 # without .git, set BENCHMARK_COMMIT to the commit it was copied from (benchmarks/record.py names it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
 teachers_only=false
+relations=(replace add_remove)
 case "${1:-}" in
     "") ;;
     --teachers-only) teachers_only=true ;;
-    *) echo "gpu.sh: unknown argument '$1'; expected nothing or --teachers-only" >&2; exit 2 ;;
+    --dp-sgd-only)
+        case "${2:-}" in
+            replace|add_remove) relations=("$2") ;;
+            *) echo "gpu.sh: --dp-sgd-only '${2:-}'; expected replace or add_remove" >&2; exit 2 ;;
+        esac ;;
+    *) echo "gpu.sh: unknown argument '$1'; expected nothing, --teachers-only or --dp-sgd-only RELATION" >&2
+       exit 2 ;;
 esac
 
 if [ -n "$(git status --porcelain)" ]; then
@@ -38,19 +47,24 @@ echo "== pytest -m gpu"
 tests_status=0
 "$PY" -m pytest -m gpu -q tests || tests_status=$?
 
-weights=$("$PY" -c "import torch, pathlib; print(pathlib.Path(torch.hub.get_dir()) / 'checkpoints' / 'resnet18-f37072fd.pth')")
-if [ -f "$weights" ]; then
-    model=resnet18_imagenet group=100
-else
-    # the small stem keeps 64 px through layer1 (16x the ImageNet stem's activations): a smaller group
-    model=resnet18 group=25
-    echo "gpu.sh: no ImageNet weights at $weights: timing ResNet-18 from scratch (GroupNorm, small stem) instead" \
-         "of the issue's pretrained ResNet-18" >&2
+dp_sgd_only=$([ ${#relations[@]} -eq 1 ] && echo true || echo false)
+# the engine timing, unless --dp-sgd-only
+if ! $dp_sgd_only; then
+    weights=$("$PY" -c "import torch, pathlib
+print(pathlib.Path(torch.hub.get_dir()) / 'checkpoints' / 'resnet18-f37072fd.pth')")
+    if [ -f "$weights" ]; then
+        model=resnet18_imagenet group=100
+    else
+        # the small stem keeps 64 px through layer1 (16x the ImageNet stem's activations): a smaller group
+        model=resnet18 group=25
+        echo "gpu.sh: no ImageNet weights at $weights: timing ResNet-18 from scratch (GroupNorm, small stem) instead" \
+             "of the issue's pretrained ResNet-18" >&2
+    fi
+    out=$(mktemp)  # copied into the tree only at the end: an earlier copy would dirty it
+    echo "== benchmarks/teachers.py --engine-model $model --group $group"
+    "$PY" benchmarks/teachers.py --extractors --cnn-teachers 0 --engine-model "$model" --image-size 64 \
+        --engine-teachers 800 --loop-teachers 50 --group "$group" --device gpu --data-workers "$(nproc)" --output "$out"
 fi
-out=$(mktemp)  # copied into the tree only at the end: an earlier copy would dirty it
-echo "== benchmarks/teachers.py --engine-model $model --group $group"
-"$PY" benchmarks/teachers.py --extractors --cnn-teachers 0 --engine-model "$model" --image-size 64 \
-    --engine-teachers 800 --loop-teachers 50 --group "$group" --device gpu --data-workers "$(nproc)" --output "$out"
 
 if $teachers_only; then
     cp "$out" benchmarks/results/teacher_engines_gpu.json
@@ -59,7 +73,7 @@ if $teachers_only; then
     exit "$tests_status"
 fi
 
-for relation in replace add_remove; do
+for relation in "${relations[@]}"; do
     sweep=logs/reports/dp_sgd_cnn_gpu_$relation
     if [ -e "$sweep" ]; then
         echo "gpu.sh: $sweep exists; remove it to measure DP-SGD on the CNN again" >&2
@@ -71,9 +85,11 @@ for relation in replace add_remove; do
 done
 
 # every result copied into the tree only now, after the last job recorded a clean commit
-cp "$out" benchmarks/results/teacher_engines_gpu.json
-echo "wrote benchmarks/results/teacher_engines_gpu.json"
-for relation in replace add_remove; do
+if ! $dp_sgd_only; then
+    cp "$out" benchmarks/results/teacher_engines_gpu.json
+    echo "wrote benchmarks/results/teacher_engines_gpu.json"
+fi
+for relation in "${relations[@]}"; do
     sweep=logs/reports/dp_sgd_cnn_gpu_$relation
     mkdir -p "benchmarks/results/dp_sgd_cnn_gpu_$relation"
     rm -f "benchmarks/results/dp_sgd_cnn_gpu_$relation"/*

@@ -31,8 +31,6 @@ PYTHON_SOURCES = ("pate", "teachers", "student", "benchmarks", "tests", "train.p
 ALLOWED = {
     "research/pate_2018/core.py": "tensorflow/privacy's reference code for PATE 2018",
     "experiment=mine": "a user's own config directory on Hydra's search path (docs/getting-started.md)",
-    # what benchmarks/gpu.sh writes when its DP-SGD step runs on a GPU; it has not run yet (benchmarks/README.md)
-    "results/dp_sgd_cnn_gpu_{replace,add_remove}/": "not yet written",
 }
 # a dotted name ending so is a file name (`student.json`, `teachers.py`), not an attribute
 FILE_SUFFIXES = {"json", "py", "yaml", "yml", "md", "csv", "npz", "npy", "pt", "pth", "txt", "png", "toml", "sh"}
