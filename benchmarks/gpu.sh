@@ -11,8 +11,9 @@
 #   benchmarks/gpu.sh                 # writes benchmarks/results/teacher_engines_gpu.json and
 #                                     # benchmarks/results/dp_sgd_cnn_gpu_{replace,add_remove}/
 #   benchmarks/gpu.sh --teachers-only # steps 1 and 2 alone (about 5 minutes on an H200): what fits one short lease
-#   benchmarks/gpu.sh --dp-sgd-only RELATION  # steps 1 and 3 under one relation (replace or add_remove): about 7
-#                                     # minutes on an H200 (2 min 20 s of data generation, ~40 s per CNN training)
+#   benchmarks/gpu.sh --dp-sgd-only RELATION  # steps 1 and 3 under one relation (replace or add_remove): about
+#                                     # 7 minutes on an H200, estimated from a run's log (2 min of data generation,
+#                                     # 40-60 s per CNN job)
 # Refuses a dirty working tree (the result names one commit) and a machine without CUDA. On a copy of the tree
 # without .git, set BENCHMARK_COMMIT to the commit it was copied from (benchmarks/record.py names it).
 set -euo pipefail
