@@ -45,14 +45,16 @@ def _check_markers(page: Path, text: str) -> None:
     """Every ``<!-- figures: ... -->`` line of ``page`` is closed by an ``<!-- end figures -->`` line before the next
     block opens: a missing or misspelt end marker would let :data:`BLOCK` run on to the next block's end and
     rewrite the prose between them."""
-    opened = None
+    opened = None  # the line of the block open at this point, if one is
     for number, line in enumerate(text.splitlines(), 1):
-        if line.startswith("<!-- figures: ") or line == "<!-- end figures -->":
-            if line.startswith("<!-- figures: ") == (opened is not None):
-                where = f"line {opened}" if opened is not None else "no open block"
-                raise ValueError(f"{page}:{number}: {line!r} follows {where}; each '<!-- figures: FILE -->' line needs "
-                                 f"its own '<!-- end figures -->' line before the next block")
-            opened = number if opened is None else None
+        opener = line.startswith("<!-- figures: ")
+        if not opener and line != "<!-- end figures -->":
+            continue
+        if opener == (opened is not None):  # an opener inside an open block, or an end marker outside one
+            where = f"line {opened}" if opened is not None else "no open block"
+            raise ValueError(f"{page}:{number}: {line!r} follows {where}; each '<!-- figures: FILE -->' line needs "
+                             f"its own '<!-- end figures -->' line before the next block")
+        opened = number if opener else None
     if opened is not None:
         raise ValueError(f"{page}:{opened}: a figures block with no '<!-- end figures -->' line after it")
 

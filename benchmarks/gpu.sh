@@ -19,14 +19,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
-teachers_only=false
+teachers_only=false dp_sgd_only=false
 relations=(replace add_remove)
 case "${1:-}" in
     "") ;;
     --teachers-only) teachers_only=true ;;
     --dp-sgd-only)
         case "${2:-}" in
-            replace|add_remove) relations=("$2") ;;
+            replace|add_remove) dp_sgd_only=true relations=("$2") ;;
             *) echo "gpu.sh: --dp-sgd-only '${2:-}'; expected replace or add_remove" >&2; exit 2 ;;
         esac ;;
     *) echo "gpu.sh: unknown argument '$1'; expected nothing, --teachers-only or --dp-sgd-only RELATION" >&2
@@ -48,7 +48,6 @@ echo "== pytest -m gpu"
 tests_status=0
 "$PY" -m pytest -m gpu -q tests || tests_status=$?
 
-dp_sgd_only=$([ ${#relations[@]} -eq 1 ] && echo true || echo false)
 # the engine timing, unless --dp-sgd-only
 if ! $dp_sgd_only; then
     weights=$("$PY" -c "import torch, pathlib
