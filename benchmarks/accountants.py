@@ -10,7 +10,8 @@ runs do today, and by the tightest epsilon (``accountant="tightest"``), each wit
 target -- and prices the RDP-calibrated noise by each accountant. The methods are the default configs: 600 queries
 at delta 1e-6, 40 labels, 400 teachers (the aggregators); DP-SGD's Poisson sampling at q = 4096 / 120,510 (the
 synthetic data's private split, conf/data/synthetic.yaml) for the steps of the epochs its probe recipe runs at each
-target (conf/method/dp_sgd.yaml: 20 epochs, 589 steps, below epsilon 4; 30 epochs, 883 steps, from 4); Private-kNN
+target (conf/method/dp_sgd.yaml: 20 epochs, 589 steps, below epsilon 4 under replace and 2 under add_remove; 30
+epochs, 883 steps, from there up); Private-kNN
 with conf/method/private_knn.yaml's k, sigma and the sampling rate its recipe sets at each target (0.1 below
 epsilon 8, 0.3 from 8: the rate and the noise's scale, not k, set the cost).
 """
@@ -52,7 +53,7 @@ def aggregator(name: str, relation: str):
     return instantiate(cfg.aggregator, "aggregator")
 
 
-def _recipe(recipes, target: float, relation: str = "replace") -> dict:
+def _recipe(recipes, target: float, relation: str) -> dict:
     """The settings the recipe list ``recipes`` sets at ``target`` under ``relation``: those of the last recipe (the
     list is increasing, as runs check) whose from_epsilon (one number, or one per relation) is at or below
     ``target``; none below the first."""
@@ -73,10 +74,10 @@ def private_knn(relation: str, target: float) -> PrivateKNN:
 
 def dp_sgd_event(relation: str, target: float):
     """DP-SGD's cost at ``target`` as a function of its noise multiplier: conf/method/dp_sgd.yaml on the synthetic
-    data, its epochs those of the probe recipe that ``target`` selects."""
+    data, its epochs those of the probe recipe that ``target`` selects under ``relation``."""
     method = _config(["method=dp_sgd"]).method
     rate = method.expected_batch_size / PRIVATE_RECORDS
-    steps = math.ceil(_recipe(method.probe_recipes, target).get("epochs", method.epochs) / rate)
+    steps = math.ceil(_recipe(method.probe_recipes, target, relation).get("epochs", method.epochs) / rate)
     return lambda multiplier: PoissonSampledGaussianEvent(rate, multiplier, steps, relation)
 
 

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Regenerate the committed PATE sweep reports
 # (benchmarks/results/{eps_sweep,dd_sweep,paper_synthetic,semi_sweep,query_sweep}_{replace,add_remove},
-# semi_cnn_replace, teacher_sweep_replace and DP-SGD's two probe inputs, dpsgd_{unit_norm,inputs}_replace) from one
-# clean commit, one sweep at a time (two torch processes on 2 cores slow each other ~10x).
-#   benchmarks/pate_reports.sh            # all fourteen reports: hours on the 2-core VM (each sweep's time is printed)
+# semi_cnn_replace, teacher_sweep_replace and DP-SGD's two probe inputs under each relation,
+# dpsgd_{unit_norm,inputs}_{replace,add_remove}) from one clean commit, one sweep at a time (two torch processes on
+# 2 cores slow each other ~10x).
+#   benchmarks/pate_reports.sh            # all sixteen reports: hours on the 2-core VM (each sweep's time is printed)
 #   benchmarks/pate_reports.sh eps_sweep  # only the sweeps whose name starts with the argument
 # Each sweep writes into logs/reports/<name>/; when all have finished, their report.md, results.csv and plots are
 # copied into benchmarks/results/<name>/ (not before: a copy dirties the tree, and the next sweep's jobs would
@@ -67,11 +68,14 @@ sweep semi_cnn_replace experiment=semi_cnn privacy.neighbors=replace
 sweep query_sweep_replace experiment=query_sweep privacy.neighbors=replace
 sweep query_sweep_add_remove experiment=query_sweep privacy.neighbors=add_remove
 sweep teacher_sweep_replace experiment=teacher_sweep privacy.neighbors=replace
-# the measured basis of DP-SGD's probe_recipes (benchmarks/results/levers.md): each recipe at every epsilon, seed 0
-dpsgd_grid=(method=dp_sgd 'method.probe_recipes=[]' privacy.target_epsilon=0.5,1,2,4,8,16,64 seed=0
-            privacy.neighbors=replace progress=false)
-sweep dpsgd_unit_norm_replace "${dpsgd_grid[@]}"
-sweep dpsgd_inputs_replace "${dpsgd_grid[@]}" method.inputs=standardized method.momentum=0 method.epochs=30
+# the measured basis of DP-SGD's probe_recipes (benchmarks/results/levers.md): each recipe at every epsilon under
+# each relation, seed 0
+for relation in replace add_remove; do
+    dpsgd_grid=(method=dp_sgd 'method.probe_recipes=[]' privacy.target_epsilon=0.5,1,2,4,8,16,64 seed=0
+                privacy.neighbors=$relation progress=false)
+    sweep "dpsgd_unit_norm_$relation" "${dpsgd_grid[@]}"
+    sweep "dpsgd_inputs_$relation" "${dpsgd_grid[@]}" method.inputs=standardized method.momentum=0 method.epochs=30
+done
 
 for name in "${done_sweeps[@]}"; do
     out=logs/reports/$name

@@ -36,6 +36,7 @@ from pate.features import read_features
 from pate.pipeline.checks import UserError, building
 from pate.pipeline.graph import Dataset
 from pate.pipeline.methods.base import Method, Release, RunSettings, SharedStages, method_settings
+from pate.pipeline.methods.recipes import apply_recipe, recipe_for
 from pate.privacy import Ledger, PoissonSampledGaussianEvent, calibrate, clipped_gradient_sum_sensitivity
 from pate.privacy.checks import positive, positive_int
 from pate.privacy.unit import privacy_unit
@@ -45,7 +46,7 @@ from teachers.training.models import SmallCNN
 
 log = logging.getLogger("train")
 
-__all__ = ["DPSGD", "FLAT_SETTINGS", "INPUTS", "MODELS", "RECIPE_KEYS", "probe_recipe"]
+__all__ = ["DPSGD", "FLAT_SETTINGS", "INPUTS", "MODELS", "RECIPE_KEYS"]
 
 MODELS = ("linear", "small_cnn")
 INPUTS = ("unit_norm", "standardized")
@@ -53,31 +54,6 @@ RECIPE_KEYS = ("inputs", "momentum", "epochs", "lr")  # what a probe recipe may 
 # conf/method/dp_sgd.yaml's flat settings (a test holds them equal): what a probe recipe may replace
 FLAT_SETTINGS = {"model": "linear", "inputs": "unit_norm", "width": 32, "expected_batch_size": 4096, "epochs": 20,
                  "clip_norm": 1.0, "lr": 2.0, "momentum": 0.9, "noise_multiplier": 1.0}
-
-
-def probe_recipe(recipes, target_epsilon: float | None) -> tuple[float | None, dict[str, Any]]:
-    """The linear probe's settings that follow the noise: of ``recipes`` (``method.probe_recipes``, a list of
-    ``{from_epsilon, <some of RECIPE_KEYS>}``), the one with the largest ``from_epsilon`` at or below
-    ``target_epsilon``. Returns (its from_epsilon, the settings it replaces), or (None, {}) without a target or
-    when no recipe reaches down to it. The list is checked whatever the target: ``from_epsilon`` a number >= 0,
-    strictly increasing; no key outside ``RECIPE_KEYS``."""
-    chosen: tuple[float | None, dict[str, Any]] = (None, {})
-    last = -math.inf
-    for i, recipe in enumerate(recipes or ()):
-        where = f"method.probe_recipes[{i}]"
-        if not isinstance(recipe, dict) or "from_epsilon" not in recipe:
-            raise UserError(f"{where}={recipe!r}; expected a mapping with from_epsilon and some of {RECIPE_KEYS}")
-        unknown = sorted(set(recipe) - {"from_epsilon", *RECIPE_KEYS})
-        if unknown:
-            raise UserError(f"{where} sets {unknown}; a recipe may set only {RECIPE_KEYS} (and from_epsilon)")
-        start = recipe["from_epsilon"]
-        if isinstance(start, bool) or not isinstance(start, (int, float)) or not start >= 0 or start <= last:
-            raise UserError(f"{where}.from_epsilon={start!r}; expected a number >= 0, larger than the previous "
-                            f"recipe's ({last:g})")
-        last = start
-        if target_epsilon is not None and start <= target_epsilon:
-            chosen = (float(start), {key: value for key, value in recipe.items() if key != "from_epsilon"})
-    return chosen
 
 
 def probe_inputs(features: torch.Tensor, inputs: str = "unit_norm") -> torch.Tensor:
@@ -111,20 +87,17 @@ class DPSGD(Method):
     def from_config(cls, cfg: DictConfig, run: RunSettings) -> DPSGD:
         """conf/method/dp_sgd.yaml's keys checked (the model one of ``MODELS``; width, batch size, epochs, lr and
         noise multiplier positive; momentum in [0, 1)), the linear probe's recipe for the run's target applied
-        first (:func:`probe_recipe`; the CNN keeps the flat settings); ``privacy.budget_epsilon`` refused: DP-SGD's
+        first (:func:`~pate.pipeline.methods.recipes.apply_recipe` under the run's relation; the CNN keeps the flat
+        settings, its recipe list checked all the same); ``privacy.budget_epsilon`` refused: DP-SGD's
         cost is fixed by its steps. The calibration waits for N (:meth:`calibrated_event`, in :meth:`release`)."""
         settings = method_settings(cfg.method, **FLAT_SETTINGS, probe_recipes=[])
-        recipe_from, recipe = probe_recipe(settings.pop("probe_recipes"), run.target_epsilon)
-        if settings["model"] != "linear":
-            recipe_from, recipe = None, {}
-        # a setting the user changed is never replaced behind their back by the recipe for their target
-        changed = [key for key in recipe if settings[key] not in (FLAT_SETTINGS[key], recipe[key])]
-        if changed:
-            raise UserError(f"method.{changed[0]}={settings[changed[0]]!r}: method.probe_recipes sets "
-                            f"{changed[0]}={recipe[changed[0]]!r} from epsilon {recipe_from:g}, which covers "
-                            f"privacy.target_epsilon={run.target_epsilon:g}; set method.probe_recipes=[] to train "
-                            f"with your settings at every epsilon")
-        settings.update(recipe, recipe_from=recipe_from)
+        if settings["model"] == "linear":
+            recipe_from, settings = apply_recipe(settings, {key: FLAT_SETTINGS[key] for key in RECIPE_KEYS},
+                                                 "probe_recipes", run.target_epsilon, run.neighbors)
+        else:
+            recipe_for(settings.pop("probe_recipes"), None, run.neighbors, RECIPE_KEYS, "method.probe_recipes")
+            recipe_from = None
+        settings["recipe_from"] = recipe_from
         if settings["model"] not in MODELS:
             raise UserError(f"method.model={settings['model']!r}; expected one of {MODELS}")
         if settings["inputs"] not in INPUTS:
