@@ -3,9 +3,8 @@ and a run with a target epsilon takes the settings of the recipe with the larges
 target. ``from_epsilon`` is one number for every relation, or a mapping that gives each relation its own
 (``{replace: 8, add_remove: 4}``): the same epsilon buys different noise under each relation (one record added or
 removed moves a vote count or a clipped gradient sum about half as far as one replaced), and a recipe belongs to
-the noise, not to the number.
-The recipes are chosen on the built-in synthetic data, public for a user's own data (the config that ships them
-says where they were measured), never on the data a run reads.
+the noise, not to the number. The recipes are chosen on the built-in synthetic data, public for a user's own data
+(the config that ships them says where they were measured), never on the data a run reads.
 
 Private-kNN's ``method.recipes`` and DP-SGD's ``method.probe_recipes`` use it.
 """
