@@ -69,8 +69,8 @@ sweep query_sweep_replace experiment=query_sweep privacy.neighbors=replace
 sweep query_sweep_add_remove experiment=query_sweep privacy.neighbors=add_remove
 sweep teacher_sweep_replace experiment=teacher_sweep privacy.neighbors=replace
 # the measured basis of DP-SGD's probe_recipes (benchmarks/results/levers.md): each recipe at every epsilon under
-# each relation, seed 0. momentum=0.0, not 0: the training's cache key holds the value as the config gives it, and
-# the recipe's 0.0 in conf/method/dp_sgd.yaml then shares eps_sweep's trainings (0 would train them again)
+# each relation, seed 0; the standardized grid's settings are the recipe's, so from its switch up it shares
+# eps_sweep's trainings (seed 0)
 for relation in replace add_remove; do
     dpsgd_grid=(method=dp_sgd 'method.probe_recipes=[]' privacy.target_epsilon=0.5,1,2,4,8,16,64 seed=0
                 privacy.neighbors=$relation progress=false)

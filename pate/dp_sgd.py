@@ -6,9 +6,11 @@ Opacus computes the per-example gradient norms by ghost clipping (``GradSampleMo
 linear layer ||g_i|| = ||dL_i/dz_i|| ||x_i||, never the [B, L, D] tensor of per-example gradients) and adds the
 noise (``DPOptimizerFastGradientClipping``); tests/test_dp_sgd.py checks both against a direct
 computation. Layers without a ghost norm (convolutions, GroupNorm) get their per-example gradients materialised
-by Opacus, as in its plain mode. The batches are drawn here, one Bernoulli(q) coin per record and step from a
-seeded generator (Poisson sampling: the privacy analysis of ``PoissonSampledGaussianEvent`` needs exactly this),
-so an empty batch is possible and is a noise-only step.
+by Opacus, as in its plain mode. The batches are drawn here, one coin per record and step, at exactly the rate the
+caller prices (``pate.mechanisms.poisson``: Poisson sampling, as the privacy analysis of
+``PoissonSampledGaussianEvent`` needs), so an empty batch is possible and is a noise-only step. The clipped sum
+is divided by a constant the caller fixes (``expected_batch_size``), never by a count of the private records:
+under add_remove the neighbours differ in that count.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import torch
 from torch import nn
 
 from pate.evaluation import student_scores
+from pate.mechanisms.poisson import poisson_subsample
 from pate.progress import progress_bar
 
 __all__ = ["MultiLabelLoss", "linear_probe", "predict", "score_model", "train_dp_sgd"]
@@ -50,29 +53,27 @@ def linear_probe(dim: int, num_labels: int) -> nn.Module:
 
 
 def train_dp_sgd(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, *, sampling_rate: float,
-                 noise_multiplier: float, clip_norm: float, steps: int, lr: float, momentum: float, seed: int,
-                 progress: bool = False, device: torch.device | str = "cpu",
-                 transform=None) -> nn.Module:
+                 expected_batch_size: int, noise_multiplier: float, clip_norm: float, steps: int, lr: float,
+                 momentum: float, batches: torch.Generator, noise: torch.Generator, progress: bool = False,
+                 device: torch.device | str = "cpu", transform=None) -> nn.Module:
     """Train ``model`` in place by DP-SGD on (``inputs`` [N, ...], ``targets`` [N, L] in {0, 1}) and return it.
 
-    Each of ``steps`` steps keeps every record with probability ``sampling_rate``, clips each kept record's
-    gradient of its own loss to ``clip_norm``, sums, adds N(0, (noise_multiplier clip_norm)^2) per coordinate and
-    divides by the expected batch size q N (Opacus' "mean" reduction), then takes an SGD step (``lr``,
-    ``momentum``). The batches and the noise come from generators seeded by ``seed`` and ``seed + 1``: the caller
-    passes a secret seed where the guarantee must hold (pate/pipeline/noise.py). The model trains on
-    ``device``; ``inputs`` stay where they are and each batch is moved there (through ``transform`` when given:
-    uint8 images become floats batch by batch, not all at once).
+    Each of ``steps`` steps keeps every record with probability ``realised_sampling_rate(sampling_rate)``
+    (``poisson_subsample``, drawn from the CPU generator ``batches``), clips each kept record's gradient of its own
+    loss to ``clip_norm``, sums, adds N(0, (noise_multiplier clip_norm)^2) per coordinate (drawn from ``noise``, a
+    generator on ``device``) and divides by ``expected_batch_size`` (Opacus' "mean" reduction; a public constant,
+    never a function of N), then takes an SGD step (``lr``, ``momentum``). The caller passes generators holding
+    secret entropy where the guarantee must hold (pate/pipeline/noise.py). The model trains on ``device``;
+    ``inputs`` stay where they are and each batch is moved there (through ``transform`` when given: uint8 images
+    become floats batch by batch, not all at once).
     """
     from opacus.grad_sample import GradSampleModuleFastGradientClipping
     from opacus.optimizers import DPOptimizerFastGradientClipping
     from opacus.utils.fast_gradient_clipping_utils import DPLossFastGradientClipping
 
     num_records = inputs.shape[0]
-    expected_batch = max(1, round(sampling_rate * num_records))
     device = torch.device(device)
     model.to(device)
-    batches = torch.Generator().manual_seed(seed)
-    noise = torch.Generator(device=device).manual_seed(seed + 1)
     transform = transform or (lambda batch: batch)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*[Ss]ecure.*")  # Opacus' note on secure_mode, once per run
@@ -80,7 +81,8 @@ def train_dp_sgd(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, 
                                                       max_grad_norm=clip_norm, use_ghost_clipping=True)
         optimizer = DPOptimizerFastGradientClipping(
             torch.optim.SGD(module.parameters(), lr=lr, momentum=momentum), noise_multiplier=noise_multiplier,
-            max_grad_norm=clip_norm, expected_batch_size=expected_batch, loss_reduction="mean", generator=noise)
+            max_grad_norm=clip_norm, expected_batch_size=expected_batch_size, loss_reduction="mean",
+            generator=noise)
     criterion = DPLossFastGradientClipping(module, optimizer, MultiLabelLoss("mean"), loss_reduction="mean")
     # Opacus logs one INFO line per layer it wraps ("under Ghost Clipping"): not news for a console run
     logging.getLogger("opacus").setLevel(max(logging.WARNING, logging.getLogger("opacus").level))
@@ -90,7 +92,7 @@ def train_dp_sgd(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, 
         # the input features need no gradient, so torch notes that the backward hook fires on the outputs
         warnings.filterwarnings("ignore", message="Full backward hook is firing", category=UserWarning)
         for _ in range(steps):
-            batch = torch.nonzero(torch.rand(num_records, generator=batches) < sampling_rate).squeeze(1)
+            batch = torch.nonzero(poisson_subsample((num_records,), sampling_rate, batches)).squeeze(1)
             optimizer.zero_grad()
             loss = criterion(module(transform(inputs[batch]).to(device)), targets[batch].to(device))
             loss.backward()

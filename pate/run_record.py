@@ -135,11 +135,12 @@ NOT_COVERED_BY_EPSILON = {
     "privacy_data_dependent": "the line of epsilon_data_dependent, a function of the private votes",
     "data_dependent_test.not_itself_private": "the propose-test-release statistics k(D), U(D,0), U(D,1): functions of "
                                               "the private votes, released only through the noisy test",
+    "student_train_size": "DP-SGD under add_remove: the number of private records it trained on, in which "
+                          "add_remove's neighbours differ (its sampling rate and steps come from a public number)",
     "seed": "seeded noise: whoever holds the seed can replay the noise the guarantee rests on",
-    "artifacts": "seeded noise: the release's cache key hashes the seed, which a search over small seeds recovers",
+    "artifacts": "the stage keys hash the data's content fingerprint, every private record included (and, with seeded "
+                 "noise, the seed, which a search over small seeds recovers)",
 }
-# the paths that leak the noise only when it was seeded (a secure release's key and seed say nothing about its noise)
-_SEEDED_ONLY = ("seed", "artifacts")
 
 
 def _holds(record: dict[str, Any], path: str) -> bool:
@@ -156,12 +157,22 @@ def _secure_noise(record: dict[str, Any]) -> bool:
     return str(record.get("noise_source", "")).startswith("secure")
 
 
+def _dp_sgd_add_remove(record: dict[str, Any]) -> bool:
+    """Whether the record is DP-SGD's under add_remove, where its training size counts the private records."""
+    return str(record.get("method", "")).startswith("dp_sgd") and record.get("neighbors") == "add_remove"
+
+
+# the paths not covered only in some records: ``seed`` where the noise was seeded (a secure release's seed says nothing
+# about its noise), ``student_train_size`` where it counts the private records and the neighbours differ in it
+_ONLY_WHERE = {"seed": lambda record: not _secure_noise(record), "student_train_size": _dp_sgd_add_remove}
+
+
 def not_covered_by_epsilon(record: dict[str, Any]) -> list[str]:
-    """The paths of ``NOT_COVERED_BY_EPSILON`` that ``record`` holds, in that order; ``seed`` and ``artifacts`` unless
-    its noise was secure (a record that does not say is taken as seeded). Computed from the record itself, so a report
-    finds them in records written before the runner listed them."""
+    """The paths of ``NOT_COVERED_BY_EPSILON`` that ``record`` holds, in that order; ``seed`` unless its noise was
+    secure (a record that does not say is taken as seeded), ``student_train_size`` only for DP-SGD under add_remove.
+    Computed from the record itself, so a report finds them in records written before the runner listed them."""
     return [path for path in NOT_COVERED_BY_EPSILON
-            if _holds(record, path) and not (path in _SEEDED_ONLY and _secure_noise(record))]
+            if _holds(record, path) and _ONLY_WHERE.get(path, lambda _: True)(record)]
 
 
 def ordered(record: dict[str, Any]) -> dict[str, Any]:

@@ -74,8 +74,21 @@ def test_what_epsilon_does_not_cover_is_listed_from_the_record_itself():
                                               "seed", "artifacts"]  # a record that does not say: seeded
     assert set(not_covered_by_epsilon(record)) <= set(NOT_COVERED_BY_EPSILON)
     secure = _record(noise_source="secure: drawn from the operating system's entropy, no seed recorded")
-    assert not_covered_by_epsilon(secure) == []  # its seed replays nothing the guarantee rests on
+    # its seed replays nothing the guarantee rests on; its stage keys still hash every private record's content
+    assert not_covered_by_epsilon(secure) == ["artifacts"]
     assert not_covered_by_epsilon(_record(noise_source="seeded from seed=0")) == ["seed", "artifacts"]
+
+
+@pytest.mark.parametrize("method, neighbors, listed", [
+    ("dp_sgd", "add_remove", True),  # the count of private records, in which add_remove's neighbours differ
+    ("dp_sgd+small_cnn", "add_remove", True),
+    ("dp_sgd", "replace", False),  # every replace neighbour has as many records
+    ("tau_pate", "add_remove", False),  # PATE's student trains on the public queries it labelled
+    ("private_knn", "add_remove", False),
+])
+def test_dp_sgds_training_size_is_not_covered_under_add_remove(method, neighbors, listed):
+    record = _record(method=method, neighbors=neighbors, noise_source="secure: no seed recorded")
+    assert ("student_train_size" in not_covered_by_epsilon(record)) == listed
 
 
 def test_the_docs_list_what_epsilon_does_not_cover():

@@ -6,7 +6,8 @@
 * ``noisy_threshold``: the Gaussian noisy threshold of multi-label PATE;
 * ``binary_gnmax``, ``screen_labels``: binary voting (PATE 2018's GNMax per label) and its confident screen;
 * ``DistanceTest`` and the box bounds of ``dd_release``: releasing under a tested data-dependent bound;
-* ``PrivateKNN``: Private-kNN's subsampled nearest-neighbour votes and their noisy threshold.
+* ``PrivateKNN``: Private-kNN's subsampled nearest-neighbour votes and their noisy threshold;
+* ``poisson_subsample``: Poisson sampling at exactly the rate priced (Private-kNN's subsamples, DP-SGD's batches).
 
 Every mechanism object is immutable and carries its per-query cost (``rdp``, ``delta_per_query``,
 ``neighbors``, ``name``), so ``pate.privacy.Ledger`` composes it directly.
@@ -18,6 +19,7 @@ from pate.mechanisms.gap_selection import SELECTIONS, GapSelection
 from pate.mechanisms.gaps import count_gaps, sorted_padded_counts, top_k_labels
 from pate.mechanisms.noise import sample_noise
 from pate.mechanisms.noisy_threshold import noisy_threshold
+from pate.mechanisms.poisson import poisson_subsample, realised_sampling_rate
 from pate.mechanisms.private_knn import PrivateKNN, subsampled_knn_votes
 from pate.mechanisms.ptr import TESTS, GapTest
 
@@ -31,6 +33,8 @@ __all__ = [
     "binary_gnmax",
     "count_gaps",
     "noisy_threshold",
+    "poisson_subsample",
+    "realised_sampling_rate",
     "sample_noise",
     "screen_labels",
     "sorted_padded_counts",

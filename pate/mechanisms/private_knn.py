@@ -10,15 +10,12 @@ vector of L2 norm <= sqrt(L) (pate/privacy/sensitivity.py), and the mixture over
 because (P, Q) -> integral P^alpha Q^(1 - alpha) is jointly convex for alpha > 1 (the subsampled-Gaussian
 argument of Mironov, Talwar & Zhang 2019, Section 3). Q queries compose: Q steps, each with its own subsample.
 
-The rate priced is the rate the sampler realises (``realised_sampling_rate``): a record is kept when a uniform
-integer below 2^53 falls under ceil(gamma 2^53), so with probability exactly ceil(gamma 2^53) / 2^53 >= gamma. A
-float32 uniform compared with gamma (the first implementation) keeps a record with probability
-ceil(gamma 2^24) / 2^24, up to 2^-24 more than the gamma the ledger priced: 60 times gamma at gamma = 1e-9.
+The rate priced is the rate the sampler realises (``pate.mechanisms.poisson.realised_sampling_rate``, at most
+2^-53 above gamma), the sampler DP-SGD's batches use too.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
@@ -26,35 +23,12 @@ import numpy as np
 import torch
 
 from pate.mechanisms.noisy_threshold import noisy_threshold
+from pate.mechanisms.poisson import poisson_subsample, realised_sampling_rate
 from pate.privacy import PoissonSampledGaussianEvent, PricedByEvent, check_relation, knn_vote_l2_sensitivity
 from pate.privacy import checks
 from pate.privacy.checks import positive, positive_int
 
-__all__ = ["PrivateKNN", "SAMPLE_BITS", "nearest_mask", "poisson_subsample", "realised_sampling_rate",
-           "subsampled_knn_votes"]
-
-SAMPLE_BITS = 53  # a record's inclusion is decided by a uniform integer in [0, 2^53)
-
-
-def _inclusion_threshold(sampling_rate: float) -> int:
-    """ceil(gamma 2^53): a record is kept when its uniform integer in [0, 2^53) is below this (exact in float64,
-    where multiplying by a power of two is exact)."""
-    return math.ceil(sampling_rate * 2.0 ** SAMPLE_BITS)
-
-
-def realised_sampling_rate(sampling_rate: float) -> float:
-    """The probability with which ``poisson_subsample`` keeps a record: ceil(gamma 2^53) / 2^53, the least multiple
-    of 2^-53 at or above gamma; gamma itself when it is such a multiple (0.5, 0.25, 1). This, not gamma, is what a
-    query's cost is priced at."""
-    return _inclusion_threshold(sampling_rate) / 2.0 ** SAMPLE_BITS
-
-
-def poisson_subsample(shape: tuple[int, ...], sampling_rate: float, generator: torch.Generator) -> torch.Tensor:
-    """bool ``shape``: each entry True independently with probability ``realised_sampling_rate(sampling_rate)``,
-    exactly: a uniform integer in [0, 2^53) (``torch.randint`` over a power-of-two range has no modulo bias) below
-    ``_inclusion_threshold(sampling_rate)``."""
-    return (torch.randint(0, 2 ** SAMPLE_BITS, shape, generator=generator, dtype=torch.int64)
-            < _inclusion_threshold(sampling_rate))
+__all__ = ["PrivateKNN", "nearest_mask", "subsampled_knn_votes"]
 
 
 def subsampled_knn_votes(private: torch.Tensor, labels: torch.Tensor, queries: torch.Tensor, k: int,

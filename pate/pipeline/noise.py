@@ -6,7 +6,8 @@ the guarantee is void. Hence two sources:
 
 * ``secure``: every random number a guarantee rests on (the aggregator's noise and tests, Private-kNN's Poisson
   subsample and noise, DP-SGD's Poisson batches and gradient noise) comes from the operating system's entropy
-  (``SeedSequence()``, ``secrets``), which is never recorded or logged. The release cannot be replayed, so its
+  (numpy: ``SeedSequence()``; torch: the generator's whole state from ``secrets``, ``secret_torch_generator``),
+  which is never recorded or logged. The release cannot be replayed, so its
   stage key holds no seed: one config in one cache is released once, and a rerun reuses that release instead of
   drawing (and spending) a second one.
 * ``seeded``: the noise is drawn from the run's ``seed``, reproducible to the bit: benchmarks on synthetic data.
@@ -31,7 +32,7 @@ from pate.artifacts import ArtifactStore, Stage
 
 log = logging.getLogger("train")
 
-__all__ = ["MODES", "NoiseSource", "log_reused_release", "noise_source"]
+__all__ = ["MODES", "NoiseSource", "log_reused_release", "mt19937_generator", "noise_source", "secret_torch_generator"]
 
 MODES = ("auto", "seeded", "secure")
 # the readers whose data the project generates itself: nothing private to protect, so auto may seed the noise
@@ -51,14 +52,13 @@ class NoiseSource:
         """A numpy generator for the noise: from the seed, or from fresh OS entropy (its entropy is never kept)."""
         return np.random.default_rng(self.seed if self.mode == "seeded" else np.random.SeedSequence())
 
-    def torch_seed(self, offset: int = 0) -> int:
-        """A seed for a torch generator: ``seed + offset``, or 62 fresh secret bits (torch's generators take a
-        64-bit seed; 62 leave room for the offsets a caller adds for its second stream)."""
-        return self.seed + offset if self.mode == "seeded" else secrets.randbits(62)
-
-    def torch_generator(self, offset: int = 0) -> torch.Generator:
-        """A CPU torch generator seeded by :meth:`torch_seed`."""
-        return torch.Generator().manual_seed(self.torch_seed(offset))
+    def torch_generator(self, offset: int = 0, device: torch.device | str = "cpu") -> torch.Generator:
+        """A torch generator on ``device`` for the noise: seeded by ``seed + offset``, or holding fresh secret
+        entropy in its whole state (``secret_torch_generator``): never a secret integer seed, which torch's CPU
+        generator would cut to its low 32 bits."""
+        if self.mode == "seeded":
+            return torch.Generator(device=device).manual_seed(self.seed + offset)
+        return secret_torch_generator(device)
 
     def key(self) -> dict[str, Any]:
         """What a release stage's key holds of the noise: the mode, and the seed only where it decides the draw
@@ -74,6 +74,42 @@ class NoiseSource:
                     f"be replayed")
         return (f"seeded from seed={self.seed}{how}: the noise can be replayed from the recorded seed, so the "
                 f"guarantee holds only where nothing is private (reproducible benchmarks on synthetic data)")
+
+
+# torch's CPU generator is an MT19937 whose state (``get_state``, 5,056 bytes in torch 2.x) holds the 624 state
+# words as 64-bit integers from byte 24 on, after the initial seed (8 bytes), the counters left and seeded (4 each)
+# and next (8)
+_MT_STATE_OFFSET, _MT_STATE_WORDS = 24, 624
+
+
+def secret_torch_generator(device: torch.device | str = "cpu") -> torch.Generator:
+    """A torch generator on ``device`` whose state comes from the operating system's entropy (``secrets``), never
+    recorded. Seeding cannot do it on the CPU: ``manual_seed`` keeps the low 32 bits of any seed (seeds s and
+    s mod 2^32 give the same stream), so 2^32 candidate seeds would replay every draw. The CPU generator gets its
+    19,937-bit MT19937 state instead, 624 words of 32 secret bits each (tests/pipeline/test_secure_noise.py checks
+    the layout: the state MT19937's own seeding writes reproduces ``manual_seed``'s stream). A CUDA generator
+    (Philox) keeps a 64-bit seed whole: it gets 64 secret bits."""
+    device = torch.device(device)
+    if device.type != "cpu":
+        return torch.Generator(device=device).manual_seed(secrets.randbits(64))
+    return mt19937_generator([secrets.randbits(32) for _ in range(_MT_STATE_WORDS)])
+
+
+def mt19937_generator(words: list[int]) -> torch.Generator:
+    """A CPU torch generator whose MT19937 state is ``words`` (624 integers in [0, 2^32), not all zero), the next
+    draw regenerating from it; ``ValueError`` for another count, a word out of range or an all-zero state (MT19937
+    would then draw zeros forever)."""
+    if len(words) != _MT_STATE_WORDS or not all(0 <= word < 2 ** 32 for word in words) or not any(words):
+        raise ValueError(f"words: expected {_MT_STATE_WORDS} integers in [0, 2^32), not all zero; got {len(words)} "
+                         f"words in [{min(words, default=None)}, {max(words, default=None)}]")
+    generator = torch.Generator()
+    state = generator.get_state().numpy().copy()
+    # initial seed 0 (it says nothing of the state), left = 1 (the next draw regenerates the 624 words from these),
+    # seeded = 1, next = 0: what manual_seed writes, with the words in place of its seeding
+    state[:_MT_STATE_OFFSET] = np.array([0, 1 | 1 << 32, 0], "<u8").view(np.uint8)
+    state[_MT_STATE_OFFSET:_MT_STATE_OFFSET + 8 * _MT_STATE_WORDS] = np.asarray(words, "<u8").view(np.uint8)
+    generator.set_state(torch.from_numpy(state))
+    return generator
 
 
 def noise_source(cfg: DictConfig) -> NoiseSource:

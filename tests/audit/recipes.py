@@ -236,15 +236,18 @@ def _stable_topk_monte_carlo(relation: str, claim: Callable) -> AuditResult:
 @functools.lru_cache(maxsize=None)
 def _dp_sgd_statistics(labels: tuple, rate: float, multiplier: float, trials: int, seed: int) -> np.ndarray:
     """``trials`` runs of the real ``train_dp_sgd``, one step of a zero-initialised linear probe on records with
-    feature 1 and the given labels (clip norm C = 1/2, lr 1, no momentum, seeds seed, seed + 1, ...): per run the
-    step's move along (1, 1) / sqrt(2) in units of C. At zero initialisation a record's gradient is
+    feature 1 and the given labels (clip norm C = 1/2, lr 1, no momentum; run t's batches seeded 2 (seed + t), its
+    noise 2 (seed + t) + 1): per run the step's move along (1, 1) / sqrt(2) in units of C (the clipped sum divided by
+    expected_batch_size 1, whatever the number of records). At zero initialisation a record's gradient is
     (1/2 - y)(1, 1), of norm 1/sqrt(2) > C, so every record contributes exactly C, with the sign of 1/2 - y."""
     inputs, targets = torch.ones(len(labels), 1), torch.tensor([[y] for y in labels], dtype=torch.uint8)
     moves = np.empty(trials)
     for trial in range(trials):
         model = linear_probe(1, 1)
-        train_dp_sgd(model, inputs, targets, sampling_rate=rate, noise_multiplier=multiplier, clip_norm=0.5, steps=1,
-                     lr=1.0, momentum=0.0, seed=seed + trial)
+        train_dp_sgd(model, inputs, targets, sampling_rate=rate, expected_batch_size=1, noise_multiplier=multiplier,
+                     clip_norm=0.5, steps=1, lr=1.0, momentum=0.0,
+                     batches=torch.Generator().manual_seed(2 * (seed + trial)),
+                     noise=torch.Generator().manual_seed(2 * (seed + trial) + 1))
         moves[trial] = sum(parameter.item() for parameter in model.parameters()) / np.sqrt(2.0) / 0.5
     return moves
 
@@ -252,7 +255,7 @@ def _dp_sgd_statistics(labels: tuple, rate: float, multiplier: float, trials: in
 def _dp_sgd_audit(relation: str, claim: Callable, trials: int = 10_000, delta: float = 1e-3) -> AuditResult:
     """DP-SGD on a record set of one or two records, the relation applied to the records: replace swaps the one
     record's label 0 for 1 (rate 1: the sum moves by 2 C); add_remove adds a label-1 record to a label-0 one
-    (rate 1/2, so that Opacus' expected batch max(1, round(q N)) is 1 for both N = 1 and N = 2). The event, fixed
+    (rate 1/2). The event, fixed
     before sampling: the move exceeds 2 sigma (replace) or 1.5 sigma (add_remove) units of C. Clopper-Pearson
     at 99.9%, fresh seeds per side."""
     rate, (first, second), threshold = ((1.0, ((0,), (1,)), 2.0) if relation == "replace"

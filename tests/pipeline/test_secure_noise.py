@@ -8,13 +8,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from pate.aggregate import read_aggregate
 from pate.aggregators import GaussianPATE
 from pate.artifacts import ArtifactStore, Stage, read_artifact
 from pate.pipeline.checks import UserError, check_config
 from pate.pipeline.graph import aggregate_stage, plain
-from pate.pipeline.noise import NoiseSource, noise_source
+from pate.pipeline.noise import NoiseSource, mt19937_generator, noise_source, secret_torch_generator
 from pate.pipeline.runner import prepare
 from tests.cli import run_cli
 from tests.conftest import compose_config
@@ -52,10 +53,59 @@ def test_secure_generators_differ_across_calls_and_seeded_ones_replay():
     secure, seeded = NoiseSource("secure", None, "secure"), NoiseSource("seeded", 3, "seeded")
     draws = [secure.generator().random(8) for _ in range(3)]
     assert not any(np.array_equal(a, b) for i, a in enumerate(draws) for b in draws[i + 1:])
-    bits = [secure.torch_generator().initial_seed() for _ in range(3)]
-    assert len(set(bits)) == 3
+    torch_draws = [torch.randint(0, 2 ** 62, (4,), generator=secure.torch_generator()) for _ in range(3)]
+    assert not any(torch.equal(a, b) for i, a in enumerate(torch_draws) for b in torch_draws[i + 1:])
     assert np.array_equal(seeded.generator().random(8), np.random.default_rng(3).random(8))
     assert seeded.torch_generator(offset=1).initial_seed() == 4
+    assert torch.equal(torch.rand(5, generator=seeded.torch_generator(offset=1)),
+                       torch.rand(5, generator=torch.Generator().manual_seed(4)))
+
+
+def _mt19937_seeding(seed: int) -> list[int]:
+    """The 624 state words MT19937 seeds from a 32-bit integer (Matsumoto & Nishimura 1998, init_genrand):
+    w_0 = seed, w_j = 1812433253 (w_{j-1} xor (w_{j-1} >> 30)) + j mod 2^32."""
+    words = [seed]
+    for j in range(1, 624):
+        words.append((1812433253 * (words[-1] ^ (words[-1] >> 30)) + j) % 2 ** 32)
+    return words
+
+
+def _state_words(generator: torch.Generator) -> list[int]:
+    return np.frombuffer(generator.get_state().numpy()[24:24 + 8 * 624].tobytes(), "<u8").tolist()
+
+
+@pytest.mark.parametrize("seed", [0, 5489, 2 ** 32 - 1])
+def test_a_generator_built_from_state_words_draws_what_torchs_seeding_of_those_words_draws(seed):
+    """The layout mt19937_generator writes is torch's: the words MT19937 seeds from ``seed`` give manual_seed's
+    stream, uniform and normal draws alike (a wrong offset or word width would draw another stream)."""
+    built, seeded = mt19937_generator(_mt19937_seeding(seed)), torch.Generator().manual_seed(seed)
+    assert torch.equal(torch.rand(1000, generator=built), torch.rand(1000, generator=seeded))
+    assert torch.equal(torch.randn(1000, generator=built), torch.randn(1000, generator=seeded))
+    assert torch.equal(torch.randint(0, 2 ** 53, (100,), generator=built),
+                       torch.randint(0, 2 ** 53, (100,), generator=seeded))
+
+
+def test_torchs_cpu_generator_keeps_32_bits_of_a_seed_so_secure_ones_are_not_seeded():
+    """Why secure torch generators get their whole state: manual_seed(s) and manual_seed(s mod 2^32) draw the same
+    stream, so a secret 62-bit seed would be one of 2^32 replayable ones. A secure generator's state is no seeding's
+    (its words do not follow the seeding recurrence from their first: chance 2^-32 per generator) and differs
+    between generators."""
+    wide = 12345 + (7 << 40)
+    assert torch.equal(torch.rand(8, generator=torch.Generator().manual_seed(wide)),
+                       torch.rand(8, generator=torch.Generator().manual_seed(wide % 2 ** 32)))
+    states = [_state_words(secret_torch_generator()) for _ in range(3)]
+    for words in states:
+        assert len(words) == 624 and max(words) < 2 ** 32
+        assert words != _mt19937_seeding(words[0])
+    assert states[0] != states[1] != states[2]
+
+
+@pytest.mark.parametrize("words, message", [
+    ([1] * 623, "got 623 words"), ([2 ** 32] + [1] * 623, r"in \[1, 4294967296\]"), ([0] * 624, "not all zero"),
+])
+def test_bad_state_words_are_refused(words, message):
+    with pytest.raises(ValueError, match=message):
+        mt19937_generator(words)
 
 
 def _aggregate_key(*overrides: str) -> tuple[str, dict]:

@@ -7,13 +7,17 @@ like every student, and its predictions on the public queries are reported as it
 
     features -> dp_sgd (the model, its predictions on the queries, ledger.json, its scores) -> evaluate
 
-Cost: ``steps`` runs of the Poisson-sampled Gaussian at rate q = expected_batch_size / N and noise multiplier
-sigma (noise standard deviation over the clipping norm, ``clipped_gradient_sum_sensitivity``), under the run's
-relation (``PoissonSampledGaussianEvent``); sigma is calibrated to ``privacy.target_epsilon`` when it is set.
-N is the number of private records, known once the data is read, so the calibration runs in ``release``,
-before anything is trained. q, the steps and Opacus' normaliser q N are functions of N, which is treated as public
-(as Opacus does): under add_remove the guarantee is for a neighbour run with the same constants. Every
-hyperparameter is fixed a priori (docs/methods.md says how), never tuned on the private labels.
+Cost: ``steps`` runs of the Poisson-sampled Gaussian at rate q = expected_batch_size / N (as the sampler realises
+it, ``realised_sampling_rate``) and noise multiplier sigma (noise standard deviation over the clipping norm,
+``clipped_gradient_sum_sensitivity``), under the run's relation (``PoissonSampledGaussianEvent``); sigma is
+calibrated to ``privacy.target_epsilon`` when it is set. The clipped sum is divided by expected_batch_size.
+
+N must be public: q and steps = ceil(epochs / q) are published (the ledger, metrics.json) and decide the
+mechanism, so a private N would leak through them and the neighbours' mechanisms would differ. Under replace every
+neighbour has as many records, so N is the count of the data read. Under add_remove the neighbours differ in it:
+N is ``method.public_num_records`` (a public number, e.g. a published dataset size), or the count read only on the
+built-in synthetic data, whose size its config fixes; on other data a run without it is refused before anything
+is read. Every hyperparameter is fixed a priori (docs/methods.md says how), never tuned on the private labels.
 """
 
 from __future__ import annotations
@@ -36,7 +40,9 @@ from pate.features import read_features
 from pate.pipeline.checks import UserError, building
 from pate.pipeline.graph import Dataset
 from pate.pipeline.methods.base import Method, Release, RunSettings, SharedStages, method_settings
+from pate.mechanisms.poisson import realised_sampling_rate
 from pate.pipeline.methods.recipes import apply_recipe, recipe_for
+from pate.pipeline.noise import SYNTHETIC_READERS
 from pate.privacy import Ledger, PoissonSampledGaussianEvent, calibrate, clipped_gradient_sum_sensitivity
 from pate.privacy.checks import positive, positive_int
 from pate.privacy.unit import privacy_unit
@@ -53,7 +59,7 @@ INPUTS = ("unit_norm", "standardized")
 RECIPE_KEYS = ("inputs", "momentum", "epochs", "lr")  # what a probe recipe may set, beside its from_epsilon
 # conf/method/dp_sgd.yaml's flat settings (a test holds them equal): what a probe recipe may replace
 FLAT_SETTINGS = {"model": "linear", "inputs": "unit_norm", "width": 32, "expected_batch_size": 4096, "epochs": 20,
-                 "clip_norm": 1.0, "lr": 2.0, "momentum": 0.9, "noise_multiplier": 1.0}
+                 "clip_norm": 1.0, "lr": 2.0, "momentum": 0.9, "noise_multiplier": 1.0, "public_num_records": None}
 
 
 def probe_inputs(features: torch.Tensor, inputs: str = "unit_norm") -> torch.Tensor:
@@ -81,15 +87,18 @@ class DPSGD(Method):
     lr: float
     momentum: float
     noise_multiplier: float
+    public_num_records: int | None  # the public N that fixes q and the steps (None: the count read, where public)
     run: RunSettings
 
     @classmethod
     def from_config(cls, cfg: DictConfig, run: RunSettings) -> DPSGD:
         """conf/method/dp_sgd.yaml's keys checked (the model one of ``MODELS``; width, batch size, epochs, lr and
-        noise multiplier positive; momentum in [0, 1)), the linear probe's recipe for the run's target applied
-        first (:func:`~pate.pipeline.methods.recipes.apply_recipe` under the run's relation; the CNN keeps the flat
-        settings, its recipe list checked all the same); ``privacy.budget_epsilon`` refused: DP-SGD's
-        cost is fixed by its steps. The calibration waits for N (:meth:`calibrated_event`, in :meth:`release`)."""
+        noise multiplier positive; momentum in [0, 1); ``public_num_records`` null or an integer at least the batch
+        size, and set under add_remove unless the data is the built-in synthetic set: the module docstring), the
+        linear probe's recipe for the run's target applied first (:func:`~pate.pipeline.methods.recipes.apply_recipe`
+        under the run's relation; the CNN keeps the flat settings, its recipe list checked all the same);
+        ``privacy.budget_epsilon`` refused: DP-SGD's cost is fixed by its steps. The calibration waits for N where it
+        is the count read (:meth:`calibrated_event`, in :meth:`release`)."""
         settings = method_settings(cfg.method, **FLAT_SETTINGS, probe_recipes=[])
         if settings["model"] == "linear":
             recipe_from, settings = apply_recipe(settings, {key: FLAT_SETTINGS[key] for key in RECIPE_KEYS},
@@ -109,6 +118,19 @@ class DPSGD(Method):
             checked["clip_norm"] = clipped_gradient_sum_sensitivity(settings["clip_norm"], run.neighbors)
             if not 0 <= settings["momentum"] < 1:
                 raise ValueError(f"momentum={settings['momentum']!r}; expected a number in [0, 1)")
+            checked["momentum"] = float(settings["momentum"])  # 0 and 0.0 one training, one cache key
+            if settings["public_num_records"] is not None:
+                checked["public_num_records"] = positive_int("public_num_records", settings["public_num_records"])
+                if checked["public_num_records"] < checked["expected_batch_size"]:
+                    raise ValueError(f"public_num_records={checked['public_num_records']} is below "
+                                     f"expected_batch_size={checked['expected_batch_size']}; expected at least it")
+        reader = str(cfg.data.reader.get("_target_"))
+        if settings["public_num_records"] is None and run.neighbors == "add_remove" and reader not in SYNTHETIC_READERS:
+            raise UserError(
+                f"method.public_num_records=null under privacy.neighbors=add_remove on data read by {reader}: "
+                f"add_remove's neighbours differ in their number of records, so DP-SGD's sampling rate and steps "
+                f"(published, and the mechanism itself) cannot come from the count read; set "
+                f"method.public_num_records to a public number of private records (e.g. a published dataset size)")
         if run.budget_epsilon is not None:
             raise UserError(f"privacy.budget_epsilon={cfg.privacy.budget_epsilon!r}: method=dp_sgd answers no queries "
                             f"one by one, its cost is fixed by its steps; set privacy.target_epsilon instead")
@@ -129,18 +151,23 @@ class DPSGD(Method):
                 module.inplace = False
         return network
 
-    def schedule(self, num_records: int) -> tuple[float, int]:
-        """(sampling rate q = expected_batch_size / N, steps = ceil(epochs / q))."""
-        if self.expected_batch_size > num_records:
-            raise UserError(f"method.expected_batch_size={self.expected_batch_size} exceeds the {num_records} private "
-                            f"training records")
-        rate = self.expected_batch_size / num_records
-        return rate, math.ceil(self.epochs / rate)
+    def public_count(self, num_records: int) -> int:
+        """N, the public number of private records that fixes q and the steps: ``public_num_records``, or the
+        ``num_records`` read where that count is public (:meth:`from_config` refused the other cases)."""
+        return self.public_num_records if self.public_num_records is not None else num_records
 
-    def calibrated_event(self, num_records: int) -> PoissonSampledGaussianEvent:
-        """The cost of training on ``num_records`` private records: the Poisson-sampled Gaussian of
-        :meth:`schedule`, its noise multiplier calibrated to the run's target epsilon when it has one."""
-        rate, steps = self.schedule(num_records)
+    def schedule(self, public_count: int) -> tuple[float, int]:
+        """(the realised sampling rate of q = expected_batch_size / N, steps = ceil(epochs / q)) for the public N."""
+        if self.expected_batch_size > public_count:
+            raise UserError(f"method.expected_batch_size={self.expected_batch_size} exceeds the {public_count} private "
+                            f"training records")
+        rate = self.expected_batch_size / public_count
+        return realised_sampling_rate(rate), math.ceil(self.epochs / rate)
+
+    def calibrated_event(self, public_count: int) -> PoissonSampledGaussianEvent:
+        """The cost of the training for the public N: the Poisson-sampled Gaussian of :meth:`schedule`, its noise
+        multiplier calibrated to the run's target epsilon when it has one."""
+        rate, steps = self.schedule(public_count)
         run, relation = self.run, self.run.neighbors
         multiplier = self.noise_multiplier
         if run.target_epsilon is not None:
@@ -153,10 +180,11 @@ class DPSGD(Method):
         return PoissonSampledGaussianEvent(rate, multiplier, steps, relation)
 
     def release(self, data: Dataset, shared: SharedStages) -> Release:
-        """One stage: the noise calibrated for the N private records, the model trained by :func:`train_dp_sgd`
-        from the run's noise source, its predictions on the queries as the released labels (post-processing) and
-        its scores on the evaluation images (``student.json``: the released model stands in for the student)."""
-        event = self.calibrated_event(len(data.arrays.indices("train")))
+        """One stage: the noise calibrated for the public N (:meth:`public_count`), the model trained by
+        :func:`train_dp_sgd` from the run's noise source, its predictions on the queries as the released labels
+        (post-processing) and its scores on the evaluation images (``student.json``: the released model stands in
+        for the student)."""
+        event = self.calibrated_event(self.public_count(len(data.arrays.indices("train"))))
         stage = self._stage(data, shared, event, noise_free=False)
         return Release(stage, {"dp_sgd": stage}, model=stage, facts={"event": event})
 
@@ -172,7 +200,8 @@ class DPSGD(Method):
         arrays, seed, relation, noise = data.arrays, self.run.seed, self.run.neighbors, self.run.noise
         progress, device = self.run.progress, self.run.trainer.device
         private_rows = arrays.indices("train")
-        settings = {"lr": self.lr, "momentum": self.momentum, "clip_norm": self.clip_norm}
+        settings = {"lr": self.lr, "momentum": self.momentum, "clip_norm": self.clip_norm,
+                    "expected_batch_size": self.expected_batch_size}  # the clipped sum's divisor
         probe = {} if self.inputs == "unit_norm" else {"inputs": self.inputs}
 
         def build(work: Path, up: dict[str, Artifact]) -> None:
@@ -190,9 +219,9 @@ class DPSGD(Method):
             model = self.network(dim, arrays.labels.shape[1])
             train_dp_sgd(model, inputs(private_rows), torch.from_numpy(arrays.labels[private_rows]),
                          sampling_rate=event.sampling_rate,
-                         noise_multiplier=0.0 if noise_free else event.noise_multiplier,
-                         steps=event.steps, seed=noise.torch_seed(), progress=progress, device=device,
-                         transform=transform, **settings)
+                         noise_multiplier=0.0 if noise_free else event.noise_multiplier, steps=event.steps,
+                         batches=noise.torch_generator(0), noise=noise.torch_generator(1, device),
+                         progress=progress, device=device, transform=transform, **settings)
             torch.save(model.state_dict(), work / "model.pt")
             labels = (predict(model, inputs(public.queries), transform=transform) > 0.5).numpy()
             if noise_free:
@@ -243,6 +272,7 @@ class DPSGD(Method):
                 "noise_multiplier": event.noise_multiplier, "sampling_rate": event.sampling_rate,
                 "steps": event.steps,
                 "training": {"inputs": self.inputs if self.model == "linear" else "images", "lr": self.lr,
-                             "momentum": self.momentum, "epochs": self.epochs, "recipe_from_epsilon": self.recipe_from},
+                             "momentum": self.momentum, "epochs": self.epochs, "recipe_from_epsilon": self.recipe_from,
+                             "public_num_records": self.public_num_records},
                 "released_model": f"the DP-SGD {self.model_name} itself, trained on the {event.steps} Poisson "
                                   f"batches of the private split; no student"}

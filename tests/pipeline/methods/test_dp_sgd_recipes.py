@@ -3,26 +3,14 @@ target epsilon under the run's relation (the rule itself: test_recipes.py), refu
 model, and never replaces a setting the user changed."""
 
 import pytest
-from omegaconf import OmegaConf
 
-from pate.locations import CONFIG_DIR
 from pate.pipeline.checks import UserError
-from pate.pipeline.methods.base import RunSettings
-from pate.pipeline.methods.dp_sgd import DPSGD, FLAT_SETTINGS
-from pate.pipeline.noise import NoiseSource
-
-SHIPPED = OmegaConf.load(CONFIG_DIR / "method" / "dp_sgd.yaml")
+from pate.pipeline.methods.dp_sgd import FLAT_SETTINGS
+from tests.pipeline.methods.dp_sgd_config import SHIPPED, dp_sgd_method as _method
 
 
 def test_the_flat_settings_are_the_shipped_configs():
     assert {key: SHIPPED[key] for key in FLAT_SETTINGS} == FLAT_SETTINGS
-
-
-def _method(target, neighbors="replace", **changes):
-    node = OmegaConf.merge(SHIPPED, changes)
-    run = RunSettings(neighbors=neighbors, delta=1e-6, target_epsilon=target, budget_epsilon=None, num_queries=10,
-                      num_labels=3, seed=0, noise=NoiseSource("seeded", 0, "seeded"))
-    return DPSGD.from_config(OmegaConf.create({"method": node, "privacy": {"budget_epsilon": None}}), run)
 
 
 FLAT, STANDARDIZED = ("unit_norm", 0.9, 20), ("standardized", 0.0, 30)
@@ -67,3 +55,11 @@ def test_a_setting_the_user_changed_is_refused_rather_than_replaced():
     assert _method(8, epochs=2, probe_recipes=[]).epochs == 2  # without recipes, the user's settings stand
     assert _method(2, epochs=2).epochs == 2  # under replace no recipe covers epsilon 2
     assert _method(8, inputs="standardized").inputs == "standardized"  # the same value as the recipe's
+
+
+def test_momentum_0_and_0_0_are_one_setting_so_one_cache_key():
+    """The stage key holds the settings as the method stores them: 0 from a command line and the recipe's 0.0 are
+    one float, so the standardized grid of pate_reports.sh shares eps_sweep's trainings."""
+    spelled = [_method(None, inputs="standardized", momentum=value, epochs=30, probe_recipes=[]) for value in (0, 0.0)]
+    assert spelled[0] == spelled[1] and type(spelled[0].momentum) is float
+    assert _method(8, "replace").momentum == spelled[0].momentum  # the recipe's

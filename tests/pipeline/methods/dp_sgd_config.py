@@ -1,0 +1,20 @@
+"""``DPSGD.from_config`` on the shipped conf/method/dp_sgd.yaml with changes, for a target and relation, on the
+built-in synthetic data or another reader's."""
+
+from omegaconf import OmegaConf
+
+from pate.locations import CONFIG_DIR
+from pate.pipeline.methods.base import RunSettings
+from pate.pipeline.methods.dp_sgd import DPSGD
+from pate.pipeline.noise import NoiseSource
+
+SHIPPED = OmegaConf.load(CONFIG_DIR / "method" / "dp_sgd.yaml")
+SYNTHETIC, FOLDER = "pate.data.readers.SyntheticCelebA", "pate.data.multilabel_folder.MultilabelFolder"
+
+
+def dp_sgd_method(target, neighbors="replace", reader=SYNTHETIC, **changes) -> DPSGD:
+    node = OmegaConf.merge(SHIPPED, changes)
+    run = RunSettings(neighbors=neighbors, delta=1e-6, target_epsilon=target, budget_epsilon=None, num_queries=10,
+                      num_labels=3, seed=0, noise=NoiseSource("seeded", 0, "seeded"))
+    cfg = {"method": node, "privacy": {"budget_epsilon": None}, "data": {"reader": {"_target_": reader}}}
+    return DPSGD.from_config(OmegaConf.create(cfg), run)
