@@ -205,6 +205,15 @@ class MultilabelFolder:
     def label_names(self) -> tuple[str, ...]:
         return read_label_names(self.csv_path)
 
+    def draws_split(self) -> bool:
+        """Whether the rows are split by a seeded permutation of all of them (no split column): then one row added
+        or removed moves thousands of others between the private and public splits, so the split is no record's
+        own, and a record-level add_remove guarantee cannot hold (``pate.pipeline.runner.check_split_source``)."""
+        self.check()
+        with open(self.csv_path, encoding="utf-8", errors="replace", newline="") as handle:
+            header = next(csv.reader([handle.readline()]), [])
+        return _header(self.csv_path, header)[1] is None
+
     def image_files(self, table: LabelTable) -> ImageFiles:
         """The table's files, resolved and checked before any is read (``pate.data.image_files``): each inside
         ``root``, each a different file."""

@@ -88,6 +88,7 @@ def prepare(cfg: DictConfig) -> tuple[Graph, Dataset, Any]:
             raise UserError(f"student.semi.method={cfg.student.semi.method} needs features of augmented images, which "
                             f"{type(extractor).__name__} (features.extractor) cannot compute; use another "
                             f"student.semi.method or an extractor that reads the images")
+    check_split_source(reader, method, settings.neighbors)
     with building(None):  # the data code names the file or the key itself
         arrays = reader.load(Path(cfg.paths.cache_dir) / "tensors", progress=bool(cfg.progress),
                              check_splits=split_checks(cfg, method, uses_features))
@@ -123,12 +124,29 @@ def method_component(cfg: DictConfig, run: RunSettings) -> Method:
         return kind.from_config(cfg, run)
 
 
+def check_split_source(reader, method, neighbors: str) -> None:
+    """Refuse a record-level add_remove run on data whose split is drawn from all its rows (a reader's
+    ``draws_split()``, e.g. a folder without a split column): one record added or removed would move thousands of
+    others between the private and the public splits, whatever the mechanism then adds."""
+    if (neighbors == "add_remove" and method.contributor == "record"
+            and getattr(reader, "draws_split", lambda: False)()):
+        raise UserError(f"privacy.neighbors=add_remove with {type(reader).__name__} data that has no split column: its "
+                        f"rows are split by a seeded permutation of all of them (data.split_fractions, "
+                        f"data.split_seed), so one record added or removed moves thousands of others between the "
+                        f"private and the public splits; give the file a split column (each record's own split), or "
+                        f"use privacy.neighbors=replace")
+
+
 def split_checks(cfg: DictConfig, method, uses_features: bool) -> Callable[[np.ndarray], None]:
     """What every stage needs of the splits, checked on the split codes before any image is decoded: train and test
     for the partition and the queries (``check_partition_config``) and, where features are computed, the public fit
-    split (``check_fit_split``)."""
+    split (``check_fit_split``). The teachers' count against the private records is checked only for a method that
+    has teachers: for a record-level one it would make the run's refusal depend on the number of private records,
+    which add_remove's neighbours differ in (it then needs only one private record)."""
+    num_teachers = int(cfg.partition.num_teachers) if method.contributor == "teacher" else 1
+
     def check(split: np.ndarray) -> None:
-        check_partition_config(split, int(cfg.partition.num_teachers), int(cfg.data.num_queries),
+        check_partition_config(split, num_teachers, int(cfg.data.num_queries),
                                float(cfg.data.pool_fraction), *method.records_per_teacher)
         if uses_features:
             check_fit_split(split, cfg.features.fit_split)
