@@ -28,7 +28,36 @@ from pate.privacy import PoissonSampledGaussianEvent, PricedByEvent, check_relat
 from pate.privacy import checks
 from pate.privacy.checks import positive, positive_int
 
-__all__ = ["PrivateKNN", "nearest_mask", "subsampled_knn_votes"]
+__all__ = ["PrivateKNN", "SIMILARITY_BITS", "exact_similarities", "grid_directions", "nearest_mask",
+           "subsampled_knn_votes"]
+
+SIMILARITY_BITS = 24  # a unit-norm feature vector is rounded to multiples of 2^-24 per coordinate
+_BLOCK_ROWS = 8192  # rows turned to float64 at a time (memory: 8,192 x D x 8 bytes)
+
+
+def grid_directions(features: torch.Tensor) -> torch.Tensor:
+    """float32 [R, D]: each row scaled to unit L2 norm (in float64) and rounded to a multiple of 2^-24, stored times
+    2^24, so as integers of magnitude <= 2^24 (exact in float32). Row by row in blocks: a row's result depends on
+    that row alone."""
+    return torch.cat([torch.round(torch.nn.functional.normalize(features[start:start + _BLOCK_ROWS].double(), dim=1)
+                                  * 2.0 ** SIMILARITY_BITS).float()
+                      for start in range(0, features.shape[0], _BLOCK_ROWS)])
+
+
+def exact_similarities(queries: torch.Tensor, private: torch.Tensor) -> torch.Tensor:
+    """float64 [Q, N]: the dot products of ``grid_directions`` rows (times 2^48: the grid vectors' cosine similarity
+    up to their norms' rounding), computed exactly, so each is a function of its query and record alone.
+
+    Exact because every term and partial sum is an integer of magnitude below 2^53: with |q_i|, |r_i| <= 2^24
+    rounded from unit vectors x, y, sum |q_i r_i| <= 2^48 sum |x_i y_i| + 2^23 (sum |x_i| + sum |y_i|) + D / 4
+    <= 2^48 + 2^24 sqrt(D) + D / 4 (Cauchy-Schwarz), below 2^53 for any D up to 2^48. A float32 product, as first
+    implemented, is rounded, and how it is rounded depends on the matrix routine's blocking, which depends on N: an
+    outside audit found one record added changing other records' similarities in their last bit (a single-query
+    chunk, MKL's matrix-vector path), and with them the k nearest, moving the votes by 2 sqrt(L) where the
+    accounting prices sqrt(L)."""
+    queries = queries.double()
+    return torch.cat([queries @ private[start:start + _BLOCK_ROWS].double().T
+                      for start in range(0, private.shape[0], _BLOCK_ROWS)], dim=1)
 
 
 def subsampled_knn_votes(private: torch.Tensor, labels: torch.Tensor, queries: torch.Tensor, k: int,
@@ -45,15 +74,15 @@ def subsampled_knn_votes(private: torch.Tensor, labels: torch.Tensor, queries: t
     ``torch.topk`` documents no tie-breaking rule, and it may differ between devices and versions. The sensitivity
     argument (``knn_vote_l2_sensitivity``: a record entering the k nearest pushes out at most one other) needs "the
     k nearest" to be a function of the sample, i.e. a total order on the records; (similarity, -index) is one that
-    no other record's presence changes.
+    no other record's presence changes, since each similarity is computed exactly from its query and record alone
+    (``exact_similarities`` of the ``grid_directions``).
     """
-    private = torch.nn.functional.normalize(private.float(), dim=1)
-    queries = torch.nn.functional.normalize(queries.float(), dim=1)
+    private, queries = grid_directions(private), grid_directions(queries)
     labels = labels.to(torch.float32)
     k = min(k, private.shape[0])
     votes = []
     for start in range(0, queries.shape[0], chunk):
-        similarity = queries[start:start + chunk] @ private.T
+        similarity = exact_similarities(queries[start:start + chunk], private)
         sampled = poisson_subsample(tuple(similarity.shape), sampling_rate, generator)
         similarity = similarity.masked_fill(~sampled, -torch.inf)
         votes.append(nearest_mask(similarity, k).to(torch.float32) @ labels)

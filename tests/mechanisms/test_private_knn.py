@@ -16,7 +16,7 @@ from dp_accounting.rdp import RdpAccountant
 
 from pate.mechanisms import PrivateKNN, subsampled_knn_votes
 from pate.mechanisms.poisson import poisson_subsample, realised_sampling_rate
-from pate.mechanisms.private_knn import nearest_mask
+from pate.mechanisms.private_knn import exact_similarities, grid_directions, nearest_mask
 from pate.privacy import Ledger, calibrate_noise
 
 
@@ -148,3 +148,37 @@ def test_nearest_mask_is_the_stable_descending_order_cut_at_k():
 @pytest.mark.parametrize("rate", [0.1, 0.3, 1e-9, 0.5, 1.0])
 def test_a_query_is_priced_at_the_rate_the_sampler_realises(rate):
     assert PrivateKNN(3, 5, rate, 1.0).dp_event.sampling_rate == realised_sampling_rate(rate)
+
+
+def test_a_record_added_moves_the_votes_by_at_most_sqrt_l_even_with_duplicated_neighbours():
+    """add_remove's neighbour built by its definition: the private records with one appended (here the query
+    itself, labels all 1). Rows 0, 4 and 5 hold one feature vector with different labels, so the k nearest hinge on
+    a tie broken by index; a similarity that depended on N in its last bit (float32 matrix routines choose their
+    blocking by N: the first implementation failed 110 of 500 such trials) would break the tie differently and move
+    the votes by 2 sqrt(L). Single-query chunks, as an outside audit's counterexample."""
+    num_labels, dim, k = 5, 384, 2
+    generator = torch.Generator().manual_seed(3)
+    for _ in range(200):
+        query = torch.nn.functional.normalize(torch.randn(1, dim, generator=generator), dim=1)
+        shared = torch.nn.functional.normalize(query + 0.5 * torch.randn(1, dim, generator=generator), dim=1)[0]
+        private = -torch.randn(7, dim, generator=generator).abs() * torch.sign(query)  # far from the query
+        private[0] = private[4] = private[5] = shared
+        labels = torch.zeros(7, num_labels, dtype=torch.int64)
+        labels[0] = 1
+        votes = subsampled_knn_votes(private, labels, query, k, 1.0, torch.Generator().manual_seed(0), chunk=1)
+        added = subsampled_knn_votes(torch.cat([private, query]), torch.cat([labels, torch.ones(1, num_labels,
+                                     dtype=torch.int64)]), query, k, 1.0, torch.Generator().manual_seed(0), chunk=1)
+        assert np.linalg.norm(added - votes) <= math.sqrt(num_labels) + 1e-9, (votes, added)
+
+
+@pytest.mark.parametrize("num_private", [7, 65, 1000, 8193])
+def test_each_similarity_is_a_function_of_its_query_and_record_alone(num_private):
+    """The similarities of the first N records are the same to the bit with a record appended, for one query and
+    for a chunk of 64, across the float64 blocks of 8,192 rows."""
+    generator = torch.Generator().manual_seed(num_private)
+    private = torch.randn(num_private + 1, 96, generator=generator) * 3
+    queries = grid_directions(torch.randn(64, 96, generator=generator))
+    for chunk in (queries[:1], queries):
+        first = exact_similarities(chunk, grid_directions(private[:-1]))
+        appended = exact_similarities(chunk, grid_directions(private))[:, :-1]
+        assert torch.equal(first, appended)
