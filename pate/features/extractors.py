@@ -146,11 +146,25 @@ class Extractor(ABC):
     def encode_rows(self, images: np.ndarray, rows: np.ndarray,
                     view: Callable[[torch.Tensor], torch.Tensor] | None = None) -> torch.Tensor:
         """Standardised float32 features [len(rows), D] of ``images[rows]`` (of ``view(images[rows])``, a uint8 ->
-        uint8 map, when given), on the CPU."""
+        uint8 map, when given), on the CPU.
+
+        Every batch is computed at the full ``batch_size``, the last one padded with black images whose features
+        are dropped: a network's float result for an image can depend on the batch's size (the convolution routine
+        chosen for it; RandomConvFeatures at 32 px on a CPU gives another result for an image alone than for one in
+        a batch), and the number of rows is not public under add_remove: one record added would change the last
+        batch's size and with it other records' features, beyond what any mechanism prices. At a fixed size the
+        result does not depend on an image's place in its batch or its batch-mates (tests/features)."""
         chunk = torch.from_numpy(np.asarray(images[rows]))
         if view is not None:
             chunk = view(chunk)
-        return torch.cat([self.transform(chunk[part]) for part in batches(len(chunk), self.batch_size)])
+        encoded = []
+        for part in batches(len(chunk), self.batch_size):
+            batch = chunk[part]
+            padding = self.batch_size - len(batch)
+            if padding:
+                batch = torch.cat([batch, batch.new_zeros((padding, *batch.shape[1:]))])
+            encoded.append(self.transform(batch)[:part.stop - part.start])
+        return torch.cat(encoded)
 
     @torch.inference_mode()
     def transform(self, images: torch.Tensor) -> torch.Tensor:

@@ -39,9 +39,11 @@ def grid_directions(features: torch.Tensor) -> torch.Tensor:
     """float32 [R, D]: each row scaled to unit L2 norm (in float64) and rounded to a multiple of 2^-24, stored times
     2^24, so as integers of magnitude <= 2^24 (exact in float32). Row by row in blocks: a row's result depends on
     that row alone."""
-    return torch.cat([torch.round(torch.nn.functional.normalize(features[start:start + _BLOCK_ROWS].double(), dim=1)
-                                  * 2.0 ** SIMILARITY_BITS).float()
-                      for start in range(0, features.shape[0], _BLOCK_ROWS)])
+    # contiguous: a column-major block would be summed along another path than a lone row (an audit built a row
+    # whose norm then differs in its last bit with N)
+    return torch.cat([torch.round(torch.nn.functional.normalize(
+        features[start:start + _BLOCK_ROWS].double().contiguous(), dim=1) * 2.0 ** SIMILARITY_BITS).float()
+        for start in range(0, features.shape[0], _BLOCK_ROWS)])
 
 
 def exact_similarities(queries: torch.Tensor, private: torch.Tensor) -> torch.Tensor:
@@ -77,6 +79,10 @@ def subsampled_knn_votes(private: torch.Tensor, labels: torch.Tensor, queries: t
     no other record's presence changes, since each similarity is computed exactly from its query and record alone
     (``exact_similarities`` of the ``grid_directions``).
     """
+    for name, rows in (("private", private), ("queries", queries)):
+        finite = torch.isfinite(rows).all(dim=1)
+        if not bool(finite.all()):  # a nan similarity would sit above every finite one in topk
+            raise ValueError(f"{name}: expected finite features; row {int((~finite).nonzero()[0])} holds nan or inf")
     private, queries = grid_directions(private), grid_directions(queries)
     labels = labels.to(torch.float32)
     k = min(k, private.shape[0])

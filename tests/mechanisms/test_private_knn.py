@@ -182,3 +182,18 @@ def test_each_similarity_is_a_function_of_its_query_and_record_alone(num_private
         first = exact_similarities(chunk, grid_directions(private[:-1]))
         appended = exact_similarities(chunk, grid_directions(private))[:, :-1]
         assert torch.equal(first, appended)
+
+
+def test_non_finite_features_are_refused_by_name():
+    """A nan similarity would sit above every finite one in topk and move the k-th value: refused, not ranked."""
+    private, labels, queries = _data()
+    private[3, 2] = np.nan
+    with pytest.raises(ValueError, match=r"private: expected finite features; row 3 holds nan or inf"):
+        subsampled_knn_votes(torch.from_numpy(private), torch.from_numpy(labels), torch.from_numpy(queries), 3, 1.0,
+                             torch.Generator().manual_seed(0))
+
+
+def test_a_column_major_table_gives_the_contiguous_tables_directions():
+    """grid_directions works on a contiguous float64 copy: a row's rounding is the same whatever the strides."""
+    rows = torch.randn(50, 9, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    assert torch.equal(grid_directions(rows.T.contiguous().T), grid_directions(rows.contiguous()))
