@@ -3,7 +3,9 @@
 The extractor is fitted on public images only: ``num_fit_images`` images, drawn with ``fit_seed`` from the
 public split ``fit_split`` (CelebA's validation split by default, whose labels no stage reads). Its input is
 an image array and nothing else, so no label can reach it; ``build_features`` checks that no fit row lies in
-the private training split or among the evaluation rows. The artifact holds float16 features of ``rows``
+the private training split. (With ``fit_split=test``, for data without val rows, the fit rows may include
+evaluation images: public, their pixels unlabelled, but then not unseen by the extractor.) The artifact holds
+float16 features of ``rows``
 (the training and test splits: the teachers' parts, the public queries and the evaluation images), read back
 memory-mapped by :class:`FeatureTable`.
 """
