@@ -91,8 +91,9 @@ FIELDS: tuple[Field, ...] = (
           nullable=True),
     Field("student_f1", "number", "the student's macro F1 on the evaluation images", nullable=True),
     Field("student_train_size", "integer", "released label sets the student trained on", checked=False),
-    Field("training", "object", "DP-SGD: the settings the model trained with (inputs, lr, momentum, epochs) and the "
-          "from_epsilon of the probe recipe that chose them (null: the flat settings)", checked=False, **_METHOD),
+    Field("training", "object", "DP-SGD: the settings the model trained with (inputs, lr, momentum, epochs), the "
+          "from_epsilon of the probe recipe that chose them (null: the flat settings) and public_num_records (null: "
+          "N is the count read)", checked=False, **_METHOD),
     Field("settings", "object", "Private-kNN: the k and sampling_rate (gamma) it ran with and the from_epsilon of "
           "the recipe that chose them (null: the config's own)", checked=False, **_METHOD),
     Field("released_model", "string", "DP-SGD: the student fields score the released model itself (no student)",
