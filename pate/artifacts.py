@@ -17,7 +17,9 @@ Guarantees:
   stage that saves progress as it goes (the teacher ensemble saves each teacher) resumes where it stopped.
 * Verified: an existing artifact is re-hashed before use. Its damaged files are moved aside (not deleted) to
   ``<key>.damaged-<n>/`` with a warning naming them; the intact files go back into the build directory, so a
-  resumable stage redoes only what was damaged (one teacher, not the ensemble).
+  resumable stage redoes only what was damaged (one teacher, not the ensemble). A release drawn from secret noise
+  (``draws_secret_noise``) is the exception: a damaged one is refused with an error, since rebuilding it would
+  draw a second release of the same data.
 * Trusted only as keyed: its manifest's stage, key, config and upstream keys must be those of the directory it
   sits in (``<stage>/<key>``) and of the Stage that asks for it. A directory copied over another key (in a shared
   cache, by mistake) is damage: moved aside whole and rebuilt, with one warning. A reader opens only the files its
@@ -219,6 +221,13 @@ class ArtifactStore:
         damaged = None if wrong is not None else _damaged_files(final, manifest["files"])
         if damaged == {}:
             return Artifact(stage.name, stage.key, final, frozenset(manifest["files"]))
+        if draws_secret_noise(stage):
+            why = wrong if wrong is not None else f"{len(damaged)} damaged file(s): {', '.join(sorted(damaged))}"
+            raise RuntimeError(
+                f"{stage.name}: artifact {final} is a release drawn from secret noise and is damaged ({why}); it is "
+                f"left as it is. Rebuilding would draw a second release of the same data, whose cost no ledger "
+                f"records. Restore it from a copy, or, knowing that publishing both releases spends twice, move it "
+                f"away yourself and run again")
         n = 0
         while (aside := final.with_name(f"{final.name}.damaged-{n}")).exists():
             n += 1
@@ -264,6 +273,13 @@ class ArtifactStore:
         """Delete an artifact (for tests and for users forcing a rebuild)."""
         self._seen.pop(self.path(stage), None)
         shutil.rmtree(self.path(stage), ignore_errors=True)
+
+
+def draws_secret_noise(stage: Stage) -> bool:
+    """Whether ``stage`` draws secret noise (its config holds ``noise: secure``, as every release stage's does under
+    ``privacy.noise=secure``: ``pate.pipeline.noise.NoiseSource.key``). Such an artifact is made once: a damaged one
+    is refused, never silently rebuilt, since a rebuild is a second release that no ledger prices."""
+    return stage.config.get("noise") == "secure"
 
 
 def read_artifact(root: str | os.PathLike, stage: str, key: str) -> Artifact | None:

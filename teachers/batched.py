@@ -122,8 +122,10 @@ def _stack(nets: Sequence[nn.Module], device: torch.device) -> tuple[dict[str, t
 
 def _step_batch(perms, t: int, batch: int, images: np.ndarray, labels: np.ndarray, flips):
     """Step ``t``'s batch of every teacher, stacked: images, labels and the mask of real entries (a teacher whose
-    epoch has ended, or whose last batch is short, is padded and masked). With ``flips`` (one generator per
-    teacher) each teacher draws its horizontal flips for its own images only: none when it is idle."""
+    epoch has ended, or whose last batch is short, is padded and masked). A padded entry is zeros, image and labels:
+    never another teacher's record, whose pixels would otherwise pass through this teacher's network (masked, but a
+    non-finite activation would not stay masked). With ``flips`` (one generator per teacher) each teacher draws its
+    horizontal flips for its own images only: none when it is idle."""
     g_count = len(perms)
     rows = np.zeros((g_count, batch), dtype=np.int64)
     mask = torch.zeros(g_count, batch)
@@ -137,7 +139,10 @@ def _step_batch(perms, t: int, batch: int, images: np.ndarray, labels: np.ndarra
             count = int(mask[g].sum())
             flip[g, :count] = torch.rand(count, generator=gen) < 0.5
         x = torch.where(flip[:, :, None, None, None], x.flip(-1), x)
-    return x, torch.from_numpy(labels[rows].astype(np.float32)), mask
+    real = mask.bool()
+    x = torch.where(real[:, :, None, None, None], x, torch.zeros((), dtype=x.dtype))
+    y = torch.where(real[:, :, None], torch.from_numpy(labels[rows].astype(np.float32)), torch.zeros(()))
+    return x, y, mask
 
 
 def train_group(recipe: Recipe, settings: AdamW, images: np.ndarray, labels: np.ndarray,

@@ -316,3 +316,26 @@ def test_a_stage_key_covers_its_code():
     a = Stage("a", {}, Counter(), code=("pate.privacy",))
     assert a.key != Stage("a", {}, Counter()).key
     assert a.key != Stage("a", {}, Counter(), code=("pate.privacy", "pate.mechanisms")).key
+
+
+@pytest.mark.parametrize("damage", ["checksum", "copied over"])
+def test_a_damaged_secret_noise_release_is_refused_not_drawn_again(tmp_path, damage):
+    """A release drawn from secret noise is made once: rebuilding a damaged one would draw a second release of the
+    same data (fresh secret noise: other labels) that no ledger prices. It is refused, and left as it is; a seeded
+    stage's damaged artifact is rebuilt as before (its redraw is the same draw)."""
+    secure, other = Stage("aggregate", {"noise": "secure", "x": 1}, Counter("one")), Stage("aggregate", {"x": 2},
+                                                                                       Counter("two"))
+    store = ArtifactStore(tmp_path)
+    path = store.get(secure).path
+    if damage == "checksum":
+        (path / "out.txt").write_text("tampered")
+    else:
+        _copy_over(store.get(other).path, path)
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    with pytest.raises(RuntimeError, match=r"is a release drawn from secret noise and is damaged .* Rebuilding would "
+                                           r"draw a second release of the same data"):
+        ArtifactStore(tmp_path).get(secure)
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before  # nothing moved or rebuilt
+    seeded = Stage("aggregate", {"noise": "seeded", "seed": 0}, Counter("three"))
+    (store.get(seeded).path / "out.txt").write_text("tampered")
+    assert ArtifactStore(tmp_path).get(seeded).file("out.txt").read_text() == "three"

@@ -255,3 +255,16 @@ def test_a_pretrained_resnet_trains_batched_on_a_gpu_as_in_the_loop(problem, tmp
         assert b["meta"]["engine"] == "batched" and b["meta"]["precision"] == "bf16-mixed"
         assert _distance(a, b) < 2 * max(_distance(b, c), _distance(a, c))
         assert b["meta"]["train_loss"] == pytest.approx(a["meta"]["train_loss"], abs=1e-2)
+
+
+def test_a_padded_entry_is_zeros_never_another_teachers_record():
+    """Teacher 1's epoch holds one row where teacher 0's holds two: its padded entry is a zero image with zero
+    labels (masked), not row 0 (teacher 0's private record), so no other record's pixels reach its network."""
+    from teachers.batched import _step_batch
+
+    images = np.full((3, 3, 4, 4), 200, dtype=np.uint8)
+    labels = np.ones((3, 2), dtype=np.uint8)
+    x, y, mask = _step_batch([np.array([0, 1]), np.array([2])], 0, 2, images, labels, None)
+    assert mask.tolist() == [[1.0, 1.0], [1.0, 0.0]]
+    assert torch.count_nonzero(x[1, 1]) == 0 and torch.count_nonzero(y[1, 1]) == 0
+    assert torch.count_nonzero(x[0]) == x[0].numel() and bool((y[0] == 1).all())
