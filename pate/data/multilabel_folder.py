@@ -77,12 +77,17 @@ def _header(path: Path, header: list[str]) -> tuple[tuple[str, ...], int | None]
     return check_label_names(path, 1, names, None), split_at
 
 
-def read_label_names(path: str | os.PathLike) -> tuple[str, ...]:
-    """The label names of the CSV file's header, read without its rows."""
+def read_header(path: str | os.PathLike) -> tuple[tuple[str, ...], int | None]:
+    """(label names, index of the split column or None) of the CSV file's header, read without its rows."""
     path = Path(path)
     with open(path, encoding="utf-8", errors="replace", newline="") as handle:
         header = next(csv.reader([handle.readline()]), [])
-    return _header(path, header)[0]
+    return _header(path, header)
+
+
+def read_label_names(path: str | os.PathLike) -> tuple[str, ...]:
+    """The label names of the CSV file's header, read without its rows."""
+    return read_header(path)[0]
 
 
 def _column_name(column: int, names: Sequence[str], split_at: int | None) -> str:
@@ -210,9 +215,7 @@ class MultilabelFolder:
         or removed moves thousands of others between the private and public splits, so the split is no record's
         own, and a record-level add_remove guarantee cannot hold (``pate.pipeline.runner.check_split_source``)."""
         self.check()
-        with open(self.csv_path, encoding="utf-8", errors="replace", newline="") as handle:
-            header = next(csv.reader([handle.readline()]), [])
-        return _header(self.csv_path, header)[1] is None
+        return read_header(self.csv_path)[1] is None
 
     def image_files(self, table: LabelTable) -> ImageFiles:
         """The table's files, resolved and checked before any is read (``pate.data.image_files``): each inside
