@@ -1,5 +1,7 @@
 """RDP curves: closed forms, independent re-derivations, orderings between them, argument checks."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -8,6 +10,7 @@ from pate.privacy.curves import (
     exponential_mechanism_rdp,
     gaussian_rdp,
     laplace_rdp,
+    poisson_sampled_gaussian_rdp,
     pure_dp_rdp,
     report_noisy_max_rdp,
 )
@@ -161,3 +164,11 @@ def test_report_noisy_max_rejects_bad_num_candidates(num_candidates):
 def test_report_noisy_max_rejects_bad_base_curve(base):
     with pytest.raises(ValueError, match="base_rdp"):
         report_noisy_max_rdp(ORDERS, base, 3)
+
+
+@pytest.mark.parametrize("rate,sigma", [(1e-9, 0.3), (1e-9, 1.0), (1e-7, 10.0), (0.01, 1.0)])
+def test_the_add_remove_curve_at_order_two_is_its_closed_form_at_tiny_rates(rate, sigma):
+    # A_2 = 1 + q^2 (e^(1/s^2) - 1), so eps(2) = log1p(q^2 expm1(1/s^2)); an outside audit found a negative value at
+    # q = 1e-9 (the sum of A_2's terms lost its excess over 1), which the ledger then refused
+    expected = math.log1p(rate**2 * math.expm1(1 / sigma**2))
+    assert poisson_sampled_gaussian_rdp([2.0], rate, sigma)[0] == pytest.approx(expected, rel=1e-9)

@@ -6,13 +6,15 @@ the exact value, never above the RDP bound, and None where an event has no PLD."
 import math
 
 import dp_accounting as dpa
+import numpy as np
 import pytest
+from scipy import optimize, special, stats
 from dp_accounting.pld.pld_privacy_accountant import PLDAccountant
 
 from pate.aggregators import GaussianPATE, TauPATE
 from pate.mechanisms import PrivateKNN
 from pate.privacy import (ApproximateEvent, BoundedRangeEvent, ComposedEvent, GaussianEvent, LaplaceEvent, Ledger,
-                          PoissonSampledGaussianEvent, PureDpEvent, SelfComposedEvent)
+                          PoissonSampledGaussianEvent, PureDpEvent, SelfComposedEvent, calibrate)
 from pate.privacy.gdp import gaussian_mu, gdp_epsilon
 from pate.privacy.pld import pld_epsilon
 
@@ -33,7 +35,8 @@ def test_the_sampled_gaussian_is_dp_accountings_own_under_each_relation(relation
     accountant = PLDAccountant(neighboring_relation=RELATION[relation], value_discretization_interval=1e-4)
     accountant.compose(dpa.PoissonSampledDpEvent(rate, dpa.GaussianDpEvent(multiplier)), steps)
     ours = pld_epsilon([(PoissonSampledGaussianEvent(rate, multiplier, steps, relation), 1)], DELTA)
-    assert ours == pytest.approx(accountant.get_epsilon(DELTA), rel=1e-6)
+    theirs = accountant.get_epsilon(DELTA)  # ours is read at delta less the FFT round-off bound: never below theirs
+    assert theirs <= ours <= theirs * (1 + 1e-3)
     rdp = Ledger(neighbors=relation).compose_event(PoissonSampledGaussianEvent(rate, multiplier, steps, relation))
     assert ours <= rdp.epsilon(DELTA)[0]
 
@@ -41,7 +44,8 @@ def test_the_sampled_gaussian_is_dp_accountings_own_under_each_relation(relation
 def test_laplace_is_dp_accountings_laplace_with_the_sensitivity_divided_out():
     accountant = PLDAccountant(value_discretization_interval=1e-4)
     accountant.compose(dpa.LaplaceDpEvent(4.0 / 2.0), 30)
-    assert pld_epsilon([(LaplaceEvent(4.0, 2.0), 30)], DELTA) == pytest.approx(accountant.get_epsilon(DELTA), rel=1e-6)
+    theirs = accountant.get_epsilon(DELTA)
+    assert theirs <= pld_epsilon([(LaplaceEvent(4.0, 2.0), 30)], DELTA) <= theirs * (1 + 1e-3)
 
 
 def test_pure_dp_composes_no_worse_than_basic_composition():
@@ -66,7 +70,7 @@ def test_composed_and_self_composed_events_are_the_composition_of_their_parts():
     gaussian, sampled = GaussianEvent(5.0, 1.0), PoissonSampledGaussianEvent(0.02, 1.0, 100, "replace")
     flat = pld_epsilon([(gaussian, 10), (sampled, 1)], DELTA)
     nested = pld_epsilon([(ComposedEvent((SelfComposedEvent(gaussian, 10), sampled)), 1)], DELTA)
-    assert nested == pytest.approx(flat, rel=1e-9)
+    assert nested == pytest.approx(flat, rel=1e-4)  # the round-off bounds follow the order of the compositions
     assert flat > max(pld_epsilon([(gaussian, 10)], DELTA), pld_epsilon([(sampled, 1)], DELTA))
     assert pld_epsilon([(gaussian, 0)], DELTA) == 0.0
 
@@ -103,3 +107,59 @@ def test_the_tightest_epsilon_is_the_smallest_valid_one_and_names_its_accountant
 def test_a_history_without_a_closed_form_or_a_pld_is_priced_by_rdp():
     ledger = Ledger().compose_event(BoundedRangeEvent(0.5), 10)
     assert ledger.epsilon_tightest(DELTA) == (ledger.epsilon(DELTA)[0], "rdp")
+
+
+def _pure_dp_delta(epsilon0: float, count: int, epsilon: float) -> float:
+    """The exact delta(epsilon) of ``count`` compositions of epsilon0-DP: that of randomized response (Kairouz, Oh &
+    Viswanath 2015, Theorem 3.3), sum over j of Binomial(count, p)(j) [1 - e^(epsilon - (2j - count) epsilon0)]_+,
+    p = e^epsilon0 / (1 + e^epsilon0)."""
+    j = np.arange(count + 1)
+    mass = np.exp(stats.binom.logpmf(j, count, 1.0 / (1.0 + math.exp(-epsilon0))))
+    excess = -np.expm1(epsilon - (2 * j - count) * epsilon0)
+    return float(np.sum(mass[excess > 0] * excess[excess > 0]))
+
+
+def _gdp_delta(mu: float, epsilon: float) -> float:
+    """The exact delta(epsilon) of mu-GDP (Balle & Wang 2018, Theorem 8), in log space."""
+    return float(np.exp(special.log_ndtr(-epsilon / mu + mu / 2))
+                 - np.exp(epsilon + special.log_ndtr(-epsilon / mu - mu / 2)))
+
+
+@pytest.mark.parametrize("relation", ["replace", "add_remove"])
+@pytest.mark.parametrize("epsilon0,count,delta", [(0.01, 10_000, 1e-14), (2e-4, 200_000, 1e-12), (0.01, 10_000, 1e-6)])
+def test_many_pure_dp_events_are_never_priced_below_their_exact_epsilon(epsilon0, count, delta, relation):
+    # an outside audit: the FFT composition's round-off put the PLD's epsilon below the exact one at small delta
+    # (7.478 against 7.864 at 1e-14); the round-off bound spent out of delta hands those back to the RDP bound
+    printed = Ledger(neighbors=relation).compose_event(PureDpEvent(epsilon0), count).epsilon_tightest(delta)[0]
+    assert _pure_dp_delta(epsilon0, count, printed) <= delta
+    exact = optimize.brentq(lambda e: _pure_dp_delta(epsilon0, count, e) - delta, 0.0, count * epsilon0, xtol=1e-12)
+    if delta == 1e-6:  # where the round-off bound is below delta the PLD still prices it: 0.8% above exact here,
+        assert printed <= exact * (1 + 1e-2)  # the bound's price at 10,000 events (1.7e-7 of the 1e-6)
+
+
+@pytest.mark.parametrize("multiplier,steps,delta", [(math.sqrt(100_000), 100_000, 1e-12), (100.0, 10_000, 1e-12),
+                                                    (100.0, 10_000, 1e-6), (20.0, 400, 1e-10)])
+def test_full_batch_gaussian_steps_are_never_priced_below_their_exact_gdp_epsilon(multiplier, steps, delta):
+    # q = 1: every record in every step, so the composition is exactly mu-GDP with mu = sqrt(steps) / multiplier
+    mu = math.sqrt(steps) / multiplier
+    ledger = Ledger(neighbors="add_remove").compose_event(PoissonSampledGaussianEvent(1.0, multiplier, steps))
+    epsilon, accountant = ledger.epsilon_tightest(delta)
+    assert _gdp_delta(mu, epsilon) <= delta
+    if delta == 1e-6:  # the rounding bound's price: 0.2% at 10,000 steps (4.4e-8 of the 1e-6)
+        assert accountant == "pld" and epsilon <= gdp_epsilon(mu, delta) * (1 + 3e-3)
+
+
+def test_calibration_by_the_tightest_accountant_meets_its_target_at_small_delta():
+    # the audit's calibration: target 7 at delta 1e-12 over 100,000 full-batch steps returned noise whose exact
+    # epsilon was 7.079
+    multiplier = calibrate(lambda m: PoissonSampledGaussianEvent(1.0, m, 100_000, "add_remove"), 7.0, 1e-12,
+                           neighbors="add_remove", accountant="tightest")
+    assert _gdp_delta(math.sqrt(100_000) / multiplier, 7.0) <= 1e-12
+
+
+def test_the_round_off_bound_is_small_beside_the_default_delta_and_grows_with_the_steps():
+    from pate.privacy.pld import _composed, delta_error_bound
+
+    def margin(steps):
+        return delta_error_bound(_composed([(PoissonSampledGaussianEvent(0.034, 2.4, steps, "replace"), 1)], 1e-4))
+    assert 0 < margin(100) < margin(1000) < 1e-7  # a hundredth of the default delta at DP-SGD's ~900 steps
