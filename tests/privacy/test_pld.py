@@ -145,8 +145,8 @@ def test_full_batch_gaussian_steps_are_never_priced_below_their_exact_gdp_epsilo
     ledger = Ledger(neighbors="add_remove").compose_event(PoissonSampledGaussianEvent(1.0, multiplier, steps))
     epsilon, accountant = ledger.epsilon_tightest(delta)
     assert _gdp_delta(mu, epsilon) <= delta
-    if delta == 1e-6:  # the rounding bound's price: 0.2% at 10,000 steps (4.4e-8 of the 1e-6)
-        assert accountant == "pld" and epsilon <= gdp_epsilon(mu, delta) * (1 + 3e-3)
+    if delta == 1e-6:  # the rounding bound's price: 0.4% at 10,000 steps (9e-8 of the 1e-6)
+        assert accountant == "pld" and epsilon <= gdp_epsilon(mu, delta) * (1 + 5e-3)
 
 
 def test_calibration_by_the_tightest_accountant_meets_its_target_at_small_delta():
