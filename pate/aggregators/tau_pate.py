@@ -6,10 +6,11 @@ tau): a teacher voting for n labels, v in {0, 1}^L, enters the counts as w v wit
 * ``norm="l1"``: ||w v||_1 <= tau,        w = min(1, tau / n);
 * ``norm="l2"``: ||w v||_2 <= sqrt(tau),  w = min(1, sqrt(tau / n))   (||v||_2 = sqrt(n) for bits).
 
-w <= 1, so entries stay in [0, 1], and a teacher within the budget is untouched. The clipped count
-vector has L2 sensitivity ``clipped_vote_l2_sensitivity(L, tau, norm, neighbors)`` (sqrt(tau) under
-add_remove, min(sqrt(2 tau), sqrt(L)) under replace), and one query is
-(alpha, alpha Delta^2 / (2 sigma^2))-RDP (Gaussian mechanism, Mironov 2017, Proposition 7).
+w <= 1, so entries stay in [0, 1], and a teacher within the budget is untouched. The released statistic,
+the clipped counts less T / 2, has L2 sensitivity ``clipped_threshold_l2_sensitivity(L, tau, norm, neighbors)``
+(min(sqrt(2 tau), sqrt(L)) under replace; max(sqrt(tau), sqrt(L) / 2) under add_remove, where the threshold
+moves with the ensemble's size), and one query is (alpha, alpha Delta^2 / (2 sigma^2))-RDP (Gaussian
+mechanism, Mironov 2017, Proposition 7).
 
 Threshold: label i is on iff its clipped count plus N(0, sigma^2) exceeds T / 2, as in GaussianPATE.
 Why not another scale: after clipping every teacher still contributes at most 1 to a label, so T / 2
@@ -32,7 +33,7 @@ from pate.aggregators.base import AggregationResult, Aggregator, check_rng
 from pate.aggregators.gaussian_pate import NoisyThresholdCost
 from pate.mechanisms.noisy_threshold import noisy_threshold
 from pate.privacy import checks
-from pate.privacy.sensitivity import NeighboringRelation, clipped_vote_l2_sensitivity
+from pate.privacy.sensitivity import NeighboringRelation, clipped_threshold_l2_sensitivity
 from pate.votes import PackedVotes, as_numpy, check_vote_bits
 
 __all__ = ["TauPATE", "clipped_counts"]
@@ -92,14 +93,14 @@ class TauPATE(NoisyThresholdCost, Aggregator):
     def __post_init__(self):
         self._check_common_fields()
         # Checks tau in [1, L] and norm, naming them.
-        clipped_vote_l2_sensitivity(self.num_labels, self.tau, self.norm, self.neighbors)
+        clipped_threshold_l2_sensitivity(self.num_labels, self.tau, self.norm, self.neighbors)
         checks.set_fields(self, tau=float(self.tau))
 
     @property
     def sensitivity(self) -> float:
-        """L2 sensitivity of the clipped counts (``clipped_vote_l2_sensitivity``). The threshold stays T / 2
-        (see the module docstring for why the clipping does not rescale it)."""
-        return clipped_vote_l2_sensitivity(self.num_labels, self.tau, self.norm, self.neighbors)
+        """L2 sensitivity of the clipped counts less T / 2 (``clipped_threshold_l2_sensitivity``). The threshold
+        stays T / 2 (see the module docstring for why the clipping does not rescale it)."""
+        return clipped_threshold_l2_sensitivity(self.num_labels, self.tau, self.norm, self.neighbors)
 
     @property
     def name(self) -> str:

@@ -71,9 +71,10 @@ def test_packed_bits_torch_and_chunking_agree(monkeypatch):
 
 
 @pytest.mark.parametrize("norm", ["l1", "l2"])
-@pytest.mark.parametrize("relation, squared_sensitivity", [("add_remove", 6.0), ("replace", 12.0)])
+@pytest.mark.parametrize("relation, squared_sensitivity", [("add_remove", 10.0), ("replace", 12.0)])
 def test_rdp_closed_forms(norm, relation, squared_sensitivity):
-    # L = 40, tau = 6: sqrt(tau) under add_remove, min(sqrt(2 tau), sqrt(L)) under replace, for both norms.
+    # L = 40, tau = 6: max(sqrt(tau), sqrt(L) / 2) under add_remove (the threshold T / 2 moves with the
+    # ensemble), min(sqrt(2 tau), sqrt(L)) under replace, for both norms.
     agg = TauPATE(40, 800, 190.0, 6.0, norm, relation)
     np.testing.assert_allclose(agg.rdp(cf.ORDERS), cf.ORDERS * squared_sensitivity / (2 * 190.0**2), rtol=1e-12)
     assert agg.delta_per_query == 0.0 and relation in agg.name and "tau=6" in agg.name
@@ -109,3 +110,33 @@ def test_arguments_are_checked(args, match):
 def test_counts_and_bad_votes_are_refused(votes, match):
     with pytest.raises(ValueError, match=match):
         TauPATE(5, 3, 1.0, 2.0)(votes, np.random.default_rng(0))
+
+
+def _label_on_probabilities(votes: np.ndarray, tau: float, norm: str, sigma: float) -> np.ndarray:
+    """P(label on) per query and label, written from the mechanism's definition (module docstring): clipped count
+    plus N(0, sigma^2) above T / 2, T the ensemble's size."""
+    return stats.norm.sf((clipped_counts(votes, tau, norm) - votes.shape[1] / 2.0) / sigma)
+
+
+def _bernoulli_renyi(order: float, p: np.ndarray, q: np.ndarray) -> float:
+    """D_order of two products of independent Bernoullis: the sum over coordinates."""
+    return float(np.sum(np.log(p**order * q ** (1 - order) + (1 - p) ** order * (1 - q) ** (1 - order))) / (order - 1))
+
+
+@pytest.mark.parametrize("tau,norm", [(1.0, "l1"), (4.0, "l2"), (10.0, "l1")])
+@pytest.mark.parametrize("added_vote", ["nothing", "everything"])
+def test_add_remove_prices_a_teacher_added_to_the_ensemble(tau, norm, added_vote):
+    # the neighbour as add_remove defines it: the same ensemble with one teacher more, run by the aggregator built
+    # for that ensemble (its threshold T / 2 follows T); an outside audit found the divergence 6 times the price
+    # at L = 40, tau = 1 when the price was the clipped sum's sqrt(tau) alone
+    num_labels, num_teachers, sigma = 40, 10, 50.0
+    rng = np.random.default_rng(0)
+    votes = rng.random((1, num_teachers, num_labels)) < 0.3
+    added = np.full((1, 1, num_labels), added_vote == "everything")
+    neighbour = np.concatenate([votes, added], axis=1)
+    p = _label_on_probabilities(votes, tau, norm, sigma)
+    q = _label_on_probabilities(neighbour, tau, norm, sigma)
+    for aggregator_teachers in (num_teachers, num_teachers + 1):  # either side's aggregator states the same price
+        priced = TauPATE(num_labels, aggregator_teachers, sigma, tau, norm, "add_remove").rdp(cf.ORDERS)
+        for order, price in zip(cf.ORDERS, priced):
+            assert max(_bernoulli_renyi(order, p, q), _bernoulli_renyi(order, q, p)) <= price

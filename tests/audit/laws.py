@@ -14,6 +14,7 @@ code's own functions, called on the input. A law maps each output to its log-pro
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import math
@@ -65,10 +66,11 @@ def binary_voting_law(agg, h: np.ndarray) -> dict:
 
 
 def tau_pate_law(agg, rows: tuple) -> dict:
-    """TauPATE on per-teacher vote rows (a multiset of T rows): the code's clipped counts c, then
-    c + N(0, sigma^2) > T / 2."""
+    """TauPATE on per-teacher vote rows (a multiset of T rows, T = len(rows)): the code's clipped counts c, then
+    c + N(0, sigma^2) > T / 2, the threshold of the aggregator built for that ensemble (``agg`` with T teachers)."""
     bits = np.array(rows, dtype=bool)[None]
-    return label_product_law(clipped_counts(bits, agg.tau, agg.norm)[0] - agg.threshold, agg.sigma)
+    ensemble = dataclasses.replace(agg, num_teachers=len(rows))
+    return label_product_law(clipped_counts(bits, agg.tau, agg.norm)[0] - ensemble.threshold, agg.sigma)
 
 
 def knn_law(mechanism, records: tuple, votes_of: Callable) -> dict:

@@ -48,20 +48,22 @@ def count_grid(num_labels: int, num_teachers: int, values=None) -> np.ndarray:
 
 def row_neighbours(rows: tuple, relation: str, num_labels: int) -> list[tuple]:
     """The neighbours of a multiset of T per-teacher vote rows (a sorted tuple of L-bit tuples): one row replaced
-    by any row (replace), or one all-zero row made any row or any row made all-zero (add_remove, T fixed)."""
+    by any row (replace), or one teacher added (T + 1 rows, the new one any row) or removed (T - 1 rows) under
+    add_remove, as the relation defines it. (Until an outside audit, add_remove here kept T fixed and zeroed a row,
+    a model of the mechanism that missed the threshold T / 2 moving with the ensemble.)"""
     every_row = list(itertools.product((0, 1), repeat=num_labels))
-    zero = (0,) * num_labels
     out = set()
-    for position, row in enumerate(rows):
-        if relation == "replace":
-            targets = every_row
-        elif row == zero:
-            targets = every_row
-        else:
-            targets = [zero]
-        for new in targets:
-            if new != row:
-                out.add(tuple(sorted(rows[:position] + (new,) + rows[position + 1:])))
+    if relation == "replace":
+        for position, row in enumerate(rows):
+            for new in every_row:
+                if new != row:
+                    out.add(tuple(sorted(rows[:position] + (new,) + rows[position + 1:])))
+        return sorted(out)
+    for new in every_row:
+        out.add(tuple(sorted(rows + (new,))))
+    if len(rows) > 1:
+        for position in range(len(rows)):
+            out.add(rows[:position] + rows[position + 1:])
     return sorted(out)
 
 

@@ -81,7 +81,10 @@ def _count_audit(cls, law, relation: str, claim: Callable, sigma: float = 1.0) -
 
 # ---------------------------------------------------------------- per-teacher vote bits [T, L]
 def _tau_audit(relation: str, claim: Callable) -> AuditResult:
-    """TauPATE on every multiset of T vote rows (T = 4), one teacher's row replaced, or added / removed."""
+    """TauPATE on every multiset of T vote rows (T = 4), one teacher's row replaced, or a teacher added / removed
+    (the ensemble's aggregator then has T + 1 or T - 1 teachers: ``laws.tau_pate_law``). With L <= 3 these
+    cases cannot show the threshold's move (it outgrows sqrt(tau) only where L > 4 tau, and thresholding halves
+    the divergence, by about 2 / pi at large noise); tests/aggregators/test_tau_pate.py builds that case at L = 40."""
     results = []
     for num_labels, tau, norm in [(2, 1.0, "l1"), (3, 1.5, "l2"), (3, 2.0, "l1"), (3, 3.0, "l2")]:
         agg = TauPATE(num_labels, 4, 1.0, tau, norm, relation)
@@ -281,7 +284,7 @@ RECIPES: dict[type, Recipe] = {
                          sensitivity=("pate.aggregators.gaussian_pate", "count_l2_sensitivity")),
     BinaryVoting: Recipe(functools.partial(_count_audit, BinaryVoting, laws.binary_voting_law),
                          sensitivity=("pate.aggregators.binary_voting", "binary_vote_l2_sensitivity")),
-    TauPATE: Recipe(_tau_audit, sensitivity=("pate.aggregators.tau_pate", "clipped_vote_l2_sensitivity")),
+    TauPATE: Recipe(_tau_audit, sensitivity=("pate.aggregators.tau_pate", "clipped_threshold_l2_sensitivity")),
     PrivateKNN: Recipe(_knn_audit, sensitivity=("pate.mechanisms.private_knn", "knn_vote_l2_sensitivity"),
                        caught_under=("add_remove",)),
     GapSelection: Recipe(_selection_audit),
