@@ -241,8 +241,8 @@ def _replace_pair_divergence(alpha: float, rate: float, sigma: float) -> float |
         """log of (1 - q) N(0, s^2) + q N(contribution, s^2) at x, without the common normalising constant."""
         return np.logaddexp(unsampled, math.log(rate) - (x - contribution) ** 2 / (2 * sigma**2))
 
-    log_integrand = (alpha * log_mixture(-1.0) + (1.0 - alpha) * log_mixture(1.0)
-                     - math.log(sigma * math.sqrt(2 * math.pi)))
+    powered = alpha * log_mixture(-1.0), (1.0 - alpha) * log_mixture(1.0)
+    log_integrand = powered[0] + powered[1] - math.log(sigma * math.sqrt(2 * math.pi))
     top = log_integrand.max()
     if max(log_integrand[0], log_integrand[-1]) > top - 60.0:
         return None
@@ -252,6 +252,6 @@ def _replace_pair_divergence(alpha: float, rate: float, sigma: float) -> float |
     # the integral is >= 1, so a tiny divergence is a tiny excess over 1 that the sum's rounding can erase (an
     # outside audit: 0 where the true value is 2e-14): the result is rounded up by a bound on that rounding, the
     # relative error of n positive terms (n u) and of each term's exponent (u times its magnitude), 4 u each
-    magnitude = float(np.max(np.abs(alpha * log_mixture(-1.0)) + np.abs((1.0 - alpha) * log_mixture(1.0))))
+    magnitude = float(np.max(np.abs(powered[0]) + np.abs(powered[1])))
     rounding = 4.0 * np.finfo(np.float64).eps * (x.size + magnitude + abs(top) + 1.0)
     return (max(log_integral, 0.0) + rounding) / (alpha - 1.0)

@@ -103,30 +103,30 @@ def fft_error_bound(length: int, count: int, input_norm: float, mass: float) -> 
     return (count + 1) * power * per_pass * input_norm
 
 
-def _pmfs(pld: PrivacyLossDistribution) -> list[np.ndarray]:
-    """The probabilities of the PLD's PMFs (dp-accounting keeps one per direction; the same object when symmetric)."""
+def _dense_pmfs(pld: PrivacyLossDistribution) -> list:
+    """The PLD's PMFs as dense ones (dp-accounting keeps one per direction; the same object when symmetric)."""
     pmfs = [getattr(pld, name, None) for name in ("_pmf_remove", "_pmf_add")]
     if any(pmf is None for pmf in pmfs):
         raise RuntimeError("dp-accounting's PrivacyLossDistribution no longer has _pmf_remove/_pmf_add: the FFT "
                            "round-off bound of pate.privacy.pld reads each PMF's probabilities")
-    return [np.asarray(pmf.to_dense_pmf()._probs, dtype=np.float64) for pmf in pmfs]
+    return [pmf.to_dense_pmf() for pmf in pmfs]
 
 
 def _size(pld: PrivacyLossDistribution) -> int:
     """The number of bins of the larger of the PLD's two PMFs."""
-    return max(probs.size for probs in _pmfs(pld))
+    return max(pmf.size for pmf in _dense_pmfs(pld))
 
 
 def _max_abs_loss(pld: PrivacyLossDistribution) -> float:
     """The largest |privacy loss| on the grid of either of the PLD's PMFs."""
-    pmfs = [pld._pmf_remove.to_dense_pmf(), pld._pmf_add.to_dense_pmf()]
-    return max(max(abs(pmf._lower_loss), abs(pmf._lower_loss + pmf.size - 1)) * pmf._discretization for pmf in pmfs)
+    return max(max(abs(pmf._lower_loss), abs(pmf._lower_loss + pmf.size - 1)) * pmf._discretization
+               for pmf in _dense_pmfs(pld))
 
 
 def _norms(pld: PrivacyLossDistribution) -> tuple[float, float]:
     """(the larger 2-norm, the larger 1-norm) of the PLD's computed PMFs: what its next FFT transforms."""
-    pmfs = _pmfs(pld)
-    return max(float(np.linalg.norm(p)) for p in pmfs), max(float(np.abs(p).sum()) for p in pmfs)
+    probs = [np.asarray(pmf._probs, dtype=np.float64) for pmf in _dense_pmfs(pld)]
+    return max(float(np.linalg.norm(p)) for p in probs), max(float(np.abs(p).sum()) for p in probs)
 
 
 def _self_composed(inner: _Bounded, count: int) -> _Bounded:
