@@ -5,6 +5,9 @@ On a count vector h (one query, L labels, T teachers configured, 0 <= h <= T):
     replace:     h' - h in {-1, 0, 1}^L;
     add_remove:  h' - h in {0, 1}^L or in {-1, 0}^L;
 and h' must stay in [0, T]. A histogram of users (the top-k mechanisms) has no T: only h' >= 0.
+A count vector cannot tell its T, so add_remove also has the reading where the ensemble's size follows: a teacher
+added, (h, T) -> (h + d, T + 1), or removed, (h, T) -> (h - d, T - 1), d in {0, 1}^L, the neighbour run by the
+aggregator built for its own T (its threshold T / 2, its padding at T, its cost table up to T): ``ensemble_neighbours``.
 On per-teacher vote bits v [T, L] (T fixed by the configuration): replace changes one teacher's row to any row;
 add_remove adds or removes one teacher's vote, i.e. one teacher's row goes from all-zero to any row or back
 (the counts then move all in one direction, as above).
@@ -17,7 +20,8 @@ import itertools
 
 import numpy as np
 
-__all__ = ["count_grid", "count_moves", "count_neighbours", "row_neighbours", "record_neighbours"]
+__all__ = ["count_grid", "count_moves", "count_neighbours", "ensemble_neighbours", "row_neighbours",
+           "record_neighbours"]
 
 
 def count_moves(num_labels: int, relation: str) -> np.ndarray:
@@ -38,6 +42,23 @@ def count_neighbours(h: np.ndarray, relation: str, num_teachers: int | None) -> 
     if num_teachers is not None:
         keep &= np.all(moved <= num_teachers, axis=1)
     return moved[keep]
+
+
+def ensemble_neighbours(x: tuple, relation: str) -> list[tuple]:
+    """The neighbours of x = (h, T), a count vector (a tuple) of an ensemble of T teachers: (h', T) for every
+    ``count_neighbours(h, relation, T)`` (T stays: the configured aggregator), and under add_remove also a teacher
+    added, (h + d, T + 1), or removed, (h - d, T - 1) with h - d in [0, T - 1] and T - 1 >= 1, for every
+    d in {0, 1}^L (the new or removed teacher's vote; d = 0 a teacher voting for no label)."""
+    h, num_teachers = np.asarray(x[0]), x[1]
+    out = [(tuple(y.tolist()), num_teachers) for y in count_neighbours(h, relation, num_teachers)]
+    if relation == "add_remove":
+        votes = np.array(list(itertools.product((0, 1), repeat=len(h))))
+        out += [(tuple(y.tolist()), num_teachers + 1) for y in h[None, :] + votes]
+        if num_teachers > 1:
+            removed = h[None, :] - votes
+            keep = np.all((removed >= 0) & (removed <= num_teachers - 1), axis=1)
+            out += [(tuple(y.tolist()), num_teachers - 1) for y in removed[keep]]
+    return out
 
 
 def count_grid(num_labels: int, num_teachers: int, values=None) -> np.ndarray:

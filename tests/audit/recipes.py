@@ -33,7 +33,7 @@ from pate.privacy import Ledger, PoissonSampledGaussianEvent
 from tests.audit import laws
 from tests.audit.audits import CONFIDENCE, AuditResult, exact_dp_audit, exact_rdp_audit, monte_carlo_audit
 from tests.audit.divergence import epsilon_lower_bound
-from tests.audit.neighbours import count_grid, count_neighbours, record_neighbours, row_neighbours
+from tests.audit.neighbours import count_grid, count_neighbours, ensemble_neighbours, record_neighbours, row_neighbours
 
 __all__ = ["COVERED_BY", "MONTE_CARLO", "RECIPES", "RELATIONS", "Recipe", "identity"]
 
@@ -65,17 +65,29 @@ def _worst(results) -> AuditResult:
     return max(results, key=lambda result: result.ratio)
 
 
+def _ensembles(grid: np.ndarray, num_teachers: int) -> list[tuple]:
+    """The inputs (h, T) of ``neighbours.ensemble_neighbours``: every count vector of the grid, T teachers."""
+    return [(tuple(h), num_teachers) for h in grid.tolist()]
+
+
+def _on_ensemble(law: Callable, mechanism, x: tuple) -> dict:
+    """``law`` of x = (h, T): the mechanism built for T teachers (all else as configured), on h."""
+    return law(dataclasses.replace(mechanism, num_teachers=x[1]), np.array(x[0]))
+
+
 # ---------------------------------------------------------------- vote counts [Q, L] with T configured
 COUNT_SHAPES = [(1, 4, None), (2, 5, None), (3, 4, None), (1, 40, None), (2, 40, MIDDLE), (3, 40, MIDDLE)]
 
 
 def _count_audit(cls, law, relation: str, claim: Callable, sigma: float = 1.0) -> AuditResult:
-    """Exact Renyi audit of a per-label count aggregator on every grid of ``COUNT_SHAPES``."""
+    """Exact Renyi audit of a per-label count aggregator on every grid of ``COUNT_SHAPES``, the neighbours of
+    ``ensemble_neighbours`` (under add_remove also a teacher added or removed with the ensemble's threshold)."""
     results = []
     for num_labels, num_teachers, values in COUNT_SHAPES:
         agg = cls(num_labels, num_teachers, sigma, relation)
-        results.append(exact_rdp_audit(functools.partial(law, agg), count_grid(num_labels, num_teachers, values),
-                                       lambda h: count_neighbours(h, relation, num_teachers), claim(agg)))
+        results.append(exact_rdp_audit(functools.partial(_on_ensemble, law, agg),
+                                       _ensembles(count_grid(num_labels, num_teachers, values), num_teachers),
+                                       functools.partial(ensemble_neighbours, relation=relation), claim(agg)))
     return _worst(results)
 
 
@@ -130,25 +142,27 @@ def _selection_audit(relation: str, claim: Callable) -> AuditResult:
                                                        (2, 5, "laplace", {"sigma": 1.0}),
                                                        (2, 5, "gumbel", {"epsilon": 2.0})]:
         mechanism = GapSelection(num_labels, num_teachers, selection, neighbors=relation, **noise)
-        results.append(exact_rdp_audit(functools.partial(laws.gap_selection_law, mechanism),
-                                       count_grid(num_labels, num_teachers),
-                                       lambda h: count_neighbours(h, relation, num_teachers), claim(mechanism)))
+        results.append(exact_rdp_audit(functools.partial(_on_ensemble, laws.gap_selection_law, mechanism),
+                                       _ensembles(count_grid(num_labels, num_teachers), num_teachers),
+                                       functools.partial(ensemble_neighbours, relation=relation), claim(mechanism)))
     return _worst(results)
 
 
 def _gap_test_audit(relation: str, claim: Callable) -> AuditResult:
     """GapTest on the gap at every k of every count vector, against the gap at the same k of its neighbours
-    (the relation applied to the counts, the gaps by the code's ``count_gaps``)."""
+    (the relation applied to the counts by ``ensemble_neighbours``, the gaps by the code's ``count_gaps``, padded at
+    each ensemble's own T)."""
     num_labels, num_teachers = 2, 5
 
     def gap(x):
-        h, k = x
-        return count_gaps(sorted_padded_counts(np.array(h)[None], num_teachers))[0, num_labels - k]
+        (h, teachers), k = x
+        return count_gaps(sorted_padded_counts(np.array(h)[None], teachers))[0, num_labels - k]
 
-    inputs = [(tuple(h), k) for h in count_grid(num_labels, num_teachers).tolist() for k in range(num_labels + 1)]
+    inputs = [(h, k) for h in _ensembles(count_grid(num_labels, num_teachers), num_teachers)
+              for k in range(num_labels + 1)]
 
     def neighbours(x):
-        return [(tuple(h), x[1]) for h in count_neighbours(np.array(x[0]), relation, num_teachers).tolist()]
+        return [(y, x[1]) for y in ensemble_neighbours(x[0], relation)]
 
     results = []
     for test, noise in [("gaussian", {"sigma": 1.0}), ("laplace", {"epsilon": 1.0})]:
@@ -170,12 +184,13 @@ def _stable_topk_audit(relation: str, claim: Callable) -> AuditResult:
     for num_labels, num_teachers in [(1, 5), (2, 5)]:
         for noise in STABLE_TOPK:
             agg = StableTopK(num_labels, num_teachers, delta_t=1e-6, neighbors=relation, **noise)
-            grid = count_grid(num_labels, num_teachers)
-            neighbours = functools.partial(count_neighbours, relation=relation, num_teachers=num_teachers)
-            results.append(exact_rdp_audit(functools.partial(laws.stable_topk_law, agg, coarse=True), grid,
-                                           neighbours, claim(agg)))
-            results.append(exact_dp_audit(functools.partial(laws.stable_topk_law, agg), grid, neighbours,
-                                          claim(agg), DELTA))
+            grid = _ensembles(count_grid(num_labels, num_teachers), num_teachers)
+            neighbours = functools.partial(ensemble_neighbours, relation=relation)
+            coarse = functools.partial(laws.stable_topk_law, coarse=True)
+            results.append(exact_rdp_audit(functools.partial(_on_ensemble, coarse, agg), grid, neighbours,
+                                           claim(agg)))
+            results.append(exact_dp_audit(functools.partial(_on_ensemble, laws.stable_topk_law, agg), grid,
+                                          neighbours, claim(agg), DELTA))
     return _worst(results)
 
 
@@ -185,9 +200,9 @@ def _dd_binary_voting_audit(relation: str, claim: Callable) -> AuditResult:
     for num_labels, screen, values in [(1, None, None), (2, None, MIDDLE + (2, 3, 37, 38)), (1, 4.0, None)]:
         agg = DataDependentBinaryVoting(num_labels, 40, 2.0, order=8.0, test_sigma=0.5, test_delta=1e-6,
                                         rdp_budget=1.5 * num_labels, screen_sigma=screen, neighbors=relation)
-        results.append(exact_dp_audit(functools.partial(laws.data_dependent_binary_voting_law, agg),
-                                      count_grid(num_labels, 40, values),
-                                      lambda h: count_neighbours(h, relation, 40), claim(agg), DELTA))
+        results.append(exact_dp_audit(functools.partial(_on_ensemble, laws.data_dependent_binary_voting_law, agg),
+                                      _ensembles(count_grid(num_labels, 40, values), 40),
+                                      functools.partial(ensemble_neighbours, relation=relation), claim(agg), DELTA))
     return _worst(results)
 
 
