@@ -75,8 +75,9 @@ FIELDS: tuple[Field, ...] = (
     Field("steps", "integer", "DP-SGD: the noisy gradient steps", checked=False, **_METHOD),
     Field("seed", "integer", "the run's seed (the student; the noise only where noise_source says seeded)"),
     Field("noise_source", "string", "where the noise the guarantee rests on came from: secure (the operating "
-          "system's entropy, no seed recorded, not replayable) or seeded from seed (replayable: synthetic benchmarks "
-          "only); privacy.noise, pate/pipeline/noise.py; absent from records written before it", checked=False),
+          "system's entropy, no seed recorded, not replayable) or seeded from the run's seed (replayable, so no "
+          "guarantee: synthetic benchmarks only); privacy.noise, pate/pipeline/noise.py; absent from records "
+          "written before it", checked=False),
     Field("queries", "integer", "public queries asked for"),
     Field("queries_asked", "integer", "queries shown to the aggregator within the budget", checked=False,
           **_METHOD),
@@ -141,6 +142,9 @@ NOT_COVERED_BY_EPSILON = {
     "seed": "seeded noise: whoever holds the seed can replay the noise the guarantee rests on",
     "artifacts": "the stage keys hash the data's content fingerprint, every private record included (and, with seeded "
                  "noise, the seed, which a search over small seeds recovers)",
+    "host.finished_utc": "the second the run ended: beside the other jobs' it gives their durations, which grow with "
+                         "the private data (DP-SGD's steps under add_remove: with its number of records), a timing "
+                         "channel outside every epsilon",
 }
 
 

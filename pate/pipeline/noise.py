@@ -52,12 +52,15 @@ class NoiseSource:
         """A numpy generator for the noise: from the seed, or from fresh OS entropy (its entropy is never kept)."""
         return np.random.default_rng(self.seed if self.mode == "seeded" else np.random.SeedSequence())
 
-    def torch_generator(self, offset: int = 0, device: torch.device | str = "cpu") -> torch.Generator:
-        """A torch generator on ``device`` for the noise: seeded by ``seed + offset``, or holding fresh secret
-        entropy in its whole state (``secret_torch_generator``): never a secret integer seed, which torch's CPU
-        generator would cut to its low 32 bits."""
+    def torch_generator(self, stream: int = 0, device: torch.device | str = "cpu") -> torch.Generator:
+        """A torch generator on ``device`` for the noise: seeded from (seed, stream) through numpy's SeedSequence,
+        so that every pair gets its own stream (``seed + stream`` would hand seed s's stream 1 to seed s + 1 as its
+        stream 0, and a sweep's seeds would share draws); or holding fresh secret entropy in its whole state
+        (``secret_torch_generator``): never a secret integer seed, which torch's CPU generator would cut to its low
+        32 bits."""
         if self.mode == "seeded":
-            return torch.Generator(device=device).manual_seed(self.seed + offset)
+            seed = int(np.random.SeedSequence([self.seed, stream]).generate_state(1, np.uint32)[0])
+            return torch.Generator(device=device).manual_seed(seed)
         return secret_torch_generator(device)
 
     def key(self) -> dict[str, Any]:
@@ -72,8 +75,9 @@ class NoiseSource:
         if self.mode == "secure":
             return (f"secure{how}: drawn from the operating system's entropy, no seed recorded; the release cannot "
                     f"be replayed")
-        return (f"seeded from seed={self.seed}{how}: the noise can be replayed from the recorded seed, so the "
-                f"guarantee holds only where nothing is private (reproducible benchmarks on synthetic data)")
+        return (f"seeded from the run's seed{how}: the noise can be replayed from the seed, so the run carries no "
+                f"guarantee; its epsilon is what the same release guarantees with secret noise (privacy.noise="
+                f"secure), for reproducible benchmarks where nothing is private")
 
 
 # torch's CPU generator is an MT19937 whose state (``get_state``, 5,056 bytes in torch 2.x) holds the 624 state

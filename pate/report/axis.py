@@ -26,8 +26,9 @@ import numpy as np
 
 from pate.report.collect import Run, Sweep
 from pate.report.summary import HEADLINE_FRACTION, Stat, distinct
-from pate.report.tables import REFERENCES_NOT_COVERED, publishable_note, runs_csv
-from pate.report.units import TEACHER_LEVEL_NOTE, teacher_level, unit_cell, units_line
+from pate.report.guarantee import opening
+from pate.report.tables import REFERENCES_NOT_COVERED, publishable_note, runs_csv, verified_text
+from pate.report.units import TEACHER_LEVEL_NOTE, teacher_level, unit_cell
 
 
 @dataclass(frozen=True)
@@ -216,9 +217,9 @@ def render_axis_report(summary: AxisSummary) -> str:
     axis, sweep, values = summary.axis, summary.sweep, summary.values
     symbol = axis.symbol
     lines = [f"# {axis.title}: {summary.privacy}", "",
-             f"Every ε in this report is an (ε, δ)-DP guarantee under `neighbors={sweep.relation}` with "
-             f"δ = {sweep.delta:g}: each run's noise is calibrated so that all its queries together cost the "
-             f"target ε. Along the axis changes {axis.description}. {units_line(sweep.runs)}", "",
+             *opening(sweep.runs, sweep.relation, sweep.delta,
+                      f": each run's noise is calibrated so that all its queries together cost the target ε; along "
+                      f"the axis changes {axis.description}."),
              *publishable_note(sweep.hidden), "## What was run", "",
              f"- {axis.label[0].upper()}{axis.label[1:]}: {', '.join(str(v) for v in values)}.",
              f"- Methods: {', '.join(sorted({c.method for c in summary.cells}))}.",
@@ -227,6 +228,7 @@ def render_axis_report(summary: AxisSummary) -> str:
              f"- Jobs: {len(sweep.runs)} finished, {len(sweep.failed)} failed"
              + "".join(f"; job {job.job} ({' '.join(job.overrides)}) never started" for job in sweep.never_started)
              + ".",
+             f"- Privacy verified: {verified_text(sweep)}",
              f"- Versions: git {', '.join(sorted({str(r.metrics['versions'].get('git')) for r in sweep.runs}))}.",
              *(f"- Warning: {warning}." for warning in summary.warnings),
              "", "## Headline", "", *axis.headline(summary),

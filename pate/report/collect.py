@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -223,7 +224,17 @@ def publishable_form(sweep: Sweep) -> Sweep:
                    if any(path in not_covered_by_epsilon(run.metrics) for run in sweep.runs))
     runs = tuple(dataclasses.replace(run, metrics=_without(run.metrics, [p for p in hidden if p != "seed"]))
                  for run in sweep.runs)
+    if "seed" in hidden:
+        runs = tuple(dataclasses.replace(run, metrics=_seed_left_out(run.metrics)) for run in runs)
     return dataclasses.replace(sweep, runs=runs, hidden=hidden)
+
+
+def _seed_left_out(record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` whose ``noise_source`` names no seed: records written before it stopped naming one said
+    "seeded from seed=<n>", which would publish the seed the report hides."""
+    if "noise_source" not in record:
+        return record
+    return {**record, "noise_source": re.sub(r"seed=\d+", "seed=<left out>", str(record["noise_source"]))}
 
 
 def _without(record: dict[str, Any], paths: list[str]) -> dict[str, Any]:

@@ -14,8 +14,9 @@ from pate.report.limits import limits_section
 from pate.report.summary import (CALIBRATION_TOLERANCE, HEADLINE_FRACTION, NON_PRIVATE, TARGET, Cell, Headline,
                                  Summary, calibration_error, calibration_miss, distinct, true_labels_reference)
 from pate.report.tables import (REFERENCES_NOT_COVERED, format_epsilon, format_stat, format_value, jobs_table,
-                                publishable_note, reference_table, results_table)
-from pate.report.units import TEACHER_LEVEL_MARK, teacher_level, units_line
+                                publishable_note, reference_table, results_table, verified_text)
+from pate.report.guarantee import opening
+from pate.report.units import TEACHER_LEVEL_MARK, teacher_level
 
 RELATION_TEXT = {
     "replace": "one teacher's vote vector replaced: every label count may move by at most 1, in either direction; "
@@ -46,16 +47,6 @@ def _values(runs: Iterable[Run], key: str) -> str:
 def released_by(run: Run) -> str:
     """What released the labels or the model: PATE's aggregator, another method's mechanism, or its name."""
     return run.metrics.get("aggregator") or run.metrics.get("mechanism") or run.metrics["method"]
-
-
-def _verified(sweep) -> str:
-    """How many finished jobs' epsilons were replayed from their ledgers (pate.report.verify)."""
-    done = len(sweep.runs) - len(sweep.unverified)
-    text = (f"the ε of {done} of {len(sweep.runs)} finished jobs replayed from the ledger of the release each "
-            f"names, and equal to its metrics.json.")
-    if sweep.unverified:
-        text += " Not verified (their releases are not in the cache the report read): " + "; ".join(sweep.unverified)
-    return text
 
 
 def _teachers(runs: Iterable[Run]) -> str:
@@ -102,7 +93,7 @@ def _what_was_run(summary: Summary) -> list[str]:
         + (f"; {len(sweep.never_started)} more promised by the sweep's overrides never started (the sweep was cut "
            f"short: rerun it, finished jobs come from the cache; listed under Failed jobs)."
            if sweep.never_started else "."),
-        f"- Privacy verified: {_verified(sweep)}",
+        f"- Privacy verified: {verified_text(sweep)}",
         f"- Sweep overrides: {' '.join(f'`{o}`' for o in shown_overrides(sweep, sweep.overrides)) or 'none'}.",
         "- Versions: " + "; ".join(f"{key} {_listing(runs, lambda run: run.metrics['versions'].get(key))}"
                                    for key in versions) + ".",
@@ -126,12 +117,12 @@ def _where_and_when(runs) -> str:
         return "- Machines: not recorded by these runs."
     machines = sorted({f"{h['cpu']} ({h['logical_cpus']} logical CPUs" + (f", {h['accelerator']}" if h.get(
         "accelerator") else "") + ")" for h in hosts})
-    days = sorted(h["finished_utc"][:10] for h in hosts)
-    span = days[0] if days[0] == days[-1] else f"{days[0]} to {days[-1]}"
+    days = sorted(h["finished_utc"][:10] for h in hosts if "finished_utc" in h)
+    span = "" if not days else f"; finished {days[0]}" if days[0] == days[-1] else f"; finished {days[0]} to {days[-1]}"
     missing = len(runs) - len(hosts)
     unrecorded = f" ({missing} job{'s' if missing > 1 else ''} did not record {'theirs' if missing > 1 else 'its'})" \
         if missing else ""
-    return f"- Machines: {'; '.join(machines)}; finished {span} (UTC){unrecorded}."
+    return f"- Machines: {'; '.join(machines)}{span}{' (UTC)' if days else ''}{unrecorded}."
 
 
 def _marked(summary: Summary, method: str) -> str:
@@ -229,12 +220,15 @@ def _yaml(data: Any) -> list[str]:
 
 def _configs(summary: Summary) -> list[str]:
     runs = summary.sweep.runs
-    out = ["## Configs", "", "The `aggregator` config of the first job of each method:", ""]
+    out = ["## Configs", "", "The config of the first job of each method, as written: its `method` and, for PATE, its "
+           "`aggregator`. The noise they name is before calibration; where a target ε was set, each run's calibrated "
+           "noise is in results.csv (and one per method under \"What was run\").", ""]
     for method in summary.methods:
         first = next(run for run in runs if run.metrics["method"] == method)
+        groups = ("method", "aggregator") if first.metrics.get("aggregator") else ("method",)
         out += [f"`{method}` (job `{first.job}`):", ""]
-        out += _yaml(first.config["aggregator"]) if "aggregator" in first.config else [
-            "(no `aggregator` key in the job config)"]
+        shown = {group: first.config[group] for group in groups if group in first.config}
+        out += _yaml(shown) if shown else [f"(no {' or '.join(f'`{g}`' for g in groups)} key in the job config)"]
         out.append("")
     first = runs[0]
     config = {key: value for key, value in first.config.items() if key not in summary.sweep.hidden}
@@ -248,9 +242,9 @@ def render_report(summary: Summary, headline: tuple[Headline, ...]) -> str:
     """The text of report.md."""
     privacy = _privacy(summary)
     lines = [f"# Sweep report: {privacy}", "",
-             f"Every ε in this report is an (ε, δ)-DP guarantee under `neighbors={summary.sweep.relation}` "
-             f"with δ = {summary.sweep.delta:g}, computed by the accountant from what each run released. "
-             f"{units_line(summary.sweep.runs)}", "", *publishable_note(summary.sweep.hidden)]
+             *opening(summary.sweep.runs, summary.sweep.relation, summary.sweep.delta,
+                      ", computed from what the run released."),
+             *publishable_note(summary.sweep.hidden)]
     lines += _what_was_run(summary) + [""]
     lines += _headline(summary, headline) + [""]
     lines += ["## Results", "",

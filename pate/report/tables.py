@@ -45,8 +45,18 @@ def publishable_note(hidden: tuple[str, ...]) -> list[str]:
     """The lines that open a publishable report: what it left out (``pate.report.collect.publishable_form``)."""
     if not hidden:
         return []
-    return [f"Publishable form (`pate-report --publishable`): every statistic no ε covers is left out "
-            f"({', '.join(f'`{path}`' for path in hidden)}).", ""]
+    return [f"Publishable form (`pate-report --publishable`): the statistics of the private data that no ε covers "
+            f"are left out ({', '.join(f'`{path}`' for path in hidden)}).", ""]
+
+
+def verified_text(sweep: Sweep) -> str:
+    """How many finished jobs' epsilons were replayed from their ledgers (pate.report.verify), naming the others."""
+    done = len(sweep.runs) - len(sweep.unverified)
+    text = (f"the ε of {done} of {len(sweep.runs)} finished jobs replayed from the ledger of the release each "
+            f"names, and equal to its metrics.json.")
+    if sweep.unverified:
+        text += " Not verified (their releases are not in the cache the report read): " + "; ".join(sweep.unverified)
+    return text
 
 
 def reference_label(name: str) -> str:

@@ -17,7 +17,8 @@ def test_a_pate_run_under_add_remove_is_teacher_level_and_lists_what_epsilon_doe
     assert "one neighbour: one teacher added or removed (teacher-level: NOT a record-level guarantee)" in \
         metrics["privacy"]
     assert on_disk["not_covered_by_epsilon"]["keys"] == [  # synthetic data: seeded noise, so the seed and the keys
-        "teacher_accuracy", "reference.majority_vote", "reference.true_labels", "seed", "artifacts"]
+        "teacher_accuracy", "reference.majority_vote", "reference.true_labels", "seed", "artifacts",
+        "host.finished_utc"]
     assert "teacher_accuracy" in on_disk and "student_accuracy" in on_disk["reference"]["majority_vote"]  # contract
     text = summary(metrics)
     assert "privacy unit      one teacher added or removed (teacher-level: NOT a record-level guarantee)" in text
@@ -32,14 +33,14 @@ def test_a_record_level_method_is_record_level_under_both_relations(tiny_cfg, tm
     metrics = run(tiny_cfg(*TOY, f"privacy.neighbors={relation}"), output_dir=tmp_path)
     assert (metrics["privacy_unit"], metrics["record_level"]) == (neighbour, True)
     assert f"privacy unit      {neighbour} (record-level)" in summary(metrics)
-    assert metrics["not_covered_by_epsilon"]["keys"] == ["seed", "artifacts"]
+    assert metrics["not_covered_by_epsilon"]["keys"] == ["seed", "artifacts", "host.finished_utc"]
 
 
 def test_a_data_dependent_release_lists_its_raw_statistics_as_not_covered(tiny_cfg, tmp_path):
     metrics = run(tiny_cfg("aggregator=binary_voting_dd"), output_dir=tmp_path)
     assert metrics["not_covered_by_epsilon"]["keys"] == [
         "teacher_accuracy", "epsilon_data_dependent", "privacy_data_dependent",
-        "data_dependent_test.not_itself_private", "seed", "artifacts"]
+        "data_dependent_test.not_itself_private", "seed", "artifacts", "host.finished_utc"]
     assert "NOT ITSELF PRIVATE, not covered by epsilon" in summary(metrics)
     unit = "one neighbour: one teacher's vote replaced (record-level)"
     assert all(unit in metrics[key] for key in ("privacy", "privacy_data_dependent", "privacy_data_independent"))

@@ -11,6 +11,7 @@ from omegaconf import open_dict
 
 import topk
 from pate.experiments.topk import Setting, run_grid, settings_for
+from pate.experiments.topk.grid import noise_mode
 from pate.mechanisms.topk import EMPeeling
 from tests.conftest import CONF_DIR
 
@@ -83,7 +84,30 @@ def test_checkin_experiment_reads_a_file_and_uses_delta_one_over_n(tmp_path):
     rows = topk.run(cfg, str(tmp_path))
     assert {row["setting"] for row in rows} == {"brightkite"}
     assert all(row["delta"] == pytest.approx(1 / 7) for row in rows)
-    assert "file" in (tmp_path / "report.md").read_text()
+    report = (tmp_path / "report.md").read_text()
+    assert "file" in report and "delta = 1/n" in report
+    # a user's file: the noise is secret by default, and the report says so
+    assert {row["noise"] for row in rows} == {"secure"} and "Noise: secure" in report
+
+
+def test_the_noise_is_seeded_only_on_generated_histograms_unless_asked():
+    generated = Setting("flat", np.array([[3, 1, 0]]), 1e-6, (1,), "flat")
+    read = Setting("file", np.array([[3, 1, 0]]), 1e-6, (1,), "a file", private=True)
+    assert noise_mode("auto", [generated]) == "seeded"
+    assert noise_mode("auto", [generated, read]) == "secure"
+    assert noise_mode("seeded", [read]) == "seeded" and noise_mode("secure", [generated]) == "secure"
+    with pytest.raises(ValueError, match=r"noise='random'"):
+        noise_mode("random", [generated])
+    factories = {"em_cdp": functools.partial(EMPeeling.for_budget, accountant="zcdp")}
+    histograms = Setting("wide", np.arange(40)[None] % 7, 1e-6, (3,), "wide")
+
+    def returned(noise, seed):
+        return run_grid([histograms], [0.5], factories, 20, "add_remove", 1, seed, progress=False,
+                        noise=noise)[0]["recall_mean"]
+
+    assert returned("seeded", 0) == returned("seeded", 0)  # replayable
+    secure = [returned("secure", 0) for _ in range(3)]
+    assert len(set(secure)) > 1  # fresh entropy on every run, whatever the seed
 
 
 def test_unknown_methods_and_bad_data_are_refused(tmp_path):

@@ -30,9 +30,10 @@ from pate.mechanisms.topk.base import check_k
 from pate.privacy import checks
 from pate.progress import progress_bar
 
-__all__ = ["Setting", "run_grid", "settings_for"]
+__all__ = ["NOISE_MODES", "Setting", "noise_mode", "run_grid", "settings_for"]
 
 EXPERIMENT_KINDS = ("flat", "repeated", "checkin")
+NOISE_MODES = ("auto", "seeded", "secure")
 # A calibrated mechanism may overshoot its target by the calibration's rounding only.
 SPENT_TOLERANCE = 1e-6
 
@@ -46,6 +47,7 @@ class Setting:
     delta: float
     ks: tuple[int, ...]
     source: str  # where the histograms come from, for the report
+    private: bool = False  # read from a user's file: its noise must be secret (``noise_mode``)
 
     @property
     def queries(self) -> int:
@@ -84,6 +86,7 @@ def _checkin_setting(name: str, spec: dict[str, Any], ks, delta) -> Setting:
     if spec.get("path"):
         counts, users = read_checkins(spec["path"], spec["user_column"], spec["item_column"], spec.get("delimiter"))
         source = f"{name}: file {spec['path']} ({users} users, {counts.size} venues, max count {counts.max()})"
+        private = True
     else:
         if name not in CHECKIN_SHAPES:
             raise ValueError(f"no path given for check-in data set {name!r} and no published shape for it "
@@ -93,7 +96,11 @@ def _checkin_setting(name: str, spec: dict[str, Any], ks, delta) -> Setting:
         users = shape["users"]
         source = (f"{name}: synthetic power law with the published shape ({users} users, {shape['bins']} venues, "
                   f"max count {shape['max_count']}), seed {spec.get('seed', 0)}")
-    return Setting(name, counts[None, :], 1.0 / users if delta is None else float(delta), ks, source)
+        private = False
+    if delta is None:
+        source += (f"; delta = 1/n = {1.0 / users:.3g}, the papers' choice: a failure probability of one in n "
+                   f"users, weaker than the delta far below 1/n a guarantee for n users asks")
+    return Setting(name, counts[None, :], 1.0 / users if delta is None else float(delta), ks, source, private)
 
 
 def _build(factory: Callable, k: int, epsilon: float, delta: float, queries: int, neighbors: str, kbar: int):
@@ -104,8 +111,23 @@ def _build(factory: Callable, k: int, epsilon: float, delta: float, queries: int
     return factory(**arguments)
 
 
-def _seed(seed: int, *parts) -> np.random.Generator:
-    """A generator fixed by the run seed and the grid cell (stable across runs and Python versions)."""
+def noise_mode(configured: str, settings: list[Setting]) -> str:
+    """``seeded`` or ``secure``: ``auto`` is secure when any setting reads a user's file (a published seed would
+    replay the noise, and the guarantee with it; ``pate.pipeline.noise``) and seeded on generated histograms;
+    ``ValueError`` naming ``noise`` for a value outside ``NOISE_MODES``."""
+    if configured not in NOISE_MODES:
+        raise ValueError(f"noise={configured!r}; expected one of {NOISE_MODES}: secure (the operating system's "
+                         f"entropy), seeded (from `seed`, replayable) or auto (secure where a file is read)")
+    if configured != "auto":
+        return configured
+    return "secure" if any(setting.private for setting in settings) else "seeded"
+
+
+def _generator(mode: str, seed: int, *parts) -> np.random.Generator:
+    """A generator for one grid cell: fixed by the run seed and the cell (stable across runs and Python versions),
+    or, secure, from fresh operating-system entropy that is never kept."""
+    if mode == "secure":
+        return np.random.default_rng(np.random.SeedSequence())
     return np.random.default_rng([seed, *(zlib.crc32(str(part).encode()) for part in parts)])
 
 
@@ -126,14 +148,17 @@ def run_grid(
     kbar_factor: int,
     seed: int,
     progress: bool = True,
+    noise: str = "auto",
 ) -> list[dict[str, Any]]:
-    """Run every (setting, epsilon, k, mechanism) cell; one result row per cell (module docstring).
+    """Run every (setting, epsilon, k, mechanism) cell; one result row per cell (module docstring). ``noise``: where
+    the mechanisms' noise comes from (``noise_mode``); each row names the mode.
 
     Everything checkable is checked before any mechanism runs: the histograms, each k against the
     number of bins, and that every mechanism can be calibrated to every (epsilon, delta, queries).
     """
     trials = checks.positive_int("trials", trials)
     kbar_factor = checks.positive_int("kbar_factor", kbar_factor)
+    mode = noise_mode(noise, settings)
     for setting in settings:
         check_histograms(setting.histograms, f"histograms of {setting.label}")
         for k in setting.ks:
@@ -153,7 +178,7 @@ def run_grid(
     for setting, epsilon, k, name, _ in progress_bar(cells, desc="top-k grid", unit="cell", disable=not progress):
         mechanism, spent, kbar = mechanisms[(setting.label, epsilon, k, name)]
         batch = np.tile(setting.histograms, (trials, 1))
-        rng = _seed(seed, setting.label, epsilon, k, name)
+        rng = _generator(mode, seed, setting.label, epsilon, k, name)
         result = mechanism(batch, rng)
         recall = top_k_recall(batch, result.indices, k).reshape(trials, setting.queries).mean(axis=1)
         returned = result.returned.reshape(trials, setting.queries).mean(axis=1)
@@ -163,7 +188,7 @@ def run_grid(
             "recall_mean": float(recall.mean()), "recall_std": float(recall.std(ddof=1)) if trials > 1 else 0.0,
             "returned_mean": float(returned.mean()), "epsilon_spent": float(spent),
             "privacy": _privacy_line(mechanism, setting.queries, setting.delta), "mechanism_detail": mechanism.name,
-            "source": setting.source,
+            "source": setting.source, "noise": mode,
         })
     return rows
 

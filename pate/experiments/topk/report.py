@@ -22,16 +22,27 @@ from matplotlib.figure import Figure
 
 from pate.artifacts import code_version
 from pate.io import atomic_write_bytes
-from pate.privacy.unit import privacy_unit
 
 __all__ = ["CSV_COLUMNS", "write_topk_report"]
 
 CSV_COLUMNS = (
     "setting", "mechanism", "k", "kbar", "epsilon", "delta", "neighbors", "queries", "trials", "recall_mean",
-    "recall_std", "returned_mean", "epsilon_spent", "privacy", "mechanism_detail",
+    "recall_std", "returned_mean", "epsilon_spent", "privacy", "mechanism_detail", "noise",
 )
 FIGURE = "recall.png"
+# the papers' neighbours on a histogram of users' contributions (DESIGN.md: one user may move every count by one)
+USER_NEIGHBOUR = {"add_remove": "one user added or removed", "replace": "one user's contributions replaced"}
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")
+
+
+def _noise_line(rows: list[dict], config: dict) -> str:
+    """Where the noise came from (``pate.experiments.topk.grid.noise_mode``): seeded runs carry no guarantee."""
+    modes = _ordered(row.get("noise", "seeded") for row in rows)
+    if modes == ["secure"]:
+        return "Noise: secure (the operating system's entropy, never recorded): the runs cannot be replayed."
+    return (f"Noise: seeded from seed {config.get('seed')} (`noise={config.get('noise', 'auto')}`), reproducible: "
+            f"whoever holds the seed replays the noise, so these runs carry no guarantee themselves; each ε is what "
+            f"the same mechanism guarantees with secret noise (`noise=secure`, the default where a file is read).")
 
 
 def _ordered(values) -> list:
@@ -163,12 +174,14 @@ def write_topk_report(rows: list[dict], config: dict[str, Any], out_dir) -> dict
     mechanisms = _ordered(row["mechanism"] for row in rows)
     lines = [
         f"# {experiment['title']}", "",
-        f"Relation: **{rows[0]['neighbors']}** on histograms of teacher votes (one neighbour: "
-        f"{privacy_unit('teacher', rows[0]['neighbors']).text}); {rows[0]['trials']} trials per cell; recall = "
+        f"Relation: **{rows[0]['neighbors']}** on histograms of users' contributions (one neighbour: "
+        f"{USER_NEIGHBOUR[rows[0]['neighbors']]}: a user-level guarantee, as in the papers; one user may move every "
+        f"count by one); {rows[0]['trials']} trials per cell; recall = "
         "fraction of the true "
         "top-k returned (a bin tied with the k-th count counts as a true top-k bin), averaged over the queries of a "
         "trial. Entries: mean ± std over trials (mean number of indices returned). Best mean in bold.", "",
         "Data: " + "; ".join(sources) + ".", "",
+        _noise_line(rows, config), "",
         f"Mechanisms: {', '.join(mechanisms)}. Unknown-domain cut-off kbar = {config['kbar_factor']} x k "
         "(LD, TS, StableTopK).", "",
         "Versions: " + "; ".join(f"{key} {value}" for key, value in sorted(code_version().items())) + ".", "",

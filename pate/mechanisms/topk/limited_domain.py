@@ -3,16 +3,19 @@
 Algorithm 1 (LimitDom_{k, kbar}). Sort h_(1) >= h_(2) >= ... (ties by the smaller index) and read only
 the top kbar + 1 counts (the "unknown domain" property: no other count is ever touched). Set
 
-    h_bot = h_(kbar+1) + 1 + ln(min{Delta, kbar, d - kbar} / delta) / eps,
+    h_bot = h_(kbar+1) + 1 + ln(min{kbar, d - kbar} / delta) / eps,
 
 add i.i.d. Gumbel(1/eps) noise to h_(1), ..., h_(kbar) and to h_bot, sort the kbar + 1 noisy values and
 return the indices ranked above the noisy h_bot, at most k of them, in rank order (-1 fills the rest).
-Delta (``max_contributions``) is how many bins one user may touch; None means unrestricted (Delta = d).
+The paper's min also holds Delta, a bound on the bins one user may touch; no relation of the project bounds it
+(one user may move every count, DESIGN.md), so Delta = d here. (An outside audit broke the Delta it once took:
+d = 100, kbar = 50, Delta = 1, eps 1, delta 1e-3: a user added to 50 empty bins shut bins 50..99 out, which the
+other histogram released with probability 0.048 against the delta 0.002 stated.)
 
 The "+1" in h_bot is the largest change of h_i - h_(kbar+1) between add/remove neighbours
 (``gap_sensitivity("add_remove")``): an index in the top-kbar of h but not of a neighbour h' has
 h_i - h_(kbar+1) <= h'_i - h'_(kbar+1) + 1 <= 1 (Lemma 5.2 of the full version), so its noisy count beats
-the noisy threshold with probability at most delta / min{Delta, kbar, d - kbar}, and at most that many
+the noisy threshold with probability at most delta / min{kbar, d - kbar}, and at most that many
 indices can leave the top-kbar (Lemma 5.3): the delta of Theorem 1.
 
 Privacy (add/remove neighbours, the relation of the paper's analysis):
@@ -65,7 +68,7 @@ _SLACK_FRACTIONS = np.geomspace(1e-12, 1.0, 241)
 class LimitedDomain(StatementCost):
     """LimitDom_{k, kbar} at per-pick bounded-range epsilon ``epsilon`` and threshold delta ``delta``.
 
-    ``max_k`` is kbar (>= k, < d); ``max_contributions`` is Delta (None: unrestricted). ``epsilon`` is the
+    ``max_k`` is kbar (>= k, < d). ``epsilon`` is the
     eps of Algorithm 1 (one peeling round), ``delta`` its delta; ``for_budget`` sets both from a total.
     """
 
@@ -76,7 +79,6 @@ class LimitedDomain(StatementCost):
     epsilon: float
     delta: float
     neighbors: NeighboringRelation | str = "add_remove"
-    max_contributions: int | None = None
 
     def __post_init__(self):
         checks.set_fields(
@@ -87,13 +89,10 @@ class LimitedDomain(StatementCost):
             delta=checks.open_unit("delta", self.delta),
             neighbors=check_relation(self.neighbors),
         )
-        if self.max_contributions is not None:
-            checks.positive_int("max_contributions", self.max_contributions)
 
     @classmethod
     def for_budget(
         cls, k: int, max_k: int, epsilon: float, delta: float, queries: int = 1, neighbors: str = "add_remove",
-        max_contributions: int | None = None,
     ) -> "LimitedDomain":
         """LD within (epsilon, delta)-DP over ``queries`` adaptive queries (Theorem 2 with k* = queries k).
 
@@ -112,7 +111,7 @@ class LimitedDomain(StatementCost):
         query_delta = run_delta / (4.0 * queries)
 
         def spent_at(pick_epsilon: float) -> float:
-            mechanism = cls(k, max_k, pick_epsilon, query_delta, neighbors, max_contributions)
+            mechanism = cls(k, max_k, pick_epsilon, query_delta, neighbors)
             return mechanism._epsilon_at(queries, delta)
 
         # Bracket. lo: queries k picks at lo compose to <= epsilon / 4 (<= epsilon / 2 under replace).
@@ -121,12 +120,11 @@ class LimitedDomain(StatementCost):
         lo = epsilon / (4.0 * queries * k)
         hi = 2.0 * epsilon / min(1.0, math.sqrt(math.log(1.0 / delta) / 2.0))
         pick_epsilon = solve_per_query(epsilon, spent_at, lo, hi)
-        return cls(k, max_k, pick_epsilon, query_delta, neighbors, max_contributions)
+        return cls(k, max_k, pick_epsilon, query_delta, neighbors)
 
     @property
     def name(self) -> str:
-        limit = "" if self.max_contributions is None else f", Delta={self.max_contributions}"
-        return (f"LD(k={self.k}, kbar={self.max_k}, eps={self.epsilon:.4g}, delta={self.delta:.3g}{limit}, "
+        return (f"LD(k={self.k}, kbar={self.max_k}, eps={self.epsilon:.4g}, delta={self.delta:.3g}, "
                 f"neighbors={self.neighbors})")
 
     @property
@@ -135,9 +133,8 @@ class LimitedDomain(StatementCost):
         return count_selection_range(ANALYSED_RELATION) / self.epsilon
 
     def threshold_offset(self, num_bins: int) -> float:
-        """h_bot - h_(kbar+1) = 1 + ln(min{Delta, kbar, d - kbar} / delta) / eps (Algorithm 1)."""
-        contributions = num_bins if self.max_contributions is None else self.max_contributions
-        leaving = min(contributions, self.max_k, num_bins - self.max_k)  # indices that can leave the top-kbar
+        """h_bot - h_(kbar+1) = 1 + ln(min{kbar, d - kbar} / delta) / eps (Algorithm 1, Delta = d)."""
+        leaving = min(self.max_k, num_bins - self.max_k)  # indices that can leave the top-kbar
         return gap_sensitivity(ANALYSED_RELATION) + math.log(leaving / self.delta) / self.epsilon
 
     def __call__(self, histograms, rng: np.random.Generator) -> TopKResult:

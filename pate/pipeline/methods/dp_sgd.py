@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import logging
 import math
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
