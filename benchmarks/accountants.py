@@ -30,8 +30,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a ch
 
 from pate.mechanisms import PrivateKNN  # noqa: E402
 from pate.pipeline import instantiate  # noqa: E402
-from pate.pipeline.methods.dp_sgd import RECIPE_KEYS  # noqa: E402
-from pate.pipeline.methods.recipes import recipe_for  # noqa: E402
 from pate.privacy import (Ledger, PoissonSampledGaussianEvent, calibrate, calibrate_noise,  # noqa: E402
                           privacy_unit)
 from record import ROOT, header, write_json  # noqa: E402
@@ -55,12 +53,22 @@ def aggregator(name: str, relation: str):
     return instantiate(cfg.aggregator, "aggregator")
 
 
+def _recipe(recipes, target: float, relation: str) -> dict:
+    """The settings the recipe list ``recipes`` sets at ``target`` under ``relation``: those of the last recipe (the
+    list is increasing, as runs check) whose from_epsilon (one number, or one per relation) is at or below
+    ``target``; none below the first."""
+    def start(recipe) -> float:
+        return recipe.from_epsilon if isinstance(recipe.from_epsilon, (int, float)) else recipe.from_epsilon[relation]
+
+    reached = [recipe for recipe in recipes if start(recipe) <= target]
+    return {key: value for key, value in reached[-1].items() if key != "from_epsilon"} if reached else {}
+
+
 def private_knn(relation: str, target: float) -> PrivateKNN:
     """Private-kNN as conf/method/private_knn.yaml configures it at ``target`` (its recipe's k and sampling rate),
     under ``relation``."""
     method = _config(["method=private_knn"]).method
-    recipe = recipe_for(method.recipes, target, relation, ("k", "sampling_rate"), "method.recipes")[1]
-    settings = {"k": method.k, "sampling_rate": method.sampling_rate, **recipe}
+    settings = {"k": method.k, "sampling_rate": method.sampling_rate, **_recipe(method.recipes, target, relation)}
     return PrivateKNN(LABELS, settings["k"], settings["sampling_rate"], method.sigma, relation)
 
 
@@ -69,8 +77,7 @@ def dp_sgd_event(relation: str, target: float):
     data, its epochs those of the probe recipe that ``target`` selects under ``relation``."""
     method = _config(["method=dp_sgd"]).method
     rate = method.expected_batch_size / PRIVATE_RECORDS
-    recipe = recipe_for(method.probe_recipes, target, relation, RECIPE_KEYS, "method.probe_recipes")[1]
-    steps = math.ceil(recipe.get("epochs", method.epochs) / rate)
+    steps = math.ceil(_recipe(method.probe_recipes, target, relation).get("epochs", method.epochs) / rate)
     return lambda multiplier: PoissonSampledGaussianEvent(rate, multiplier, steps, relation)
 
 
