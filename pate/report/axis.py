@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from pate.report.collect import Run, Sweep
+from pate.report.collect import Run, Sweep, shown_overrides
 from pate.report.summary import HEADLINE_FRACTION, Stat, distinct
 from pate.report.guarantee import opening
 from pate.report.tables import REFERENCES_NOT_COVERED, publishable_note, runs_csv, verified_text
@@ -226,7 +226,8 @@ def render_axis_report(summary: AxisSummary) -> str:
              f"- Target ε: {', '.join(f'{e:g}' for e in sorted({c.epsilon for c in summary.cells}))}.",
              f"- Seeds: {_seeds(sweep)}.",
              f"- Jobs: {len(sweep.runs)} finished, {len(sweep.failed)} failed"
-             + "".join(f"; job {job.job} ({' '.join(job.overrides)}) never started" for job in sweep.never_started)
+             + "".join(f"; job {job.job} ({' '.join(shown_overrides(sweep, job.overrides))}) never started"
+                       for job in sweep.never_started)
              + ".",
              f"- Privacy verified: {verified_text(sweep)}",
              f"- Versions: git {', '.join(sorted({str(r.metrics['versions'].get('git')) for r in sweep.runs}))}.",

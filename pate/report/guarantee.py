@@ -1,7 +1,8 @@
 """The opening of every report: what each epsilon it prints guarantees, by which accountant, and what it does not.
 
 Each epsilon covers one run's release alone. A report shows many runs of the same private data; publishing several
-spends their composition, and picking the best among them is a choice no ledger priced. Where a run's noise was
+releases spends their composition, and picking the best among them is a choice no ledger priced (with secret noise,
+runs that differ only in their seed share one release). Where a run's noise was
 seeded (``privacy.noise``, ``pate.pipeline.noise``), whoever holds the seed replays the noise: that run carries no
 guarantee, and its epsilon is what the same release guarantees with secret noise.
 """
@@ -40,12 +41,14 @@ def opening(runs: Iterable[Any], relation: str, delta: float, how: str) -> list[
     the noise was set (after the guarantee's own)."""
     runs = list(runs)
     lines = [f"Every ε in this report is the (ε, δ)-DP guarantee of one run's release under `neighbors={relation}` "
-             f"with δ = {delta:g}{how} {accountants_line(runs)} {units_line(runs)} The runs are separate releases: "
-             f"publishing several of them on the same private data spends their composition (up to the sum of their "
-             f"ε), not one row's ε, and a choice among them (the best setting at an ε) is itself unpriced.", ""]
+             f"with δ = {delta:g}{how} {accountants_line(runs)} {units_line(runs)} Each covers its own release "
+             f"alone: publishing several releases of the same private data spends their composition (up to the sum "
+             f"of their ε), not one row's ε, and a choice among them (the best setting at an ε) is itself unpriced. "
+             f"(With secret noise, runs of one config that differ only in their seed share one release: "
+             f"docs/concepts.md, \"Secret noise\".)", ""]
     if seeded(runs):
-        lines += ["**The noise of these runs was seeded** (`privacy.noise`: seeded on the built-in synthetic data, "
-                  "for reproducible benchmarks): whoever holds a run's seed replays its noise, so these runs carry no "
-                  "guarantee themselves; each ε is what the same release guarantees with secret noise "
-                  "(`privacy.noise=secure`, the default on any other data).", ""]
+        lines += ["**The noise of these runs was seeded** (`privacy.noise=seeded`, which `auto` chooses only on the "
+                  "built-in synthetic data, for reproducible benchmarks): whoever holds a run's seed replays its "
+                  "noise, so these runs carry no guarantee themselves; each ε is what the same release guarantees "
+                  "with secret noise (`privacy.noise=secure`).", ""]
     return lines

@@ -120,3 +120,23 @@ def test_a_publishable_query_report_has_no_headline_against_the_true_labels(tmp_
     text = (tmp_path / "public" / "report.md").read_text()
     assert "Left out of this publishable form: the headline is measured against the student on the true labels" in text
     assert "| student on the true labels" not in text and "Cheapest setting" not in text
+
+
+def test_a_publishable_axis_report_names_no_seed_of_a_job_that_never_started(tmp_path, job_factory):
+    """An outside audit: a query sweep cut short printed its never-started jobs' raw overrides, seed=1 among them,
+    beside 'Seeds: 1 (their values left out)', and so gave the finished runs' seed away as 0."""
+    sweep = _query_sweep(tmp_path, job_factory, lambda method, q, seed: 0.86)
+    for job in sweep.iterdir():
+        if job.is_dir() and (job / "metrics.json").is_file() and json.loads(
+                (job / "metrics.json").read_text())["seed"] == 1:
+            for file in job.rglob("*"):
+                if file.is_file():
+                    file.unlink()
+            for folder in sorted(job.rglob("*"), reverse=True):
+                folder.rmdir()
+            job.rmdir()
+    write_report(sweep, tmp_path / "full")
+    assert "never started" in (tmp_path / "full" / "report.md").read_text()
+    write_report(sweep, tmp_path / "public", publishable=True)
+    public = (tmp_path / "public" / "report.md").read_text()
+    assert "never started" in public and "seed=" not in public

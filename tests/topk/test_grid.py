@@ -88,6 +88,7 @@ def test_checkin_experiment_reads_a_file_and_uses_delta_one_over_n(tmp_path):
     assert "file" in report and "delta = 1/n" in report
     # a user's file: the noise is secret by default, and the report says so
     assert {row["noise"] for row in rows} == {"secure"} and "Noise: secure" in report
+    assert "Not a private release of the files' data" in report  # recall, n and the domain come from the file
 
 
 def test_the_noise_is_seeded_only_on_generated_histograms_unless_asked():

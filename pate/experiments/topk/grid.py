@@ -188,7 +188,7 @@ def run_grid(
             "recall_mean": float(recall.mean()), "recall_std": float(recall.std(ddof=1)) if trials > 1 else 0.0,
             "returned_mean": float(returned.mean()), "epsilon_spent": float(spent),
             "privacy": _privacy_line(mechanism, setting.queries, setting.delta), "mechanism_detail": mechanism.name,
-            "source": setting.source, "noise": mode,
+            "source": setting.source, "noise": mode, "from_file": setting.private,
         })
     return rows
 
