@@ -12,10 +12,19 @@
 # Resumes: run it again after an interruption (a session's end, a node's) and a sweep whose report.md names this
 # commit is kept, not rerun; an interrupted sweep (its directory without a report.md) is moved aside to
 # logs/reports/<name>.interrupted-<UTC time> and run again, its finished stages read from the artifact cache.
+#   LAND_DIR=/outside/the/tree benchmarks/pate_reports.sh   # also copy each sweep's report there as soon as it
+# ends, so that a session's end (which takes logs/ and the cache with it) keeps every sweep already finished.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
 only=${1:-}
+if [ -n "${LAND_DIR:-}" ]; then
+    case "$(realpath -m "$LAND_DIR")/" in "$(pwd -P)"/*)
+        echo "pate_reports.sh: LAND_DIR=$LAND_DIR is inside the working tree; a copy there would dirty it for the" \
+             "next sweep: name a folder outside it" >&2
+        exit 1 ;;
+    esac
+fi
 
 if [ -n "$(git status --porcelain)" ]; then
     echo "pate_reports.sh: the working tree has uncommitted changes; commit or stash them first, so that" \
@@ -33,6 +42,7 @@ sweep() {  # name, then the train.py overrides
         if grep -Eq "^- Versions: git $commit[;.]" "$out/report.md"; then
             echo "== $name: finished at $commit already ($out/report.md); kept"
             done_sweeps+=("$name")
+            land "$name"
             return 0
         fi
         echo "pate_reports.sh: $out holds a report of another commit ($(grep -m1 '^- Versions:' "$out/report.md"));" \
@@ -51,8 +61,17 @@ sweep() {  # name, then the train.py overrides
     "$PY" train.py -m "$@" hydra.sweep.dir="$out"
     echo "== $name: $(( (SECONDS - started) / 60 )) min $(( (SECONDS - started) % 60 )) s"
     done_sweeps+=("$name")
+    land "$name"
 }
 done_sweeps=()
+
+land() {  # with LAND_DIR set: copy a finished sweep's report out of the tree at once
+    [ -n "${LAND_DIR:-}" ] || return 0
+    mkdir -p "$LAND_DIR/$1"
+    rm -f "$LAND_DIR/$1"/*
+    cp "logs/reports/$1"/report.md "logs/reports/$1"/results.csv "logs/reports/$1"/*.png "$LAND_DIR/$1/"
+    echo "landed logs/reports/$1 -> $LAND_DIR/$1"
+}
 
 sweep eps_sweep_replace experiment=eps_sweep privacy.neighbors=replace
 sweep eps_sweep_add_remove experiment=eps_sweep privacy.neighbors=add_remove

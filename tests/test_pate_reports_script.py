@@ -47,8 +47,9 @@ def repo(tmp_path: Path) -> Path:
     return root
 
 
-def run(repo: Path, only: str, fail: str = "") -> subprocess.CompletedProcess:
-    env = dict(os.environ, PY=str(repo / "fake_python"), CALLS=str(repo / "calls"), FAIL_SWEEP=fail)
+def run(repo: Path, only: str, fail: str = "", land: Path | None = None) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PY=str(repo / "fake_python"), CALLS=str(repo / "calls"), FAIL_SWEEP=fail,
+               **({"LAND_DIR": str(land)} if land else {}))
     return subprocess.run(["bash", "benchmarks/pate_reports.sh", only], cwd=repo, env=env, capture_output=True,
                           text=True)
 
@@ -92,4 +93,20 @@ def test_a_dirty_tree_is_refused(repo):
     (repo / "benchmarks" / "new.txt").write_text("uncommitted")
     refused = run(repo, "eps_sweep_replace")
     assert refused.returncode == 1 and "uncommitted changes" in refused.stderr
+    assert calls(repo) == []
+
+
+def test_land_dir_keeps_each_finished_sweep_when_a_later_one_is_cut_short(repo, tmp_path):
+    land = tmp_path / "landed"
+    cut = run(repo, "eps_sweep", fail="eps_sweep_add_remove", land=land)
+    assert cut.returncode != 0
+    assert sorted(p.name for p in (land / "eps_sweep_replace").iterdir()) == ["accuracy.png", "report.md",
+                                                                             "results.csv"]
+    assert not (land / "eps_sweep_add_remove").exists()
+    assert not (repo / "benchmarks" / "results").exists()  # the tree stays clean for the next sweep
+
+
+def test_a_land_dir_inside_the_tree_is_refused(repo):
+    refused = run(repo, "eps_sweep_replace", land=repo / "landed")
+    assert refused.returncode == 1 and "inside the working tree" in refused.stderr
     assert calls(repo) == []
