@@ -13,7 +13,7 @@ synthetic data's private split, conf/data/synthetic.yaml) for the steps of the e
 target (conf/method/dp_sgd.yaml: 20 epochs, 589 steps, below epsilon 4 under replace and 2 under add_remove; 30
 epochs, 883 steps, from there up); Private-kNN
 with conf/method/private_knn.yaml's k, sigma and the sampling rate its recipe sets at each target (0.1 below
-epsilon 8, 0.3 from 8: the rate and the noise's scale, not k, set the cost).
+epsilon 8 under replace and 4 under add_remove, 0.3 from there: the rate and the noise's scale, not k, set the cost).
 """
 
 from __future__ import annotations
