@@ -41,8 +41,7 @@ sweep() {  # name, then the train.py overrides
         # the report's "Versions: git <commits>" line lists every commit its jobs ran; only this one is kept
         if grep -Eq "^- Versions: git $commit[;.]" "$out/report.md"; then
             echo "== $name: finished at $commit already ($out/report.md); kept"
-            done_sweeps+=("$name")
-            land "$name"
+            finished "$name"
             return 0
         fi
         echo "pate_reports.sh: $out holds a report of another commit ($(grep -m1 '^- Versions:' "$out/report.md"));" \
@@ -60,17 +59,21 @@ sweep() {  # name, then the train.py overrides
     local started=$SECONDS
     "$PY" train.py -m "$@" hydra.sweep.dir="$out"
     echo "== $name: $(( (SECONDS - started) / 60 )) min $(( (SECONDS - started) % 60 )) s"
-    done_sweeps+=("$name")
-    land "$name"
+    finished "$name"
 }
 done_sweeps=()
 
-land() {  # with LAND_DIR set: copy a finished sweep's report out of the tree at once
-    [ -n "${LAND_DIR:-}" ] || return 0
-    mkdir -p "$LAND_DIR/$1"
-    rm -f "$LAND_DIR/$1"/*
-    cp "logs/reports/$1"/report.md "logs/reports/$1"/results.csv "logs/reports/$1"/*.png "$LAND_DIR/$1/"
-    echo "landed logs/reports/$1 -> $LAND_DIR/$1"
+copy_report() {  # name, folder: the sweep's report, its table and its plots, replacing what the folder held
+    local out=logs/reports/$1
+    mkdir -p "$2"
+    rm -f "$2"/*
+    cp "$out"/report.md "$out"/results.csv "$out"/*.png "$2/"
+    echo "copied $out -> $2"
+}
+
+finished() {  # a sweep ended or was kept: copied into the tree once all have ended, out of it now with LAND_DIR
+    done_sweeps+=("$1")
+    [ -z "${LAND_DIR:-}" ] || copy_report "$1" "$LAND_DIR/$1"
 }
 
 sweep eps_sweep_replace experiment=eps_sweep privacy.neighbors=replace
@@ -98,9 +101,5 @@ for relation in replace add_remove; do
 done
 
 for name in "${done_sweeps[@]}"; do
-    out=logs/reports/$name
-    mkdir -p "benchmarks/results/$name"
-    rm -f "benchmarks/results/$name"/*
-    cp "$out"/report.md "$out"/results.csv "$out"/*.png "benchmarks/results/$name/"
-    echo "copied $out -> benchmarks/results/$name"
+    copy_report "$name" "benchmarks/results/$name"
 done
