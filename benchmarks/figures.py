@@ -99,7 +99,7 @@ def topk_speed(record: dict[str, Any], file: str) -> list[str]:
 
 def methods(record: dict[str, Any], file: str) -> list[str]:
     lines = ["**Each method's wall time, epsilon and accuracy**", "",
-             "| method | whole run | its own stage | epsilon (replace, delta 1e-6) | accuracy |",
+             "| method | whole run | its own stage | epsilon (replace, record-level, delta 1e-6) | accuracy |",
              "|---|---:|---:|---:|---:|"]
     for row in record["rows"]:
         model = "the model" if row["method"].startswith("dp_sgd") else "student"

@@ -49,7 +49,7 @@ def main() -> None:
         rows.append({"method": name, "wall_s": round(wall, 1), "method_stage_s": _seconds(log),
                      "epsilon": metrics["epsilon"], "neighbors": metrics["neighbors"],
                      "student_accuracy": metrics["student_accuracy"]})
-    print("| method | run (s) | its own stage (s) | epsilon (replace, delta 1e-6) | student accuracy |")
+    print("| method | run (s) | its own stage (s) | epsilon (replace, record-level, delta 1e-6) | student accuracy |")
     print("|---|---:|---:|---:|---:|")
     for row in rows:
         print(f"| {row['method']} | {row['wall_s']:.1f} | {row['method_stage_s']} | {row['epsilon']:.3f} | "
