@@ -1,6 +1,7 @@
 """The data-dependent release (generalized propose-test-release): the distance to the budget has sensitivity 1,
-the box bound covers every histogram within its distance, the test passes with its stated probability, the cost
-event is what the argument says, and a failed test releases nothing."""
+the box bound covers every histogram within its distance, the distance is the hand-computed one, the test passes
+with its stated probability, the cost event is what the argument says, a failed test releases nothing, and the
+screen passes at the rate of the noise its cost is priced at."""
 
 import math
 
@@ -9,6 +10,7 @@ import pytest
 from scipy.special import ndtr
 
 from pate.aggregators import BinaryVoting, DataDependentBinaryVoting
+from pate.mechanisms.binary_voting import screen_labels
 from pate.mechanisms.dd_release import DistanceTest, binary_label_rdp, cost_table, costs_within, distance_to_budget
 from pate.privacy import Ledger, price
 
@@ -178,3 +180,92 @@ def test_a_certain_screen_still_prices_its_neighbours_failure(yes, other):
     priced = binary_label_rdp(np.array([yes]), np.array([teachers - yes]), [order], sigma, sigma,
                               (screen_sigma, threshold))[0, 0]
     assert exact <= priced * (1 + 1e-9), (exact, priced)
+
+
+def _hand_table(size=11):
+    """c[yes, no] = max(0, 3 - |yes - no|): 3 at a tie, 2, 1, then 0 from a gap of 3 on. A box of radius d around
+    (yes, no) holds every gap from |yes - no| - 2d up (the larger count down d, the smaller up d; the table reaches
+    that far), so the largest c within d is max(0, 3 - max(0, |yes - no| - 2d)): integers, exact in float64."""
+    counts = np.arange(size)
+    return np.maximum(0.0, 3.0 - np.abs(counts[:, None] - counts[None, :]))
+
+
+@pytest.mark.parametrize("budget, expected", [
+    (0.0, 0), (0.5, 0), (0.999, 0),  # U(1) = 1 > B: k = 0
+    (1.0, 1), (3.999, 1),  # U(1) = 1 <= B < U(2) = 4: k = 1 (the boundary B = U(1) is not "> B")
+    (4.0, 2), (5.999, 2),  # U(2) = 4 <= B < U(3) = 6: k = 2
+    (6.0, 3), (100.0, 3),  # no U(d + 1) > B up to d_max = 4: capped at d_max - 1 = 3
+])
+def test_the_distance_to_the_budget_is_the_hand_computed_one(budget, expected):
+    """k(D) = min{ d >= 0 : U(D, d + 1) > B } exactly, on a table small enough to do by hand (``_hand_table``), T = 6,
+    two labels: (yes, no) = (6, 0), gap 6, and (1, 5), gap 4. Largest cost within d, per label:
+
+        d          0  1  2  3  4
+        (6, 0)     0  0  1  3  3      gap max(0, 6 - 2d) = 6, 4, 2, 0, 0
+        (1, 5)     0  1  3  3  3      gap max(0, 4 - 2d) = 4, 2, 0, 0, 0
+        U(D, d)    0  1  4  6  6
+
+    The budgets sit on both sides of every step of U, so k one too large or one too small fails here. The other
+    tests of the distance (sensitivity one, the audit's law of DataDependentBinaryVoting) compare k with k of a
+    neighbour or with itself, so a k shifted by a constant passes them; a k one too large lets through votes one
+    step nearer a histogram whose cost exceeds the proposal than the argument allows."""
+    yes, no = np.array([6, 1]), np.array([0, 5])
+    within = costs_within(_hand_table(), yes, no, 4)
+    np.testing.assert_array_equal(within, [0.0, 1.0, 4.0, 6.0, 6.0])
+    assert distance_to_budget(within, budget) == expected
+
+
+def test_the_distance_to_the_budget_is_zero_when_the_data_already_exceed_it():
+    """A tie (3, 3) costs 3 at every distance: U(D, d) = 3 for d = 0..3, so k = 0 for any B < 3 (U(D, 1) > B even
+    though the data's own cost already is), and with B = 3 nothing exceeds it: the cap d_max - 1 = 2."""
+    within = costs_within(_hand_table(), np.array([3]), np.array([3]), 3)
+    np.testing.assert_array_equal(within, [3.0, 3.0, 3.0, 3.0])
+    assert distance_to_budget(within, 2.999) == 0
+    assert distance_to_budget(within, 3.0) == 2
+
+
+# Where the larger count sits half a screen sigma below, at, and one sigma above the threshold, on either side of
+# the tie: a screen drawn at half the priced sigma passes at Phi(-1) = 0.159 instead of Phi(-0.5) = 0.309, and at
+# Phi(2) = 0.977 instead of Phi(1) = 0.841, both over 20 standard errors away at 20,000 draws.
+_SCREEN_T, _SCREEN_SIGMA, _SCREEN_FRACTION = 100, 10.0, 0.7
+_SCREEN_YES = np.array([35, 65, 70, 20, 80])  # larger counts 65, 65, 70, 80, 80 against the threshold 70
+
+
+def _assert_pass_rates(passed, yes, num_teachers, sigma, threshold):
+    """Per column: the pass frequency of ``passed`` [draws, labels] is Phi((max(yes, T - yes) - threshold) / sigma)
+    within 5 binomial standard errors (a false failure has probability below 1e-5 over the five columns)."""
+    draws = passed.shape[0]
+    expected = ndtr((np.maximum(yes, num_teachers - yes) - threshold) / sigma)
+    tolerance = 5.0 * np.sqrt(expected * (1.0 - expected) / draws)
+    observed = passed.mean(axis=0)
+    assert np.all(np.abs(observed - expected) <= tolerance), (observed, expected, tolerance)
+
+
+def test_the_screen_passes_at_the_rate_of_its_sigma():
+    """``screen_labels`` passes a label with probability Phi((max(yes, T - yes) - threshold) / sigma), sigma the noise
+    it is given: the screen's price (``binary_label_rdp``'s ``screen``) assumes exactly that noise, so noise drawn
+    at any other scale (half of it, say) is a release priced for noise it did not get."""
+    draws = 20_000
+    yes = np.tile(_SCREEN_YES, (draws, 1))
+    threshold = _SCREEN_FRACTION * _SCREEN_T
+    passed = screen_labels(yes, _SCREEN_T, _SCREEN_SIGMA, threshold, np.random.default_rng(11))
+    assert passed.dtype == bool and passed.shape == yes.shape
+    _assert_pass_rates(passed, _SCREEN_YES, _SCREEN_T, _SCREEN_SIGMA, threshold)
+
+
+def test_the_aggregators_screen_releases_at_the_rate_of_the_sigma_it_prices():
+    """DataDependentBinaryVoting releases a (query, label) at the rate Phi((max(yes, T - yes) - threshold) /
+    screen_sigma), with (screen_sigma, threshold) the ``screen`` its cost table prices (the distance to the budget
+    is computed from ``cost_table(..., self.screen)``; the data-independent event names the same sigma). The
+    proposal is so large that no histogram's cost exceeds it: k is the cap, and the test passes (with probability
+    1 - 3e-7; checked), so ``released`` is the screen's outcome alone."""
+    draws = 20_000
+    aggregator = DataDependentBinaryVoting(len(_SCREEN_YES), _SCREEN_T, sigma=5.0, order=8.0, test_sigma=1.0,
+                                           test_delta=1e-7, rdp_budget=1e9, screen_sigma=_SCREEN_SIGMA,
+                                           screen_threshold=_SCREEN_FRACTION)
+    screen_sigma, threshold = aggregator.screen
+    assert aggregator.data_independent_event(1).event.events[0].sigma == screen_sigma
+    result = aggregator(np.tile(_SCREEN_YES, (draws, 1)), np.random.default_rng(12))
+    assert result.details["test"]["passed"]
+    assert result.details["test"]["not_itself_private"]["distance"] == aggregator.test.max_distance - 1
+    _assert_pass_rates(result.released, _SCREEN_YES, _SCREEN_T, screen_sigma, threshold)
