@@ -41,9 +41,10 @@ import subprocess
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pate.code_closure import code_fingerprint
+from pate.errors import UserError
 from pate.io import atomic_write_json as _atomic_write_json
 from pate.io import exclusive_lock, sha256_file
 from pate.locations import CHECKOUT
@@ -122,6 +123,15 @@ class Stage:
         }
         return hashlib.sha256(_canonical(payload).encode()).hexdigest()[:16]
 
+    @property
+    def definition(self) -> str:
+        """What the stage computes, without the code: the key's hash over the stage, its config and its upstream
+        stages' definitions, no code fingerprint. One definition is the same quantity of the same data by the same
+        settings, whatever the code version (``pate.pipeline.budget`` tells a second release by it)."""
+        payload = {"format": CACHE_FORMAT, "stage": self.name, "config": self.config,
+                   "upstream": {name: up.definition for name, up in sorted(self.upstream.items())}}
+        return hashlib.sha256(_canonical(payload).encode()).hexdigest()[:16]
+
 
 def _json_default(value: Any) -> Any:
     if isinstance(value, Path):
@@ -158,11 +168,22 @@ def atomic_write_json(path: Path, obj: Any) -> None:
     _atomic_write_json(path, obj, default=_json_default)
 
 
-class ArtifactStore:
-    """The cache directory: ``<root>/<stage>/<key>/`` holds one artifact."""
+class ReleaseGuard(Protocol):
+    """What the store asks before and after it draws a release from secret noise (``draws_secret_noise``): the
+    privacy budget records the release before its noise is drawn and checks what was recorded after
+    (``pate.pipeline.budget.BudgetGuard``)."""
 
-    def __init__(self, root: str | os.PathLike):
+    def before_draw(self, stage: Stage) -> None: ...
+    def after_draw(self, stage: Stage, work: Path) -> None: ...
+
+
+class ArtifactStore:
+    """The cache directory: ``<root>/<stage>/<key>/`` holds one artifact. ``guard`` (optional) is told of every
+    release about to be drawn from secret noise, and of what it wrote (:class:`ReleaseGuard`)."""
+
+    def __init__(self, root: str | os.PathLike, guard: ReleaseGuard | None = None):
         self.root = Path(root)
+        self.guard = guard
         # artifacts this store built or verified: a stage read twice in one run is hashed once
         self._seen: dict[Path, Artifact] = {}
         # those of them found finished rather than built (a secure release read back says it drew no new noise)
@@ -180,6 +201,12 @@ class ArtifactStore:
         final = self.path(stage)
         if final in self._seen and final.exists():
             return self._seen[final]
+        if final in self._seen and draws_secret_noise(stage):
+            raise UserError(
+                f"{stage.name}: the release {final} that this run read was deleted while the run went on (by "
+                f"`pate-cache prune` or by hand); this run stops rather than draw a second release of the same data. "
+                f"Nothing it printed or wrote came from another release; run the same command again to draw anew "
+                f"(counted in the data's privacy budget)")
         found = self._verified(stage, final)
         if found is not None:
             log.info("%s: reusing %s", stage.name, final)
@@ -190,13 +217,19 @@ class ArtifactStore:
         with exclusive_lock(final.with_name(final.name + ".lock")):
             found = self._verified(stage, final)  # another process may have built it while we waited
             if found is not None:
+                self._seen[final] = found
                 self._reused.add(final)
                 return found
             inputs = {name: self.get(up) for name, up in stage.upstream.items()}
             work = self.work_path(stage)
             work.mkdir(exist_ok=True)
             log.info("%s: building %s", stage.name, final)
+            secret = draws_secret_noise(stage) and self.guard is not None
+            if secret:
+                self.guard.before_draw(stage)
             stage.build(work, inputs)
+            if secret:
+                self.guard.after_draw(stage, work)
             files = self._write_manifest(stage, work, inputs)
             os.replace(work, final)
         self._seen[final] = Artifact(stage.name, stage.key, final, frozenset(files))
@@ -222,12 +255,12 @@ class ArtifactStore:
         if damaged == {}:
             return Artifact(stage.name, stage.key, final, frozenset(manifest["files"]))
         if draws_secret_noise(stage):
-            why = wrong if wrong is not None else f"{len(damaged)} damaged file(s): {', '.join(sorted(damaged))}"
-            raise RuntimeError(
-                f"{stage.name}: artifact {final} is a release drawn from secret noise and is damaged ({why}); it is "
-                f"left as it is. Rebuilding would draw a second release of the same data, whose cost no ledger "
-                f"records. Restore it from a copy, or, knowing that publishing both releases spends twice, move it "
-                f"away yourself and run again")
+            why = wrong or "; ".join(f"{name} ({what})" for name, what in sorted(damaged.items()))
+            raise UserError(
+                f"{stage.name}: the release {final} was drawn from secret noise and is damaged ({why}); it is left "
+                f"as it is. Rebuilding it would draw a second release of the same data. Restore the directory from a "
+                f"copy, or move it away yourself and run again: the new release is then counted in the data's "
+                f"privacy budget beside the first (`pate-cache budget`)")
         n = 0
         while (aside := final.with_name(f"{final.name}.damaged-{n}")).exists():
             n += 1
@@ -353,9 +386,11 @@ def _first_difference(found: Any, expected: Any, prefix: str = "") -> tuple[str,
 
 
 def _damaged_files(path: Path, files: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
-    """{file: what is wrong} for every file of the manifest's ``files`` that is missing or fails its size or SHA-256
-    ({} when all are intact)."""
-    damaged = {}
+    """{file: what is wrong} for every file of the manifest's ``files`` that is missing or fails its size or SHA-256,
+    and every file in the directory that the manifest does not list (a manifest that lost an entry, or a file
+    dropped in later: either way the manifest no longer describes the directory); {} when all are intact."""
+    damaged = {str(p.relative_to(path)): "not in the manifest" for p in sorted(path.rglob("*"))
+               if p.is_file() and p.name != MANIFEST and str(p.relative_to(path)) not in files}
     for name, meta in files.items():
         p = path / name
         if not p.is_file():

@@ -110,7 +110,7 @@ def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
 
 
 # Errors that mean "this directory is not ours to write": another user's read-only cache, a read-only mount.
-_NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS)
+NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS)
 LOCK_REPORT_SECONDS = 30.0
 
 
@@ -127,7 +127,7 @@ def exclusive_lock(path: str | os.PathLike, report_every: float = LOCK_REPORT_SE
     try:
         fh = open(path, "a+")
     except OSError as err:
-        if err.errno not in _NOT_WRITABLE:
+        if err.errno not in NOT_WRITABLE:
             raise
         log.debug("%s is not writable (%s): reading without a lock", path, err.strerror)
         yield

@@ -2,10 +2,12 @@
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
 from pate.artifacts import MANIFEST, ArtifactStore, Stage, read_artifact
+from pate.errors import UserError
 from pate.code_closure import code_closure, code_fingerprint
 
 
@@ -179,12 +181,16 @@ def test_an_artifact_moved_to_another_stage_is_rebuilt(tmp_path, caplog):
 
 
 def test_a_reader_opens_only_the_files_the_manifest_lists(tmp_path):
+    """A file dropped into a finished artifact is never read; the next store that verifies the directory finds a
+    file its manifest does not list, which is damage: moved aside, and the artifact rebuilt without it."""
     art = ArtifactStore(tmp_path).get(Stage("a", {}, Counter()))
     (art.path / "extra.txt").write_text("dropped in later")
-    for reread in (art, ArtifactStore(tmp_path).get(Stage("a", {}, Counter()))):
-        assert reread.has("out.txt") and not reread.has("extra.txt")
-        with pytest.raises(FileNotFoundError, match="'extra.txt' is not in its manifest"):
-            reread.file("extra.txt")
+    assert art.has("out.txt") and not art.has("extra.txt")
+    with pytest.raises(FileNotFoundError, match="'extra.txt' is not in its manifest"):
+        art.file("extra.txt")
+    rebuilt = ArtifactStore(tmp_path).get(Stage("a", {}, Counter()))
+    assert not (rebuilt.path / "extra.txt").exists() and rebuilt.file("out.txt").read_text() == "x"
+    assert (tmp_path / "a" / f"{art.key}.damaged-0" / "extra.txt").read_text() == "dropped in later"
 
 
 def test_a_manifest_listing_a_file_outside_its_directory_is_damage(tmp_path):
@@ -318,24 +324,37 @@ def test_a_stage_key_covers_its_code():
     assert a.key != Stage("a", {}, Counter(), code=("pate.privacy", "pate.mechanisms")).key
 
 
-@pytest.mark.parametrize("damage", ["checksum", "copied over"])
+@pytest.mark.parametrize("damage", ["checksum", "copied over", "manifest entry lost"])
 def test_a_damaged_secret_noise_release_is_refused_not_drawn_again(tmp_path, damage):
     """A release drawn from secret noise is made once: rebuilding a damaged one would draw a second release of the
-    same data (fresh secret noise: other labels) that no ledger prices. It is refused, and left as it is; a seeded
-    stage's damaged artifact is rebuilt as before (its redraw is the same draw)."""
+    same data (fresh secret noise: other labels). It is refused as a UserError (train.py: one line, exit 2) naming
+    the directory and what to do, and left as it is; a seeded stage's damaged artifact is rebuilt as before (its
+    redraw is the same draw). A manifest that lost the entry of a file in its directory is damage like any other."""
     secure, other = Stage("aggregate", {"noise": "secure", "x": 1}, Counter("one")), Stage("aggregate", {"x": 2},
                                                                                        Counter("two"))
     store = ArtifactStore(tmp_path)
     path = store.get(secure).path
     if damage == "checksum":
         (path / "out.txt").write_text("tampered")
-    else:
+    elif damage == "copied over":
         _copy_over(store.get(other).path, path)
+    else:
+        _drop_manifest_entry(path, "out.txt")
     before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
-    with pytest.raises(RuntimeError, match=r"is a release drawn from secret noise and is damaged .* Rebuilding would "
-                                           r"draw a second release of the same data"):
+    with pytest.raises(UserError, match=rf"the release {path} was drawn from secret noise and is damaged .* "
+                                        r"Rebuilding it would draw a second release of the same data. Restore"):
         ArtifactStore(tmp_path).get(secure)
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before  # nothing moved or rebuilt
     seeded = Stage("aggregate", {"noise": "seeded", "seed": 0}, Counter("three"))
-    (store.get(seeded).path / "out.txt").write_text("tampered")
+    if damage == "manifest entry lost":
+        _drop_manifest_entry(store.get(seeded).path, "out.txt")
+    else:
+        (store.get(seeded).path / "out.txt").write_text("tampered")
     assert ArtifactStore(tmp_path).get(seeded).file("out.txt").read_text() == "three"
+
+
+def _drop_manifest_entry(path: Path, name: str) -> None:
+    """Remove ``name``'s entry from the manifest of the artifact ``path``, leaving the file in place."""
+    manifest = json.loads((path / MANIFEST).read_text())
+    del manifest["files"][name]
+    (path / MANIFEST).write_text(json.dumps(manifest))

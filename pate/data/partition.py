@@ -123,10 +123,18 @@ def check_partition_config(split: np.ndarray, num_teachers: int, num_queries: in
                              f"pipeline needs private training records and held-out public records")
     n_train = sizes["train"]
     most = n_train // records_per_teacher
+    if most == 0:
+        raise ValueError(
+            f"the private training split holds {n_train} record{'s' if n_train != 1 else ''}, and even one teacher "
+            f"needs {records_per_teacher} ({why}): no teacher can be trained, whatever partition.num_teachers; give "
+            f"the training split more records (a split column or data.split_fractions), or a teacher that needs "
+            f"fewer"
+        )
     if not 1 <= num_teachers <= most:
         need = "one record" if records_per_teacher == 1 else f"{records_per_teacher} records: {why}"
         raise ValueError(
-            f"partition.num_teachers={num_teachers} but the private training split holds {n_train} records; "
+            f"partition.num_teachers={num_teachers} but the private training split holds {n_train} "
+            f"record{'s' if n_train != 1 else ''}; "
             f"expected 1 <= num_teachers <= {most} (each teacher needs at least {need})"
         )
     n_test = sizes["test"]

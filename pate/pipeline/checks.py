@@ -23,18 +23,11 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from pate.data.labelled_images import SPLITS
+from pate.errors import EXIT_USER_ERROR, UserError  # re-exported: the pipeline's one-line error
 from pate.locations import CONFIG_DIR
 from pate.pipeline.noise import noise_source
 from pate.privacy.ledger import ACCOUNTANTS
 from pate.privacy.sensitivity import RELATIONS
-
-
-EXIT_USER_ERROR = 2  # the exit status of a run ended by a UserError, wherever it is caught
-
-
-class UserError(ValueError):
-    """A mistake in the config or the data: train.py prints its one-line message, no traceback, and exits
-    ``EXIT_USER_ERROR``."""
 
 
 def _is_number(value) -> bool:
@@ -66,10 +59,12 @@ def check_config(cfg: DictConfig) -> None:
     _require(accountant in ACCOUNTANTS, "privacy.accountant", accountant, f"one of {ACCOUNTANTS}")
     _require(_is_number(privacy.delta) and 0 < privacy.delta < 1, "privacy.delta", privacy.delta,
              "a number in (0, 1)")
-    for key in ("target_epsilon", "budget_epsilon"):
+    for key in ("target_epsilon", "budget_epsilon", "dataset_budget"):
         value = privacy[key]
         _require(value is None or (_is_number(value) and value > 0), f"privacy.{key}", value,
                  "a number > 0, or null")
+    _require(isinstance(privacy.get("reuse_release", False), bool), "privacy.reuse_release",
+             privacy.get("reuse_release"), "true or false")
     with building(None):  # privacy.noise: its one reader names the key
         noise_source(cfg)
     _require(isinstance(cfg.get("verbose", False), bool), "verbose", cfg.get("verbose"), "true or false")

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from pate.data.partition import partition_teachers, pool_size, split_public
+from pate.data.partition import check_partition_config, partition_teachers, pool_size, split_public
 
 # Record ids need not be 0..n-1: the training split of CelebA is a subset of all rows.
 RECORDS = np.arange(1000, dtype=np.int64) * 3 + 7
@@ -96,3 +96,13 @@ def test_split_public_rejects_bad_sizes(pool, num_queries, match):
 def test_pool_fraction_must_lie_strictly_between_0_and_1(fraction):
     with pytest.raises(ValueError, match="data.pool_fraction"):
         pool_size(1000, fraction)
+
+
+def test_too_few_private_records_for_one_teacher_is_a_sentence():
+    """One private record where a teacher needs three: the error says that no teacher can be trained and why,
+    not an impossible range (``expected 1 <= num_teachers <= 0``)."""
+    split = np.array([0, 2, 2, 2, 2, 2], dtype=np.int8)
+    with pytest.raises(ValueError, match=r"the private training split holds 1 record, and even one teacher needs 3 "
+                                         r"\(ridge heads fit on at least 3\): no teacher can be trained") as err:
+        check_partition_config(split, 4, 1, 0.5, records_per_teacher=3, why="ridge heads fit on at least 3")
+    assert "<=" not in str(err.value)
