@@ -142,20 +142,7 @@ def plot_metric_vs_epsilon(summary: Summary, spec: PlotSpec) -> Figure:
         for cell in (c for c in cells if c.axis == NON_PRIVATE and c.stats[spec.metric] is not None):
             entries.append(ax.axhline(cell.stats[spec.metric].mean, linestyle=":", color=style["color"],
                                       label=f"{method} (non-private)"))
-    names = [name for base in spec.references for name in sorted(summary.references)
-             if name == base or name.startswith(base + "+")]  # with each semi-supervised student's own
-    for name in names:
-        stat = summary.references[name].get(spec.metric)
-        if stat is None:
-            continue
-        base, _, semi = name.partition("+")
-        ref_style = dict(_REFERENCE_STYLE.get(base, dict(color="tab:brown", linestyle="-.")))
-        if semi:
-            ref_style["linestyle"] = (0, (1, 1)) if base == "true_labels" else (0, (3, 1, 1, 1))
-        entries.append(ax.axhline(stat.mean, linewidth=1.2, label=reference_plot_label(summary, name, spec.metric),
-                                  **ref_style))
-        if stat.std:
-            ax.axhspan(stat.mean - stat.std, stat.mean + stat.std, color=ref_style["color"], alpha=0.12, linewidth=0)
+    entries += _draw_references(ax, summary, spec)
     true_accuracy = summary.references.get("true_labels", {}).get("student_accuracy")
     if spec.threshold and true_accuracy is not None:  # the supervised student's; semi-supervised ones in report.md
         entries.append(ax.axhline(HEADLINE_FRACTION * true_accuracy.mean, color="black", linestyle=":", linewidth=1.0,
@@ -176,6 +163,27 @@ def plot_metric_vs_epsilon(summary: Summary, spec: PlotSpec) -> Figure:
     fig.legend(entries, labels, loc="outside lower center", ncols=ncols, fontsize="small", frameon=False)
     fig.set_figheight(max(_MIN_HEIGHT, _AXES_HEIGHT + _LEGEND_ROW_HEIGHT * -(-len(labels) // ncols)))
     return fig
+
+
+def _draw_references(ax, summary: Summary, spec: PlotSpec) -> list:
+    """A horizontal line (with its std band) per requested reference of ``summary``, each semi-supervised
+    student's own included; returns their legend artists."""
+    entries = []
+    names = [name for base in spec.references for name in sorted(summary.references)
+             if name == base or name.startswith(base + "+")]
+    for name in names:
+        stat = summary.references[name].get(spec.metric)
+        if stat is None:
+            continue
+        base, _, semi = name.partition("+")
+        ref_style = dict(_REFERENCE_STYLE.get(base, dict(color="tab:brown", linestyle="-.")))
+        if semi:
+            ref_style["linestyle"] = (0, (1, 1)) if base == "true_labels" else (0, (3, 1, 1, 1))
+        entries.append(ax.axhline(stat.mean, linewidth=1.2, label=reference_plot_label(summary, name, spec.metric),
+                                  **ref_style))
+        if stat.std:
+            ax.axhspan(stat.mean - stat.std, stat.mean + stat.std, color=ref_style["color"], alpha=0.12, linewidth=0)
+    return entries
 
 
 def make_plots(summary: Summary) -> dict[str, Figure]:
