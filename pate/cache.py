@@ -1,5 +1,9 @@
-"""See and prune the artifact cache: ``pate-cache [list|prune] [--cache-dir DIR] [--logs DIR] [--dry-run]`` (also
-``python -m pate.cache ...``).
+"""See and prune the artifact cache, and list the privacy budget of each private dataset: ``pate-cache
+[list|prune|budget] [--cache-dir DIR] [--logs DIR] [--dry-run] [--budget-dir DIR] [--delta D]`` (also ``python -m
+pate.cache ...``).
+
+``budget`` lists every private dataset's ledger (``pate.budget``): the total epsilon of its releases drawn with
+secret noise, under each relation they use, and one line per release.
 
 ``list`` prints, per top-level directory of the cache (every stage, and ``tensors``: the decoded images), how many
 finished entries it holds (artifact directories; for ``tensors``, decoded tensors with their sidecars), their size
@@ -8,9 +12,9 @@ directories (a build that was interrupted; the same command resumes it, or ``pru
 ``<key>.damaged-N`` directories (files a run found damaged, or an artifact whose manifest is another stage's, key's
 or config's, moved aside). ``prune`` removes the leftovers (never the decoded images), skipping a ``.partial``
 whose build holds its lock right now; with ``--logs`` it also removes the finished artifacts that no
-``metrics.json`` under that directory names and no other artifact builds on (``--dry-run`` says what it would
-remove). The default cache is ``$PROJECT_ROOT/cache``, else the ``cache`` directory of this clone (of the working
-directory, installed), as train.py resolves it.
+``metrics.json`` under that directory names, no other artifact builds on and no run in progress holds
+(``pate.cache_holds``; ``--dry-run`` says what it would remove). The default cache is ``$PROJECT_ROOT/cache``,
+else the ``cache`` directory of this clone (of the working directory, installed), as train.py resolves it.
 """
 
 from __future__ import annotations
@@ -26,9 +30,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pate.artifacts import MANIFEST
+from pate.budget import BudgetLedger, default_budget_dir
+from pate.cache_holds import held_artifacts, registry_locked
+from pate.errors import UserError
 from pate.locations import command_name, default_project_root
 
-__all__ = ["CacheEntry", "default_cache_dir", "main", "prune", "scan"]
+__all__ = ["CacheEntry", "default_cache_dir", "describe_budgets", "main", "prune", "scan"]
 
 
 @dataclass(frozen=True)
@@ -51,6 +58,30 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("PROJECT_ROOT") or default_project_root()) / "cache"
 
 
+def describe_budgets(budget_dir: Path, delta: float, accountant: str) -> str:
+    """The ``budget`` listing: per private split (dataset id), its total over the releases on data sharing a record
+    with it (priced at ``delta`` by ``accountant`` under the relation and level of its releases), then one line per
+    release on it, oldest first; then the leftovers of writes a crash cut short."""
+    ledger = BudgetLedger(budget_dir)
+    entries = ledger.entries()
+    if not entries:
+        return f"no release recorded in the privacy budget ledger {budget_dir}"
+    lines = [f"privacy budget ledger {Path(budget_dir).resolve()}: {len(entries)} release(s)"]
+    for dataset in sorted({entry.dataset for entry in entries}):
+        own = [entry for entry in entries if entry.dataset == dataset]
+        lines.append(f"dataset {dataset}: {len(own)} release(s) on it")
+        for neighbors, record_level in sorted({(entry.neighbors, entry.record_level) for entry in own}):
+            total = ledger.total(ledger.records(dataset), delta, neighbors, record_level, accountant, entries)
+            lines.append(f"  total: {total.describe()}")
+        lines.extend(f"  {entry.time}  {entry.stage}/{entry.key}  {entry.neighbors}  "
+                     f"{entry.config.get('method', '?').rsplit('.', 1)[-1]}  "
+                     f"target_epsilon={entry.config.get('target_epsilon')}  "
+                     f"{', '.join(event.name for event in entry.events)}" for entry in own)
+    lines.extend(f"leftover {path}: a write cut short by a crash, never an entry (no noise was drawn for it)"
+                 for path in ledger.leftovers())
+    return "\n".join(lines)
+
+
 def _size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
@@ -58,7 +89,8 @@ def _size(path: Path) -> int:
 def scan(cache_dir: Path) -> list[CacheEntry]:
     """Every entry of every top-level directory of ``cache_dir`` (``_entries``), sorted by directory and key: the
     listing accounts for all of the cache, the decoded images of ``tensors/`` included."""
-    return [entry for top in sorted(p for p in Path(cache_dir).iterdir() if p.is_dir()) for entry in _entries(top)]
+    return [entry for top in sorted(p for p in Path(cache_dir).iterdir() if p.is_dir() and not p.name.startswith("."))
+            for entry in _entries(top)]
 
 
 def _entries(top: Path) -> list[CacheEntry]:
@@ -125,15 +157,19 @@ def _referenced(entries: list[CacheEntry], logs: Path) -> set[str]:
 
 def prune(cache_dir: Path, logs: Path | None = None, dry_run: bool = False) -> list[CacheEntry]:
     """Remove the leftovers (and, with ``logs``, the unreferenced artifacts) of ``cache_dir``; returns what was
-    (or, with ``dry_run``, would be) removed."""
-    entries = scan(cache_dir)
-    referenced = _referenced(entries, logs) if logs is not None else None
-    doomed = [entry for entry in entries
-              if (entry.kind == "damaged") or (entry.kind == "partial" and not _building(entry))
-              or (referenced is not None and entry.kind == "artifact" and entry.key not in referenced)]
-    if not dry_run:
-        for entry in doomed:
-            shutil.rmtree(entry.path)
+    (or, with ``dry_run``, would be) removed. An artifact that a run in progress holds is never removed
+    (``pate.cache_holds``): the scan and the deletions happen under the lock that runs register under."""
+    with registry_locked(cache_dir):
+        held = held_artifacts(cache_dir)
+        entries = scan(cache_dir)
+        referenced = _referenced(entries, logs) if logs is not None else None
+        doomed = [entry for entry in entries
+                  if (entry.kind == "damaged") or (entry.kind == "partial" and not _building(entry))
+                  or (referenced is not None and entry.kind == "artifact" and entry.key not in referenced
+                      and f"{entry.stage}/{entry.key}" not in held)]
+        if not dry_run:
+            for entry in doomed:
+                shutil.rmtree(entry.path)
     return doomed
 
 
@@ -175,13 +211,28 @@ def describe(entries: list[CacheEntry], now: float | None = None) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=command_name("pate-cache", "pate.cache"),
                                      description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=("list", "prune"), nargs="?", default="list")
+    parser.add_argument("command", choices=("list", "prune", "budget"), nargs="?", default="list")
     parser.add_argument("--cache-dir", type=Path, default=None, help="default: $PROJECT_ROOT/cache or ./cache of "
                                                                      "this checkout")
     parser.add_argument("--logs", type=Path, default=None, help="prune: also remove finished artifacts that no "
                                                                 "metrics.json under this directory uses")
     parser.add_argument("--dry-run", action="store_true", help="prune: only say what would be removed")
+    parser.add_argument("--budget-dir", type=Path, default=None, help="budget: the ledgers' directory (default: "
+                                                                      "$PATE_BUDGET_DIR or ~/.local/share/pate/budget)")
+    parser.add_argument("--delta", type=float, default=1e-6, help="budget: the delta of the totals (default 1e-6)")
+    parser.add_argument("--accountant", choices=("tightest", "rdp"), default="tightest",
+                        help="budget: what prices the totals (default tightest)")
     args = parser.parse_args(argv)
+    if args.command == "budget":
+        if not 0 < args.delta < 1:
+            print(f"error: --delta {args.delta}; expected a number in (0, 1)", file=sys.stderr)
+            return 2
+        try:
+            print(describe_budgets(args.budget_dir or default_budget_dir(), args.delta, args.accountant))
+        except UserError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+        return 0
     cache_dir = args.cache_dir or default_cache_dir()
     if not cache_dir.is_dir():
         print(f"error: {cache_dir} is not a directory (no cache there; --cache-dir names another)", file=sys.stderr)

@@ -56,6 +56,17 @@ FIELDS: tuple[Field, ...] = (
           "from records written before it", required=False),
     Field("record_level", "bool", "whether every epsilon is a guarantee about one training record: false for PATE "
           "under add_remove, a teacher-level relation (docs/concepts.md)", required=False),
+    Field("dataset_epsilon", "number", "the total epsilon spent on this private data: every release drawn with "
+          "secret noise on it (its privacy budget ledger; pate-cache budget), composed and priced by the "
+          "accountant at delta under neighbors, at this run's level; null for a seeded run, whose release "
+          "spends no budget", nullable=True, required=False, checked=False),
+    Field("dataset_privacy", "string", "one line for dataset_epsilon: delta, relation, level, the releases "
+          "counted, the accountant, and the releases under another relation or level it leaves out",
+          required=False, checked=False),
+    Field("dataset_budget", "object", "the privacy budget ledger: dataset (the private split's content id), "
+          "ledger (its directory), releases, datasets, other_relations, cap (privacy.dataset_budget) and this_release "
+          "(drawn, reused, or reused_earlier: privacy.reuse_release); null for a seeded run", nullable=True,
+          required=False, checked=False),
     Field("epsilon_data_dependent", "number", "binary voting: the raw data-dependent epsilon (PATE 2018), NOT itself "
           "private", checked=False, **_METHOD),
     Field("privacy_data_dependent", "string", "one line for epsilon_data_dependent", checked=False, **_METHOD),
@@ -140,6 +151,7 @@ NOT_COVERED_BY_EPSILON = {
     "student_train_size": "DP-SGD under add_remove: the number of private records it trained on, in which "
                           "add_remove's neighbours differ (its sampling rate and steps come from a public number)",
     "seed": "seeded noise: whoever holds the seed can replay the noise the guarantee rests on",
+    "dataset_budget.dataset": "the id of the private split hashes every private record's labels and image",
     "artifacts": "the stage keys hash the data's content fingerprint, every private record included (and, with seeded "
                  "noise, the seed, which a search over small seeds recovers)",
     "host.finished_utc": "the second the run ended: beside the other jobs' it gives their durations, which grow with "

@@ -180,3 +180,16 @@ def _exact_float32_on_a_gpu(request):
         yield
     finally:
         torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _budget_ledger_of_the_session(tmp_path_factory):
+    """Runs with secret noise record their releases in the user's privacy budget ledger (pate/budget.py,
+    $PATE_BUDGET_DIR): the tests keep theirs in the session's temporary directory, never the user's."""
+    saved = os.environ.get("PATE_BUDGET_DIR")
+    os.environ["PATE_BUDGET_DIR"] = str(tmp_path_factory.mktemp("budget"))
+    yield
+    if saved is None:
+        os.environ.pop("PATE_BUDGET_DIR", None)
+    else:
+        os.environ["PATE_BUDGET_DIR"] = saved

@@ -22,6 +22,8 @@ from pate.data.partition import check_partition_config, read_queries
 from pate.data.readers import data_identity
 from pate.evaluation import label_metrics, majority_class_accuracy
 from pate.host import host
+from pate.cache_holds import hold_stages
+from pate.pipeline.budget import BudgetGuard, budget_metrics, plan_release
 from pate.pipeline.checks import UserError, building, check_config, check_fit_split, component_class, instantiate
 from pate.pipeline.graph import (Dataset, check_features, features_stage, queries_stage, reference_stage,
                                  views_stage)
@@ -48,6 +50,20 @@ class Graph:
     student: Stage
     views: Stage | None = None
     references: Mapping[str, tuple[Stage, Stage]] = field(default_factory=dict)
+    budget: BudgetGuard | None = None  # the data's privacy budget, for a release drawn from secret noise
+
+    def stages(self) -> list[Stage]:
+        """Every stage the run may read, upstream ones included: what a running run holds in the cache."""
+        found: dict[str, Stage] = {}
+        pending = [self.shared.queries, self.shared.features, *self.release.stages.values(), self.release.labels,
+                   self.release.model, self.student, self.views,
+                   *(stage for pair in self.references.values() for stage in pair)]
+        while pending:
+            stage = pending.pop()
+            if stage is not None and f"{stage.name}/{stage.key}" not in found:
+                found[f"{stage.name}/{stage.key}"] = stage
+                pending.extend(stage.upstream.values())
+        return list(found.values())
 
     def keys(self) -> dict[str, str]:
         stages = {"queries": self.shared.queries, "features": self.shared.features, **self.release.stages,
@@ -101,7 +117,8 @@ def prepare(cfg: DictConfig) -> tuple[Graph, Dataset, Any]:
     features = features_stage(cfg, data, extractor) if extractor is not None else None
     shared = SharedStages(queries, features)
     views = views_stage(cfg, data, extractor, features, queries) if student.needs_views else None
-    release = method.release(data, shared)
+    release, guard = plan_release(cfg, data, method.release(data, shared), settings.noise,
+                                  privacy_unit(method.contributor, settings.neighbors).record_level)
 
     def student_of(labels: Stage) -> Stage:
         return student.stage(data, labels, queries, features, views)
@@ -112,7 +129,7 @@ def prepare(cfg: DictConfig) -> tuple[Graph, Dataset, Any]:
                    "true_labels": reference_stage("true_labels", data, None, queries)}
         references = {source: (ref.labels, ref.model or student_of(ref.labels)) if isinstance(ref, Release)
                       else (ref, student_of(ref)) for source, ref in sources.items()}
-    graph = Graph(shared, release, release.model or student_of(release.labels), views, references)
+    graph = Graph(shared, release, release.model or student_of(release.labels), views, references, guard)
     return graph, data, method
 
 
@@ -205,12 +222,12 @@ def evaluate(cfg: DictConfig, store: ArtifactStore, graph: Graph, data: Dataset,
         "privacy_accounting": privacy["accounting"],
         "privacy_unit": unit.neighbour,
         "record_level": unit.record_level,
+        **budget_metrics(graph.budget, unit.text),
         **data_dependent_metrics(privacy, unit),
         "seed": int(cfg.seed),
         "noise_source": noise_source(cfg).describe(),
         "queries": int(cfg.data.num_queries),
-        "answered": int(answered.sum()),
-        "answered_fraction": float(answered.mean()),
+        "answered": int(answered.sum()), "answered_fraction": float(answered.mean()),
         "mean_k": float(main["released"]["k"][answered].mean()) if answered.any() else None,
         "released_label_fraction": float(main["released"]["released"].mean()),
         "label_f1": main["label_f1"],
@@ -253,10 +270,11 @@ def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict[str, Any]
     output_dir.mkdir(parents=True, exist_ok=True)
     _move_earlier_result_aside(output_dir)
     graph, data, method = prepare(cfg)
-    store = ArtifactStore(Path(cfg.paths.cache_dir))
-    if cfg.get("teacher_shard"):
-        return method.train_shard(store, graph.release, data, str(cfg.teacher_shard))
-    metrics = evaluate(cfg, store, graph, data, method)
+    store = ArtifactStore(Path(cfg.paths.cache_dir), guard=graph.budget)
+    with hold_stages(store.root, [(stage.name, stage.key) for stage in graph.stages()]):
+        if cfg.get("teacher_shard"):
+            return method.train_shard(store, graph.release, data, str(cfg.teacher_shard))
+        metrics = evaluate(cfg, store, graph, data, method)
     log_reused_release(store, graph.release.labels, noise_source(cfg))
     atomic_write_json(output_dir / "metrics.json", metrics)
     log.info(summary(metrics))
@@ -288,6 +306,8 @@ def summary(m: dict[str, Any]) -> str:
         f"privacy           {m['privacy']}",
         f"privacy unit      {unit}",
         *([f"noise source      {m['noise_source']}"] if "noise_source" in m else []),
+        *([f"privacy budget    {m['dataset_privacy']} (this run's release: "
+           f"{m['dataset_budget']['this_release'].replace('_', ' ')})"] if m.get("dataset_budget") else []),
         *([f"data-dependent    epsilon = {m['epsilon_data_dependent']:.4g} at delta = {m['delta']:.3g} (neighbours: "
            f"{m['neighbors']}, one neighbour: {unit}), NOT ITSELF PRIVATE, not covered by epsilon (the raw bound of "
            f"PATE 2018: it depends on the private votes)"]

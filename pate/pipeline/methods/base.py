@@ -46,6 +46,7 @@ from omegaconf import DictConfig, OmegaConf
 from pate.artifacts import ArtifactStore, Stage
 from pate.pipeline.checks import UserError
 from pate.pipeline.noise import NoiseSource
+from pate.privacy import Ledger
 from teachers.training.trainer import TrainerSettings
 
 __all__ = ["Method", "Release", "RunSettings", "SharedStages", "method_settings"]
@@ -93,12 +94,15 @@ class Release:
     (their keys go into ``metrics.json``). A method that releases a model rather than labels for a student to learn
     from (DP-SGD) names in ``model`` the stage that writes ``student.json``, the released model's scores on the
     evaluation images: the runner reports those instead of training the configured student. ``facts`` holds what
-    the method decided once the data was known, for its metrics."""
+    the method decided once the data was known, for its metrics. ``cost`` is the ledger that ``labels`` will write
+    (``ledger.json``), known before anything is drawn: the data's privacy budget records it before the noise is
+    drawn and checks the written one against it (``pate.pipeline.budget``); None only for labels never released."""
 
     labels: Stage
     stages: Mapping[str, Stage] = field(default_factory=dict)
     model: Stage | None = None
     facts: Mapping[str, Any] = field(default_factory=dict)
+    cost: Ledger | None = None
 
 
 class Method(ABC):

@@ -186,7 +186,11 @@ class DPSGD(Method):
         for the student)."""
         event = self.calibrated_event(self.public_count(len(data.arrays.indices("train"))))
         stage = self._stage(data, shared, event, noise_free=False)
-        return Release(stage, {"dp_sgd": stage}, model=stage, facts={"event": event})
+        return Release(stage, {"dp_sgd": stage}, model=stage, facts={"event": event}, cost=self.cost(event))
+
+    def cost(self, event: PoissonSampledGaussianEvent) -> Ledger:
+        """The ledger of the release: the calibrated event once, named by :meth:`name`."""
+        return Ledger().compose_event(event, name=self.name(event), neighbors=event.neighbors)
 
     def references(self, data: Dataset, release: Release, shared: SharedStages) -> dict[str, Stage | Release]:
         """The privacy-free limit (``noise_free``): the same training -- Poisson batches, clipping, steps and
@@ -197,7 +201,7 @@ class DPSGD(Method):
     def _stage(self, data: Dataset, shared: SharedStages, event: PoissonSampledGaussianEvent,
                noise_free: bool) -> Stage:
         """The training stage of :meth:`release`, or with ``noise_free`` its privacy-free limit (noise zero)."""
-        arrays, seed, relation, noise = data.arrays, self.run.seed, self.run.neighbors, self.run.noise
+        arrays, seed, noise = data.arrays, self.run.seed, self.run.noise
         progress, device = self.run.progress, self.run.trainer.device
         private_rows = arrays.indices("train")
         settings = {"lr": self.lr, "momentum": self.momentum, "clip_norm": self.clip_norm,
@@ -227,8 +231,7 @@ class DPSGD(Method):
             if noise_free:
                 write_reference(work, labels)
             else:
-                ledger = Ledger().compose_event(event, name=self.name(event), neighbors=relation)
-                write_release(work, labels, np.ones(len(labels), bool), labels.sum(axis=1), ledger)
+                write_release(work, labels, np.ones(len(labels), bool), labels.sum(axis=1), self.cost(event))
             scores = score_model(model, inputs(public.evaluation), arrays.labels[public.evaluation], transform)
             write_student_scores(work, {**scores, "student_train_size": int(len(private_rows)),
                                         "student_semi": "supervised", "student_unlabeled_size": 0})

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from pate.aggregate import queries_within_budget
+from pate.aggregate import queries_within_budget, release_ledger
 from pate.artifacts import ArtifactStore, Stage
 from pate.pipeline.checks import building, instantiate
 from pate.pipeline.graph import aggregate_stage, partition_stage, plain, reference_stage
@@ -115,7 +115,7 @@ class PATE(Method):
         aggregate = aggregate_stage(self.aggregator, self.settings, self.asked, votes, self.run.noise,
                                     self.run.num_labels)
         return Release(aggregate, {"partition": partition, "teachers": teachers, "votes": votes,
-                                   "aggregate": aggregate})
+                                   "aggregate": aggregate}, cost=release_ledger(self.aggregator, self.asked))
 
     def metrics(self, store: ArtifactStore, release: Release) -> dict[str, Any]:
         """The aggregator's name and noise, the calibration, the queries asked and the teachers' mean accuracy (a

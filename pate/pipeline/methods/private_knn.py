@@ -100,7 +100,7 @@ class PrivateKNNMethod(Method):
                                     "data": data.identity},
                       build, {"features": shared.features, "queries": shared.queries},
                       code=("pate.pipeline.methods.private_knn",))
-        return Release(stage, {"aggregate": stage})
+        return Release(stage, {"aggregate": stage}, cost=Ledger().compose(mechanism, count=asked))
 
     def _votes(self, arrays, up: dict[str, Artifact]) -> tuple[np.ndarray, np.ndarray]:
         """(the public queries, the vote counts [asked, L] of each asked query's k nearest private records among

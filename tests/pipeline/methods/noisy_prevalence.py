@@ -43,23 +43,22 @@ class NoisyPrevalence(Method):
 
     def release(self, data, shared: SharedStages) -> Release:
         arrays, noise, sigma = data.arrays, self.run.noise, self.sigma
-        relation, num_queries = self.run.neighbors, self.run.num_queries
+        relation, num_queries, num_labels = self.run.neighbors, self.run.num_queries, self.run.num_labels
+        # what the release costs, known before anything is drawn (Release.cost: the data's privacy budget records it)
+        event = GaussianEvent(sigma, count_l2_sensitivity(num_labels + 1, relation))
+        ledger = Ledger().compose_event(event, count=1, name=f"NoisyPrevalence(sigma={sigma:g})", neighbors=relation)
 
         def build(work: Path, up) -> None:
             private = arrays.labels[arrays.indices("train")].astype(np.float64)
-            num_labels = private.shape[1]
             counts = np.append(private.sum(axis=0), private.shape[0])  # the L label counts and the record count
             noisy = counts + noise.generator().normal(0.0, sigma, num_labels + 1)
             labels = np.tile(noisy[:-1] > noisy[-1] / 2, (num_queries, 1))
-            event = GaussianEvent(sigma, count_l2_sensitivity(num_labels + 1, relation))
-            ledger = Ledger().compose_event(event, count=1, name=f"NoisyPrevalence(sigma={sigma:g})",
-                                            neighbors=relation)
             write_release(work, labels, np.ones(num_queries, bool), labels.sum(axis=1), ledger)
 
         labels = Stage("aggregate", {"method": "noisy_prevalence", "sigma": sigma, "neighbors": relation,
                                      **noise.key(), "queries": num_queries, "data": data.identity},
                        build, {"queries": shared.queries}, code=("tests.pipeline.methods.noisy_prevalence",))
-        return Release(labels, {"aggregate": labels})
+        return Release(labels, {"aggregate": labels}, cost=ledger)
 
     def metrics(self, store, release: Release) -> dict:
         return {"method": "noisy_prevalence", "noise": {"sigma": self.sigma}}
