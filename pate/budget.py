@@ -23,8 +23,9 @@ before its noise is drawn, and a run prices the total beside its own epsilon.
   never read as an entry (and no noise was drawn: the entry is written first). Each entry holds a SHA-256 of its own
   content and its place in the sequence of entries, and ``head.json`` (rewritten under the lock after each append)
   their count: a truncated or edited entry, a gap in the sequence, a lost last entry, a foreign file or a missing
-  records file is refused in one line naming the file (``BudgetDamaged``), never read as zero. A whole ledger
-  restored from an older copy cannot be told from the real one. Concurrent runs write different files; the check of
+  records file is refused in one line naming the file (``BudgetDamaged``), never read as zero. This catches
+  accidental damage; a whole ledger restored from an older copy, or rewritten by someone who recomputes its
+  checksums, cannot be told from the real one. Concurrent runs write different files; the check of
   a cap and the append that follows hold one exclusive lock (``BudgetLedger.locked``), which must be taken: a ledger
   that cannot be locked is refused, never used unlocked.
 
@@ -44,6 +45,7 @@ import os
 import re
 import secrets
 import time
+import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -84,9 +86,11 @@ def default_budget_dir() -> Path:
 
 def private_records(arrays: LabelledImages) -> np.ndarray:
     """The private split's records as sorted unique uint64: per training row (split code 0), the first 8 bytes of
-    the BLAKE2b of its file's name without its directory. Invariant to row order, decoding, labels and the path's
-    spelling (``./img/0.png``, ``img//0.png`` and ``0.png`` under another root are one record)."""
-    names = {PurePosixPath(arrays.filenames[row].replace("\\", "/")).name for row in arrays.indices("train")}
+    the BLAKE2b of its file's name without its directory, in Unicode NFC and case-folded. Invariant to row order,
+    decoding, labels and the path's spelling (``./img/0.png``, ``img//0.png``, ``IMG\\0.PNG`` and ``0.png`` under
+    another root are one record)."""
+    names = {unicodedata.normalize("NFC", PurePosixPath(arrays.filenames[row].replace("\\", "/")).name).casefold()
+             for row in arrays.indices("train")}
     return np.unique(np.array([int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "little")
                                for name in names], dtype=np.uint64))
 
@@ -210,6 +214,10 @@ class BudgetLedger:
         match ``head.json`` (one entry past the head is a write whose head a crash cut short: it is counted)."""
         folder = self.root / "entries"
         if not folder.is_dir():
+            count = self._head() if (self.root / "records").is_dir() else 0  # a ledger that recorded something
+            if count:
+                raise BudgetDamaged(_damaged(self.root / "head.json", ValueError(
+                    f"it counts {count} entries, 0 are there")))
             return []
         foreign = [p for p in folder.iterdir() if not _ENTRY_NAME.match(p.name) and not p.name.endswith(".tmp")]
         if foreign:
@@ -220,7 +228,7 @@ class BudgetLedger:
             if entry.sequence != expected:
                 raise BudgetDamaged(_damaged(folder / f"{entry.id}.json", ValueError(
                     f"it is entry number {entry.sequence}, but entry number {expected} is missing")))
-        count = self._head() if entries else 0
+        count = self._head()
         if not count <= len(entries) <= count + 1:
             raise BudgetDamaged(_damaged(self.root / "head.json", ValueError(
                 f"it counts {count} entries, {len(entries)} are there")))
@@ -239,8 +247,12 @@ class BudgetLedger:
 
     def leftovers(self) -> list[Path]:
         """Temporary files of writes a crash cut short: never entries (the release they were for drew no noise)."""
-        return sorted(p for folder in ("entries", "records") if (self.root / folder).is_dir()
-                      for p in (self.root / folder).iterdir() if p.name.endswith(".tmp"))
+        return sorted(p for folder in (self.root, self.root / "entries", self.root / "records") if folder.is_dir()
+                      for p in folder.iterdir() if p.name.endswith(".tmp"))
+
+    def _write_head(self, count: int) -> None:
+        _write_atomically(self.root / "head.json", lambda handle: json.dump(
+            {"count": count, "sha256": _checksum({"count": count})}, handle), "w")
 
     def records(self, dataset: str) -> np.ndarray:
         """The private split ``dataset`` (sorted uint64 record hashes), verified against its id."""
@@ -256,7 +268,12 @@ class BudgetLedger:
         return self._records[dataset]
 
     def add_records(self, records: np.ndarray) -> str:
-        """Store a private split once (content-addressed); returns its id."""
+        """Store a private split once (content-addressed); returns its id. The ledger's first write also writes
+        its head (count 0): from then on a ledger whose entries and head are gone is refused, not read as new."""
+        records = np.asarray(records, dtype=np.uint64)
+        if not (self.root / "head.json").exists() and not self.entries():
+            self.root.mkdir(parents=True, exist_ok=True)
+            self._write_head(0)
         dataset = private_data_id(records)
         path = self.root / "records" / f"{dataset}.npy"
         if not path.is_file():
@@ -268,21 +285,24 @@ class BudgetLedger:
     def append(self, entry: BudgetEntry) -> Path:
         """Write ``entry`` as the next file of the ledger, then the head that counts it; call it under
         :meth:`locked` after checking the total."""
-        entry = dataclasses.replace(entry, sequence=len(self.entries()))
+        entries = self.entries()
+        if len(entries) > self._head():  # a crash between an entry and its head: the head catches up first
+            self._write_head(len(entries))
+        entry = dataclasses.replace(entry, sequence=len(entries))
         target = self.root / "entries" / f"{entry.id}.json"
         target.parent.mkdir(parents=True, exist_ok=True)
         if target.exists():
             raise FileExistsError(f"budget entry {target} exists already")
         body = entry.body()
-        for path, record in ((target, {**body, "sha256": _checksum(body)}),
-                             (self.root / "head.json", {"count": entry.sequence + 1,
-                                                        "sha256": _checksum({"count": entry.sequence + 1})})):
-            _write_atomically(path, lambda handle, record=record: json.dump(record, handle, indent=1,
-                                                                            sort_keys=True, allow_nan=False), "w")
+        record = {**body, "sha256": _checksum(body)}
+        _write_atomically(target, lambda handle: json.dump(record, handle, indent=1, sort_keys=True,
+                                                            allow_nan=False), "w")
+        self._write_head(entry.sequence + 1)
         return target
 
     def sharing(self, records: np.ndarray, entries: Sequence[BudgetEntry]) -> list[BudgetEntry]:
         """The entries whose private split shares at least one record with ``records``."""
+        records = np.asarray(records, dtype=np.uint64)
         overlaps = {dataset: bool(np.intersect1d(self.records(dataset), records, assume_unique=True).size)
                     for dataset in {entry.dataset for entry in entries}}
         return [entry for entry in entries if overlaps[entry.dataset]]

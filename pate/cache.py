@@ -63,7 +63,10 @@ def describe_budgets(budget_dir: Path, delta: float, accountant: str) -> str:
     with it (priced at ``delta`` by ``accountant`` under the relation and level of its releases), then one line per
     release on it, oldest first; then the leftovers of writes a crash cut short."""
     ledger = BudgetLedger(budget_dir)
-    entries = ledger.entries()
+    if not ledger.root.is_dir():
+        return f"no privacy budget ledger at {budget_dir}"
+    with ledger.locked():
+        entries = ledger.entries()
     if not entries:
         return f"no release recorded in the privacy budget ledger {budget_dir}"
     lines = [f"privacy budget ledger {Path(budget_dir).resolve()}: {len(entries)} release(s)"]

@@ -7,6 +7,7 @@ import dataclasses
 import json
 import multiprocessing
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -197,3 +198,40 @@ def test_a_lost_entry_a_lost_head_or_a_foreign_file_is_refused(tmp_path):
     assert [e.key for e in budget.entries()] == ["a", "b", "c", "d"]
     budget.append(_entry("e"))
     assert [e.sequence for e in budget.entries()] == [0, 1, 2, 3, 4]
+
+
+def test_a_ledger_whose_entries_are_all_gone_is_refused_not_read_as_new(tmp_path):
+    budget = _ledger(tmp_path)
+    for key in "ab":
+        budget.append(_entry(key))
+    shutil.rmtree(tmp_path / "entries")
+    with pytest.raises(BudgetDamaged, match="head.json is damaged or missing .*counts 2 entries, 0 are there"):
+        BudgetLedger(tmp_path).total(RECORDS, DELTA, "replace", True, "rdp")
+    (tmp_path / "head.json").unlink()
+    with pytest.raises(BudgetDamaged, match="head.json is damaged or missing"):
+        BudgetLedger(tmp_path).entries()
+
+
+def test_two_crashes_between_an_entry_and_its_head_leave_a_readable_ledger(tmp_path):
+    """Each append first brings a head that a crash left one behind up to date."""
+    budget = _ledger(tmp_path)
+    budget.append(_entry("a"))
+    for key in "bc":
+        entry = dataclasses.replace(_entry(key), sequence=len(budget.entries()))
+        body = entry.body()
+        (tmp_path / "entries" / f"{entry.id}.json").write_text(json.dumps({**body, "sha256": _checksum(body)}))
+        assert [e.key for e in budget.entries()][-1] == key  # one past the head: counted
+        budget.append(_entry(key + "'"))
+    assert [e.key for e in budget.entries()] == ["a", "b", "b'", "c", "c'"]
+
+
+def test_the_same_file_differently_spelt_or_cased_is_one_record():
+    images = np.zeros((3, 3, 2, 2), np.uint8)
+    labels = np.zeros((3, 1), np.uint8)
+    split = np.array([0, 0, 2], np.int8)
+
+    def records(names) -> np.ndarray:
+        return private_records(LabelledImages(images, labels, split, (*names, "t.png"), ("a",)))
+
+    nfc, nfd = "caf\u00e9.png", "cafe\u0301.png"
+    assert np.array_equal(records((nfc, "IMG_1.PNG")), records((f"x\\{nfd}", "img/img_1.png")))

@@ -177,7 +177,8 @@ def plan_release(cfg: DictConfig, data: Dataset, release: Release, noise: NoiseS
                         f"what its release costs (docs/add-a-method.md)")
     stage = release.labels
     ledger = BudgetLedger(cfg.paths.get("budget_dir") or default_budget_dir())
-    entries = ledger.entries()
+    with ledger.locked():  # a reader without the lock could see an entry before the head that counts it
+        entries = ledger.entries()
     settings = {"neighbors": str(cfg.privacy.neighbors), "delta": float(cfg.privacy.delta),
                 "target_epsilon": cfg.privacy.target_epsilon, "budget_epsilon": cfg.privacy.budget_epsilon,
                 "accountant": str(cfg.privacy.accountant), "method": str(cfg.method._target_)}
@@ -241,7 +242,8 @@ def budget_metrics(guard: BudgetGuard | None, unit_text: str) -> dict[str, Any]:
     the total on the run's private data after this run, or nulls for a seeded run (nothing secret released)."""
     if guard is None:
         return {"dataset_epsilon": None, "dataset_budget": None}
-    total = guard.total()
+    with guard.ledger.locked():
+        total = guard.total()
     this = ("reused_earlier" if isinstance(guard.release, PinnedStage) else "drawn" if guard.drawn else "reused")
     return {"dataset_epsilon": total.epsilon,
             "dataset_privacy": f"{total.describe()}; one neighbour: {unit_text}",
