@@ -30,6 +30,20 @@ from pate.privacy.ledger import ACCOUNTANTS
 from pate.privacy.sensitivity import RELATIONS
 
 
+def _smallest(*values):
+    """The ``min`` resolver of the configs (``${min:10.0,${data.num_labels}}``): the smallest of numbers, or None
+    while one of them is None (``data.num_labels`` before the run reads it from the data: ``--cfg job --resolve``
+    prints null); anything else is an error naming the values."""
+    if any(value is None for value in values):
+        return None
+    if not values or not all(_is_number(value) for value in values):
+        raise UserError(f"${{min:...}} of {values!r}: expected numbers")
+    return min(values)
+
+
+OmegaConf.register_new_resolver("min", _smallest, replace=True)
+
+
 def _is_number(value) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
 

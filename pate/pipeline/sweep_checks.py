@@ -2,8 +2,11 @@
 
 Without it a sweep such as ``-m privacy.target_epsilon=100,nan,200`` runs job 0, fails on job 1 and never starts
 job 2. The jobs' configs are built as the launcher builds them (Hydra's config loader on each job's overrides, as
-the basic sweeper splits them) and checked by ``pate.pipeline.checks.check_config``; the first bad one ends the sweep
-in one line naming the job and the value, exit 2. Registered in conf/hydra/default.yaml.
+the basic sweeper splits them) and checked by ``pate.pipeline.checks.check_config``, and a job labelled by a method
+axis (``compare=<name>``) must run the method and aggregator that ``conf/compare/<name>.yaml`` selects (another
+config after it, a debug or experiment config, must not change them: its row would carry one method's label and
+another's numbers). The first bad job ends the sweep in one line naming the job and the value, exit 2. Registered
+in conf/hydra/default.yaml.
 """
 
 from __future__ import annotations
@@ -16,12 +19,29 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from pate.locations import CONFIG_DIR
 from pate.pipeline.checks import UserError, check_config
 from pate.report.collect import expected_overrides
 
 log = logging.getLogger(__name__)
 
-__all__ = ["SweepChecks", "job_overrides"]
+__all__ = ["SweepChecks", "check_label", "job_overrides"]
+
+
+def check_label(choices, overrides: tuple[str, ...]) -> None:
+    """``UserError`` when a job labelled ``compare=<name>`` runs another method or aggregator (``choices``: the
+    job's ``hydra.runtime.choices``) than ``conf/compare/<name>.yaml`` selects."""
+    label = next((o.split("=", 1)[1] for o in overrides if o.startswith("compare=")), None)
+    if label is None:
+        return
+    selects = OmegaConf.load(CONFIG_DIR / "compare" / f"{label}.yaml").get("defaults", [])
+    for item in selects:
+        for key, wanted in item.items():
+            group = key.removeprefix("override").strip().lstrip("/")
+            if choices.get(group) != wanted:
+                raise UserError(f"compare={label} selects {group}={wanted}, but the job's config runs "
+                                f"{group}={choices.get(group)} (a config composed after the method axis, such as a "
+                                f"debug or experiment config, changed it): its results would carry the wrong label")
 
 
 def job_overrides(config: DictConfig) -> list[tuple[str, ...]] | None:
@@ -42,9 +62,11 @@ class SweepChecks(Callback):
         loader = GlobalHydra.instance().config_loader()
         for number, overrides in enumerate(jobs):
             job = loader.load_sweep_config(config, list(overrides))
+            choices = OmegaConf.to_container(job.hydra.runtime.choices)
             with open_dict(job):
                 job.hydra = None  # the job's own keys only (the checks read no Hydra runtime)
             try:
+                check_label(choices, overrides)
                 check_config(job)
             except UserError as err:
                 print(f"error: job {number} ({' '.join(overrides)}): {err}; no job was started", file=sys.stderr)

@@ -21,12 +21,14 @@ def _toy_cfg(root, *overrides):
 
 
 def test_tau_beyond_the_datas_labels_is_refused_by_name(shared_root, tmp_path):
-    """TauPATE's default tau = 10 suits CelebA's 40 labels, not five: the run says so before any compute."""
+    """A tau of 10 suits CelebA's 40 labels, not five: the run says so before any compute (the default tau is
+    min(10, num_labels): 5 here)."""
     with pytest.raises(UserError, match=r"aggregator.tau must be a number in \[1, num_labels=5\], got 10.0"):
-        run(_toy_cfg(shared_root, "aggregator=tau_pate"), output_dir=tmp_path)
+        run(_toy_cfg(shared_root, "aggregator=tau_pate", "aggregator.tau=10.0"), output_dir=tmp_path)
 
 
 @pytest.mark.parametrize("aggregator", ["aggregator=gaussian_pate", "aggregator=tau_pate aggregator.tau=2",
+                                        "aggregator=tau_pate",
                                         "aggregator=stable_topk_paper"])
 def test_a_toy_dataset_with_five_labels_runs_end_to_end(shared_root, tmp_path, aggregator):
     cfg = _toy_cfg(shared_root, *aggregator.split())

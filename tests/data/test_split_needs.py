@@ -44,8 +44,9 @@ def no_val_folder(tmp_path_factory) -> Path:
 
 
 def _run(folder: Path, root: Path, *overrides: str):
-    return run_cli("train.py", ["debug=tiny", "data=multilabel_folder", f"data.root={folder}", *overrides,
-                                f"paths.root_dir={root}", f"hydra.run.dir={root / 'run'}"])
+    # the folder has fewer labels than TauPATE's tau: the test's aggregator is GaussianPATE
+    return run_cli("train.py", ["debug=tiny", "aggregator=gaussian_pate", "data=multilabel_folder", f"data.root={folder}",
+                                *overrides, f"paths.root_dir={root}", f"hydra.run.dir={root / 'run'}"])
 
 
 @pytest.mark.parametrize("overrides, message", [

@@ -36,8 +36,9 @@ def _embeddings(labels: np.ndarray, seed: int = 0) -> np.ndarray:
 
 def _args(folder: Path, path: Path, root: Path) -> list[str]:
     # privacy.noise=seeded: a folder's noise is secure by default, fresh in each run, and these tests compare runs
-    return ["debug=tiny", "data=multilabel_folder", f"data.root={folder}", "data.split_fractions=[0.7,0.1,0.2]",
-            "privacy.noise=seeded",
+    # GaussianPATE: the folder has fewer labels than TauPATE's tau
+    return ["debug=tiny", "aggregator=gaussian_pate", "data=multilabel_folder", f"data.root={folder}",
+            "data.split_fractions=[0.7,0.1,0.2]", "privacy.noise=seeded",
             "features=precomputed", f"features.extractor.path={path}", "features.num_fit_images=40",
             f"paths.root_dir={root}", f"hydra.run.dir={root / 'run'}"]
 

@@ -23,7 +23,8 @@ from tests.conftest import compose_config
 pytestmark = pytest.mark.slow  # command lines, end-to-end runs or heavy computations: not in the fast loop
 
 REPO = Path(__file__).resolve().parents[2]
-FIXED_NOISE = ("privacy.target_epsilon=null", "aggregator.sigma=3.0")
+# GaussianPATE: the test patches its sensitivity
+FIXED_NOISE = ("privacy.target_epsilon=null", "aggregator.sigma=3.0", "aggregator=gaussian_pate")
 
 
 def _spy(monkeypatch, module, name) -> list:

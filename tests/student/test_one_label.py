@@ -73,8 +73,10 @@ def one_label_folder(tmp_path_factory) -> Path:
 
 
 def _run(folder: Path, root: Path, *overrides: str):
-    return run_cli("train.py", ["debug=tiny", "data=multilabel_folder", f"data.root={folder}", *overrides,
-                                f"paths.root_dir={root}", f"hydra.run.dir={root / 'run'}"])
+    # GaussianPATE unless the test picks another aggregator
+    return run_cli("train.py", ["debug=tiny", "aggregator=gaussian_pate", "data=multilabel_folder",
+                                f"data.root={folder}", *overrides, f"paths.root_dir={root}",
+                                f"hydra.run.dir={root / 'run'}"])
 
 
 def test_a_one_label_folder_runs_end_to_end(one_label_folder, tmp_path):
@@ -97,8 +99,9 @@ def test_every_aggregator_family_method_and_the_cnn_student_take_one_label(one_l
 
 
 def test_tau_above_one_label_is_refused_before_anything_is_built(one_label_folder, tmp_path):
-    """TauPATE's default tau = 10 cannot cap one label's votes: one line naming aggregator.tau and num_labels."""
-    done = _run(one_label_folder, tmp_path, "aggregator=tau_pate")
+    """A tau of 10 cannot cap one label's votes: one line naming aggregator.tau and num_labels (the default tau is
+    min(10, num_labels))."""
+    done = _run(one_label_folder, tmp_path, "aggregator=tau_pate", "aggregator.tau=10.0")
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert done.returncode == 2, done.stdout + done.stderr
     assert len(lines) == 1 and lines[0].startswith("error: aggregator.tau must be a number in [1, num_labels=1], "

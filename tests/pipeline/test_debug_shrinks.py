@@ -1,0 +1,65 @@
+"""debug=tiny only shrinks (conf/debug/tiny.yaml): the method and the aggregator are the ones asked for, every
+method fits the tiny split, and the README's sweep runs one job per method, each the method its label names."""
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.cli import run_cli
+from tests.conftest import compose_config
+
+REPO = Path(__file__).resolve().parents[2]
+SWEEP_METHODS = ("stable_topk_gumbel", "stable_topk_paper", "gaussian_pate", "tau_pate", "dp_sgd", "private_knn")
+
+
+@pytest.mark.parametrize("overrides, target", [
+    ([], "pate.aggregators.TauPATE"),  # the default aggregator
+    (["aggregator=stable_topk_gumbel"], "pate.aggregators.StableTopK"),
+    (["compare=gaussian_pate"], "pate.aggregators.GaussianPATE"),
+])
+def test_debug_keeps_the_aggregator(overrides, target):
+    assert compose_config([*overrides, "debug=tiny"]).aggregator._target_ == target
+
+
+def test_debug_shrinks_each_method_to_the_tiny_split_and_nothing_else():
+    for method, key, full, tiny in (("dp_sgd", "expected_batch_size", 4096, 64), ("private_knn", "k", 800, 20)):
+        assert compose_config([f"method={method}"]).method[key] == full
+        shrunk = compose_config([f"method={method}", "debug=tiny"])
+        assert shrunk.method[key] == tiny
+        assert shrunk.method._target_ == compose_config([f"method={method}"]).method._target_
+        assert compose_config([f"method={method}", "debug=tiny", f"method.{key}=7"]).method[key] == 7
+
+
+@pytest.mark.slow
+def test_the_readme_sweep_runs_under_debug_one_job_per_method(shared_root, tmp_path):
+    out = tmp_path / "sweep"
+    done = run_cli("train.py", ["-m", "experiment=eps_sweep", "debug=tiny", f"paths.root_dir={shared_root}",
+                                f"hydra.sweep.dir={out}"], cwd=REPO)
+    assert done.returncode == 0, done.stderr[-4000:]
+    with open(out / "results.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    assert sorted(row["method"] for row in rows) == sorted(SWEEP_METHODS)
+    assert all(row["status"] == "finished" for row in rows)
+    report = (out / "report.md").read_text()
+    assert all(f"`{method}`" in report for method in SWEEP_METHODS)
+    kinds = {"stable_topk": "StableTopK(", "gaussian_pate": "GaussianPATE(", "tau_pate": "TauPATE(",
+             "dp_sgd": "DP-SGD(", "private_knn": "PrivateKNN("}
+    for metrics in out.glob("*/metrics.json"):
+        record = json.loads(metrics.read_text())
+        name = record.get("aggregator") or record["mechanism"]
+        assert name.startswith(next(kind for label, kind in kinds.items() if record["method"].startswith(label)))
+
+
+@pytest.mark.slow
+def test_a_job_that_would_run_another_method_than_its_label_is_refused_up_front(shared_root, tmp_path):
+    out = tmp_path / "sweep"
+    done = run_cli("train.py", ["-m", "debug=tiny", "compare=tau_pate,gaussian_pate", "aggregator=stable_topk_gumbel",
+                                f"paths.root_dir={shared_root}", f"hydra.sweep.dir={out}"], cwd=REPO)
+    assert done.returncode == 2
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and errors[0].startswith("error: job 0 (") and "no job was started" in errors[0]
+    assert ("compare=tau_pate selects aggregator=tau_pate, but the job's config runs aggregator=stable_topk_gumbel"
+            in errors[0])
+    assert not list(out.glob("*/metrics.json"))
