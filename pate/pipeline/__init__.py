@@ -20,12 +20,23 @@ stage) composes it from the rest, the same functions the runner calls:
 * ``majority_class_accuracy(labels)``: the majority-class floor a run reports beside its student.
 """
 
-from pate.artifacts import ArtifactStore
-from pate.evaluation import majority_class_accuracy
-from pate.pipeline.checks import instantiate
-from pate.pipeline.graph import Dataset, features_stage, plain, queries_stage
-from pate.pipeline.runner import run, set_num_labels, summary
-from pate.pipeline.settings import head_teacher_settings, network_teacher_settings, trainer_settings
+import importlib
+
+# name -> the module that defines it, imported on first use: the command line's --help and its config checks need
+# none of torch or Lightning, which the runner imports (seconds)
+_HOMES = {"ArtifactStore": "pate.artifacts", "majority_class_accuracy": "pate.evaluation",
+          "instantiate": "pate.pipeline.checks", "Dataset": "pate.pipeline.graph",
+          "features_stage": "pate.pipeline.graph", "plain": "pate.pipeline.graph", "queries_stage": "pate.pipeline.graph",
+          "run": "pate.pipeline.runner", "set_num_labels": "pate.pipeline.runner", "summary": "pate.pipeline.runner",
+          "head_teacher_settings": "pate.pipeline.settings", "network_teacher_settings": "pate.pipeline.settings",
+          "trainer_settings": "pate.pipeline.settings"}
+
+
+def __getattr__(name: str):
+    if name not in _HOMES:
+        raise AttributeError(f"module 'pate.pipeline' has no attribute {name!r}")
+    return getattr(importlib.import_module(_HOMES[name]), name)
+
 
 __all__ = ["ArtifactStore", "Dataset", "features_stage", "head_teacher_settings", "instantiate",
            "majority_class_accuracy", "network_teacher_settings", "plain", "queries_stage", "run", "set_num_labels",

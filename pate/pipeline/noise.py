@@ -22,13 +22,15 @@ from __future__ import annotations
 import logging
 import secrets
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 from omegaconf import DictConfig
 
 from pate.artifacts import ArtifactStore, Stage
+
+if TYPE_CHECKING:  # torch is imported where a generator is made: the config checks that import this need none
+    import torch
 
 log = logging.getLogger("train")
 
@@ -59,6 +61,8 @@ class NoiseSource:
         (``secret_torch_generator``): never a secret integer seed, which torch's CPU generator would cut to its low
         32 bits."""
         if self.mode == "seeded":
+            import torch
+
             seed = int(np.random.SeedSequence([self.seed, stream]).generate_state(1, np.uint32)[0])
             return torch.Generator(device=device).manual_seed(seed)
         return secret_torch_generator(device)
@@ -93,6 +97,8 @@ def secret_torch_generator(device: torch.device | str = "cpu") -> torch.Generato
     19,937-bit MT19937 state instead, 624 words of 32 secret bits each (tests/pipeline/test_secure_noise.py checks
     the layout: the state MT19937's own seeding writes reproduces ``manual_seed``'s stream). A CUDA generator
     (Philox) keeps a 64-bit seed whole: it gets 64 secret bits."""
+    import torch
+
     device = torch.device(device)
     if device.type != "cpu":
         return torch.Generator(device=device).manual_seed(secrets.randbits(64))
@@ -106,6 +112,8 @@ def mt19937_generator(words: list[int]) -> torch.Generator:
     if len(words) != _MT_STATE_WORDS or not all(0 <= word < 2 ** 32 for word in words) or not any(words):
         raise ValueError(f"words: expected {_MT_STATE_WORDS} integers in [0, 2^32), not all zero; got {len(words)} "
                          f"words in [{min(words, default=None)}, {max(words, default=None)}]")
+    import torch
+
     generator = torch.Generator()
     state = generator.get_state().numpy().copy()
     # initial seed 0 (it says nothing of the state), left = 1 (the next draw regenerates the 624 words from these),

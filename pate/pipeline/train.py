@@ -21,7 +21,6 @@ from omegaconf import DictConfig, OmegaConf
 from pate.locations import CONFIG_DIR
 from pate.pipeline.cli import command_line_errors, start
 from pate.pipeline.help import groups_help
-from pate.pipeline.runner import run
 
 # A suffix for this process's run directory (conf/hydra/default.yaml): two runs started in the same second get
 # different directories, and one run resolves the same suffix every time it is asked.
@@ -35,6 +34,8 @@ OmegaConf.register_new_resolver("train_groups", groups_help, replace=True)
 # Hydra names the job after this file (train.log, hydra.job.name), as it did when main lived in train.py.
 @hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="train")
 def main(cfg: DictConfig) -> float | None:
+    from pate.pipeline.runner import run  # torch and Lightning: imported for a run, not for --help
+
     with command_line_errors(cfg):  # a config or data mistake: one line, exit 2; Ctrl-C: how to resume, exit 130
         metrics = run(cfg)
     return metrics.get("student_accuracy")  # the objective for Hydra sweepers that optimise

@@ -259,3 +259,15 @@ def test_where_a_run_writes_is_one_line_before_anything_is_created(case, root, t
     assert done.returncode == 2, done.stdout + done.stderr
     assert len(lines) == 1 and lines[0].startswith("error: ") and names in lines[0], lines
     assert sorted(tmp_path.rglob("*")) == before and not (root.parent / "outside").exists()
+
+
+def test_help_imports_neither_torch_nor_lightning():
+    """`python train.py --help` composes the config and prints the groups: it needs none of torch or Lightning, whose
+    import took most of its 21 s (the runner imports them for a run)."""
+    code = ("import runpy, sys\nsys.argv = ['train.py', '--help']\ntry:\n    runpy.run_path('train.py', "
+            "run_name='__main__')\nexcept SystemExit:\n    pass\nprint(sorted(m for m in ('torch', 'pytorch_lightning', "
+            "'lightning') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "train.py" in done.stdout and done.stdout.strip().splitlines()[-1] == "[]"
