@@ -1,0 +1,28 @@
+"""Every script in examples/ runs as a user would run it, from the repository, and prints what its docstring says."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+# what each example must print: a property of its result, not a snapshot of it
+EXPECTED = {
+    "aggregate_votes.py": ["200/200 queries answered", "epsilon = 4 at delta = 1e-06 (neighbours: replace",
+                           "one neighbour: one teacher's vote replaced"],
+}
+
+
+def test_every_example_is_run_here():
+    assert sorted(path.name for path in (ROOT / "examples").glob("*.py")) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_the_example_runs_and_prints_its_result(name):
+    done = subprocess.run([sys.executable, f"examples/{name}"], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr[-3000:]
+    for expected in EXPECTED[name]:
+        assert expected in done.stdout, (expected, done.stdout)
