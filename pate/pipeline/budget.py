@@ -117,12 +117,13 @@ class BudgetGuard:
                 f"any compute (`pate-cache budget` lists the ledger)")
         return after
 
-    def announce(self, entries) -> None:
-        """Say so, once, when the release about to be drawn is of a quantity already recorded on this data."""
+    def announce(self, entries, after: BudgetTotal) -> None:
+        """Say so, once, when the release about to be drawn is of a quantity already recorded on this data;
+        ``after`` is the total with it (``check_cap``'s, priced once: a PLD costs seconds)."""
         same = [entry for entry in entries if entry.definition == self.release.definition]
         if same and not self.announced:
             self.announced = True
-            log.warning(SECOND, len(same), same[-1].time, same[-1].key, self.total(self.cost, entries).describe())
+            log.warning(SECOND, len(same), same[-1].time, same[-1].key, after.describe())
 
     def before_draw(self, stage: Stage) -> None:
         """Record the release about to be drawn, under the ledger's lock, after checking the cap again (another
@@ -140,7 +141,7 @@ class BudgetGuard:
         with self.ledger.locked():
             entries = self.ledger.entries()
             after = self.check_cap(entries)
-            self.announce(entries)
+            self.announce(entries, after)
             dataset = self.ledger.add_records(self.records)
             path = self.ledger.append(BudgetEntry.new(dataset, stage.name, stage.key, stage.definition, self.cost,
                                                       self.record_level, self.config))
@@ -202,7 +203,7 @@ def plan_release(cfg: DictConfig, data: Dataset, release: Release, noise: NoiseS
                     "the cache with the cost recorded for it (%d recorded in %s): this run draws a new one", len(same),
                     ledger.root)
     after = guard.check_cap(entries)
-    guard.announce(entries)
+    guard.announce(entries, after)
     if entries and not same:
         log.info("this run draws a new release on private data with %d earlier release(s); the total becomes %s",
                  len(entries), after.describe())

@@ -41,6 +41,14 @@ class Limit:
         return self.gap is None or self.gap > LIMIT_GAP
 
 
+def cell_limit(cell, source: str, metric: str = "student_accuracy") -> Stat | None:
+    """The limit ``source`` (a reference name) of ``metric`` over the runs of ``cell`` that recorded it; None where
+    none did."""
+    values = [run.metrics["reference"][source][metric] for run in cell.runs
+              if (run.metrics.get("reference") or {}).get(source, {}).get(metric) is not None]
+    return Stat.of(values) if values else None
+
+
 def privacy_free_limits(summary: Summary) -> tuple[Limit, ...]:
     """One :class:`Limit` per method with target-epsilon cells whose runs recorded a limit."""
     limits = []
@@ -51,10 +59,9 @@ def privacy_free_limits(summary: Summary) -> tuple[Limit, ...]:
         cell = max(cells, key=lambda c: c.epsilon)
         accuracy = cell.stats.get("student_accuracy")
         for source in LIMIT_SOURCES:
-            values = [run.metrics["reference"][source]["student_accuracy"] for run in cell.runs
-                      if source in (run.metrics.get("reference") or {})]
-            if values:
-                limits.append(Limit(method, source, cell.epsilon, accuracy, Stat.of(values)))
+            limit = cell_limit(cell, source)
+            if limit is not None:
+                limits.append(Limit(method, source, cell.epsilon, accuracy, limit))
                 break
     return tuple(limits)
 

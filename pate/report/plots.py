@@ -19,8 +19,9 @@ from dataclasses import dataclass
 
 from matplotlib.figure import Figure
 
-from pate.report.summary import ACHIEVED, HEADLINE_FRACTION, NON_PRIVATE, TARGET, Stat, Summary
-from pate.report.tables import METRIC_LABELS, REFERENCE_LABELS
+from pate.report.limits import cell_limit
+from pate.report.summary import ACHIEVED, HEADLINE_FRACTION, NON_PRIVATE, TARGET, Summary
+from pate.report.tables import METRIC_LABELS, reference_label
 from pate.report.units import teacher_level
 
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")
@@ -72,7 +73,7 @@ def reference_plot_label(summary: Summary, name: str, metric: str) -> str:
         text = (f"{'student on the ' if student else ''}teachers' majority vote (non-private): the PATE aggregators' "
                 f"privacy-free limit")
     else:
-        text = REFERENCE_LABELS.get(base, base)
+        return f"reference: {reference_label(name)}"
     return f"reference: {text}" + (f", {semi} student" if semi else "")
 
 
@@ -90,13 +91,8 @@ def _no_value_note(method: str, cells: list, metric: str) -> str:
 def _limit_points(cells: list, metric: str) -> list[tuple[float, float]]:
     """(ε, mean over the cell's runs) of the method's own privacy-free limit for ``metric``, at each grid point
     where its runs recorded one (the limit follows the settings, which may change with ε)."""
-    points = []
-    for cell in cells:
-        values = [run.metrics["reference"][LIMIT_REFERENCE][metric] for run in cell.runs
-                  if (run.metrics.get("reference") or {}).get(LIMIT_REFERENCE, {}).get(metric) is not None]
-        if values:
-            points.append((cell.epsilon, Stat.of(values).mean))
-    return points
+    limits = [(cell.epsilon, cell_limit(cell, LIMIT_REFERENCE, metric)) for cell in cells]
+    return [(epsilon, limit.mean) for epsilon, limit in limits if limit is not None]
 
 
 def _x_label(summary: Summary) -> str:
