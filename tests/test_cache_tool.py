@@ -90,3 +90,30 @@ def test_the_listing_counts_every_top_level_directory_the_decoded_images_too(tmp
     assert f"total {_human(sum(entry.bytes for entry in entries))}" in text
     assert "files" not in {entry.kind for entry in prune(cache, tmp_path / "logs")}  # decoded images are kept
     assert (tensors / "synthetic-32px-0123456789abcdef.npy").is_file()
+
+
+def test_the_budget_command_lists_each_dataset_its_total_and_its_releases(tmp_path, capsys):
+    """`pate-cache budget`: per private split, the total of the releases sharing a record with it (relation, level,
+    delta and accountant named), one line per release; a damaged ledger is one line and exit 2."""
+    import numpy as np
+
+    from pate.budget import BudgetEntry, BudgetLedger
+    from pate.privacy import GaussianEvent, Ledger
+
+    ledger = BudgetLedger(tmp_path / "budget")
+    records = np.array([3, 5, 8], dtype=np.uint64)
+    dataset = ledger.add_records(records)
+    cost = Ledger().compose_event(GaussianEvent(10.0, 1.0), name="G(sigma=10)", neighbors="replace")
+    for key in ("k1", "k2"):
+        ledger.append(BudgetEntry.new(dataset, "aggregate", key, "d", cost, True, {"method": "x.PATE",
+                                                                                   "target_epsilon": 1.0}))
+    both = Ledger.replay(cost.history * 2, neighbors="replace").priced(1e-5, "rdp").epsilon
+    assert main(["budget", "--budget-dir", str(tmp_path / "budget"), "--delta", "1e-5", "--accountant", "rdp"]) == 0
+    out = capsys.readouterr().out
+    assert f"dataset {dataset}: 2 release(s) on it" in out
+    assert (f"total: epsilon = {both:.4g} at delta = 1e-05 (neighbours: replace, record-level) over 2 release(s) on "
+            f"this private data by the rdp accountant") in out
+    assert "aggregate/k1  replace  PATE  target_epsilon=1.0  G(sigma=10)" in out
+    next((tmp_path / "budget" / "entries").glob("*.json")).write_text("{")
+    assert main(["budget", "--budget-dir", str(tmp_path / "budget")]) == 2
+    assert capsys.readouterr().err.startswith("error: the privacy budget ledger's file ")
