@@ -21,12 +21,27 @@ def _build(config: Path, site: Path) -> subprocess.CompletedProcess:
                           cwd=config.parent, capture_output=True, text=True, timeout=300, env=env)
 
 
+def _images(html: Path) -> list[Path]:
+    """The files the <img> tags of a built page point to (their src, relative to the page)."""
+    return [(html.parent / src).resolve() for src in re.findall(r'<img [^>]*src="([^"]+)"', html.read_text())]
+
+
 @pytest.mark.slow
 def test_the_site_builds_strictly(tmp_path):
-    result = _build(ROOT / "mkdocs.yml", tmp_path / "site")
+    site = tmp_path.resolve() / "site"  # resolved, as the images' paths are
+    result = _build(ROOT / "mkdocs.yml", site)
     assert result.returncode == 0, result.stdout + result.stderr
-    api = (tmp_path / "site" / "api" / "index.html").read_text()
+    api = (site / "api" / "index.html").read_text()
     assert "PoissonSampledGaussianEvent" in api and "check_record" in api  # the references were rendered
+    # the findings pages of benchmarks/results/ are on the site (docs/hooks.py), their plots shown as images
+    eps_sweep = _images(site / "results" / "eps_sweep" / "index.html")
+    for relation in ("replace", "add_remove"):
+        assert site / "results" / f"eps_sweep_{relation}" / "accuracy_vs_epsilon.png" in eps_sweep
+    findings = sorted((ROOT / "benchmarks" / "results").glob("*.md"))
+    shown = [image for page in findings for image in _images(site / "results" / page.stem / "index.html")]
+    assert len(shown) > 20 and all(image.suffix == ".png" and image.is_file() for image in shown), shown
+    # docs/reports.md links the findings pages, written as repository paths, to their pages on the site
+    assert 'href="../results/eps_sweep/"' in (site / "reports" / "index.html").read_text()
 
 
 @pytest.mark.slow
