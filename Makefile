@@ -1,7 +1,8 @@
 # Two entry points, each bootstrapping its own virtual environment (idempotent: the environment is
 # (re)built only when pyproject.toml changes).
 #   make train ARGS="aggregator=gaussian_pate"    python train.py on the built-in synthetic data
-#   make test  ARGS="-m 'not slow'"               the test suite, one worker per core (the fast loop: not slow)
+#   make test  ARGS="-m 'not slow'"               `ruff format --check`, then the test suite, one worker per core
+#                                                 (the fast loop: not slow)
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -25,6 +26,7 @@ train: $(STAMP)
 	$(PY) train.py $(ARGS)
 
 test: $(STAMP)
+	$(VENV)/bin/ruff format --check --quiet .
 	$(PY) -m pytest -n auto --dist worksteal $(ARGS)
 
 bench: $(STAMP)

@@ -30,8 +30,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a ch
 
 from pate.mechanisms import PrivateKNN  # noqa: E402
 from pate.pipeline import instantiate  # noqa: E402
-from pate.privacy import (Ledger, PoissonSampledGaussianEvent, calibrate, calibrate_noise,  # noqa: E402
-                          privacy_unit)
+from pate.privacy import (
+    Ledger,
+    PoissonSampledGaussianEvent,
+    calibrate,
+    calibrate_noise,  # noqa: E402
+    privacy_unit,
+)
 from record import ROOT, header, write_json  # noqa: E402
 
 TARGETS = (0.5, 1.0, 2.0, 8.0)
@@ -57,6 +62,7 @@ def _recipe(recipes, target: float, relation: str) -> dict:
     """The settings the recipe list ``recipes`` sets at ``target`` under ``relation``: those of the last recipe (the
     list is increasing, as runs check) whose from_epsilon (one number, or one per relation) is at or below
     ``target``; none below the first."""
+
     def start(recipe) -> float:
         return recipe.from_epsilon if isinstance(recipe.from_epsilon, (int, float)) else recipe.from_epsilon[relation]
 
@@ -86,19 +92,37 @@ def mechanism_row(method: str, relation: str, target: float, configured, noise: 
     (``calibrate_noise``); ``noise`` names the noise parameter reported (``noise_parameters()``'s key)."""
     by_rdp, _ = calibrate_noise(configured, target, DELTA, QUERIES, rtol=RTOL)
     by_tightest, _ = calibrate_noise(configured, target, DELTA, QUERIES, rtol=RTOL, accountant="tightest")
-    return _row(method, relation, target, noise, by_rdp.noise_parameters()[noise],
-                by_tightest.noise_parameters()[noise], Ledger().compose(by_rdp, count=QUERIES),
-                Ledger().compose(by_tightest, count=QUERIES).epsilon_tightest(DELTA))
+    return _row(
+        method,
+        relation,
+        target,
+        noise,
+        by_rdp.noise_parameters()[noise],
+        by_tightest.noise_parameters()[noise],
+        Ledger().compose(by_rdp, count=QUERIES),
+        Ledger().compose(by_tightest, count=QUERIES).epsilon_tightest(DELTA),
+    )
 
 
 def _row(method, relation, target, noise, rdp_noise, tight_noise, at_rdp_noise: Ledger, tightest) -> dict:
     contributor = "record" if method in ("private_knn", "dp_sgd") else "teacher"  # PATE's aggregators see votes
-    return {"method": method, "neighbors": relation, "unit": privacy_unit(contributor, relation).text,
-            "target_epsilon": target, "noise": noise, "rdp_noise": rdp_noise,
-            "tightest_noise": tight_noise, "noise_saved": 1 - tight_noise / rdp_noise,
-            "tightest_epsilon": tightest[0], "accountant": tightest[1],
-            "at_rdp_noise": {"rdp": at_rdp_noise.epsilon(DELTA)[0], "gdp": at_rdp_noise.epsilon_gdp(DELTA),
-                             "pld": at_rdp_noise.epsilon_pld(DELTA)}}
+    return {
+        "method": method,
+        "neighbors": relation,
+        "unit": privacy_unit(contributor, relation).text,
+        "target_epsilon": target,
+        "noise": noise,
+        "rdp_noise": rdp_noise,
+        "tightest_noise": tight_noise,
+        "noise_saved": 1 - tight_noise / rdp_noise,
+        "tightest_epsilon": tightest[0],
+        "accountant": tightest[1],
+        "at_rdp_noise": {
+            "rdp": at_rdp_noise.epsilon(DELTA)[0],
+            "gdp": at_rdp_noise.epsilon_gdp(DELTA),
+            "pld": at_rdp_noise.epsilon_pld(DELTA),
+        },
+    }
 
 
 def rows(progress: bool = True) -> list[dict]:
@@ -111,18 +135,28 @@ def rows(progress: bool = True) -> list[dict]:
             for target in TARGETS:
                 out.append(mechanism_row(name, relation, target, configured, first))
                 if progress:
-                    print(f"{relation:10s} {name:20s} epsilon {target:g}: noise saved {out[-1]['noise_saved']:.2%}",
-                          flush=True)
+                    print(
+                        f"{relation:10s} {name:20s} epsilon {target:g}: noise saved {out[-1]['noise_saved']:.2%}",
+                        flush=True,
+                    )
         for target in TARGETS:
             out.append(mechanism_row("private_knn", relation, target, private_knn(relation, target), "sigma"))
         for target in TARGETS:
             event_of = dp_sgd_event(relation, target)
             by_rdp = calibrate(event_of, target, DELTA, rtol=RTOL, neighbors=relation)
             by_tightest = calibrate(event_of, target, DELTA, rtol=RTOL, neighbors=relation, accountant="tightest")
-            out.append(_row("dp_sgd", relation, target, "noise_multiplier", by_rdp, by_tightest,
-                            Ledger().compose_event(event_of(by_rdp), neighbors=relation),
-                            Ledger().compose_event(event_of(by_tightest), neighbors=relation)
-                            .epsilon_tightest(DELTA)))
+            out.append(
+                _row(
+                    "dp_sgd",
+                    relation,
+                    target,
+                    "noise_multiplier",
+                    by_rdp,
+                    by_tightest,
+                    Ledger().compose_event(event_of(by_rdp), neighbors=relation),
+                    Ledger().compose_event(event_of(by_tightest), neighbors=relation).epsilon_tightest(DELTA),
+                )
+            )
         if progress:
             print(f"{relation:10s} private_knn, dp_sgd done", flush=True)
     return out
@@ -133,8 +167,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", help="write the figures here (benchmarks/results/accountants.json)")
     args = parser.parse_args(argv)
     started = time.time()
-    record = {**header("benchmarks/accountants.py", started), "queries": QUERIES, "delta": DELTA,
-              "rtol": RTOL, "rows": rows()}
+    record = {
+        **header("benchmarks/accountants.py", started),
+        "queries": QUERIES,
+        "delta": DELTA,
+        "rtol": RTOL,
+        "rows": rows(),
+    }
     record["wall_s"] = time.time() - started
     if args.json:
         write_json(args.json, record)

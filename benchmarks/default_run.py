@@ -48,13 +48,20 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="pate-default-run-") as root:
         log, wall = run_command([sys.executable, "train.py", "progress=false"], {**os.environ, "PROJECT_ROOT": root})
         metrics = run_metrics(log)
-        result = {"wall_s": round(wall, 1), "stages_s": stage_seconds(log),
-                  "peak_memory_bytes": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024,
-                  "data_bytes": size_bytes(Path(root, "data")), "cache_bytes": size_bytes(Path(root, "cache")),
-                  "environment_bytes": size_bytes(Path(sys.prefix)),
-                  "epsilon": metrics["epsilon"], "delta": metrics["delta"], "neighbors": metrics["neighbors"],
-                  "student_accuracy": metrics["student_accuracy"], "teacher_accuracy": metrics["teacher_accuracy"],
-                  "console": console_tail(log)}
+        result = {
+            "wall_s": round(wall, 1),
+            "stages_s": stage_seconds(log),
+            "peak_memory_bytes": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024,
+            "data_bytes": size_bytes(Path(root, "data")),
+            "cache_bytes": size_bytes(Path(root, "cache")),
+            "environment_bytes": size_bytes(Path(sys.prefix)),
+            "epsilon": metrics["epsilon"],
+            "delta": metrics["delta"],
+            "neighbors": metrics["neighbors"],
+            "student_accuracy": metrics["student_accuracy"],
+            "teacher_accuracy": metrics["teacher_accuracy"],
+            "console": console_tail(log),
+        }
     print(json.dumps(result, indent=1))
     if args.json:
         write_json(args.json, {**record, **result})

@@ -107,19 +107,51 @@ def cases(scale):
     sizes = ((40, 200_000, 3_000, 3_000, 600), (1000, 5_000, 300, 100, 40))
     for num_labels, vector_q, loop_q, tau_vector_q, tau_loop_q in sizes:
         n = lambda q: max(1, int(q * scale))  # noqa: E731
-        yield ("StableTopK gaussian/gaussian (paper)", num_labels,
-               StableTopK(num_labels, TEACHERS, "gaussian", **paper),
-               n(vector_q), n(loop_q), "counts", stable_topk_loop)
-        yield ("StableTopK gumbel/gaussian", num_labels,
-               StableTopK(num_labels, TEACHERS, "gumbel", eps_select=0.0333, sigma_test=60.0, delta_t=1e-9),
-               n(vector_q), n(loop_q), "counts", stable_topk_loop)
-        yield ("StableTopK laplace/gaussian", num_labels,
-               StableTopK(num_labels, TEACHERS, "laplace", sigma_select=50.0, sigma_test=60.0, delta_t=1e-9),
-               n(vector_q), n(loop_q), "counts", stable_topk_loop)
-        yield ("GaussianPATE", num_labels, GaussianPATE(num_labels, TEACHERS, 380.0),
-               n(vector_q), n(loop_q), "counts", gaussian_pate_loop)
-        yield ("TauPATE l1 (tau=10)", num_labels, TauPATE(num_labels, TEACHERS, 190.0, 10.0, "l1"),
-               n(tau_vector_q), n(tau_loop_q), "packed", tau_pate_loop)
+        yield (
+            "StableTopK gaussian/gaussian (paper)",
+            num_labels,
+            StableTopK(num_labels, TEACHERS, "gaussian", **paper),
+            n(vector_q),
+            n(loop_q),
+            "counts",
+            stable_topk_loop,
+        )
+        yield (
+            "StableTopK gumbel/gaussian",
+            num_labels,
+            StableTopK(num_labels, TEACHERS, "gumbel", eps_select=0.0333, sigma_test=60.0, delta_t=1e-9),
+            n(vector_q),
+            n(loop_q),
+            "counts",
+            stable_topk_loop,
+        )
+        yield (
+            "StableTopK laplace/gaussian",
+            num_labels,
+            StableTopK(num_labels, TEACHERS, "laplace", sigma_select=50.0, sigma_test=60.0, delta_t=1e-9),
+            n(vector_q),
+            n(loop_q),
+            "counts",
+            stable_topk_loop,
+        )
+        yield (
+            "GaussianPATE",
+            num_labels,
+            GaussianPATE(num_labels, TEACHERS, 380.0),
+            n(vector_q),
+            n(loop_q),
+            "counts",
+            gaussian_pate_loop,
+        )
+        yield (
+            "TauPATE l1 (tau=10)",
+            num_labels,
+            TauPATE(num_labels, TEACHERS, 190.0, 10.0, "l1"),
+            n(tau_vector_q),
+            n(tau_loop_q),
+            "packed",
+            tau_pate_loop,
+        )
 
 
 def run(scale, repeats):
@@ -130,34 +162,47 @@ def run(scale, repeats):
         vector_data, loop_data = make(vector_q, num_labels, rng), make(loop_q, num_labels, rng)
         vector_qps = queries_per_second(lambda: agg(vector_data, rng), vector_q, repeats)
         loop_qps = queries_per_second(lambda: loop(agg, loop_data, rng), loop_q, repeats)
-        results.append({
-            "aggregator": name, "aggregator_repr": agg.name, "num_labels": num_labels, "num_teachers": TEACHERS,
-            "input": "vote counts int32 [Q, L]" if kind == "counts" else "packed per-teacher votes [Q, T, L/8]",
-            "vectorised_queries": vector_q, "loop_queries": loop_q,
-            "vectorised_qps": vector_qps, "loop_qps": loop_qps, "speedup": vector_qps / loop_qps,
-        })
+        results.append(
+            {
+                "aggregator": name,
+                "aggregator_repr": agg.name,
+                "num_labels": num_labels,
+                "num_teachers": TEACHERS,
+                "input": "vote counts int32 [Q, L]" if kind == "counts" else "packed per-teacher votes [Q, T, L/8]",
+                "vectorised_queries": vector_q,
+                "loop_queries": loop_q,
+                "vectorised_qps": vector_qps,
+                "loop_qps": loop_qps,
+                "speedup": vector_qps / loop_qps,
+            }
+        )
         print(_row(results[-1]), flush=True)
     return results
 
 
 def _row(r):
-    return (f"{r['aggregator']:<38} {r['num_labels']:>5} {r['vectorised_qps']:>14,.0f} {r['loop_qps']:>12,.0f} "
-            f"{r['speedup']:>8.1f}x")
+    return (
+        f"{r['aggregator']:<38} {r['num_labels']:>5} {r['vectorised_qps']:>14,.0f} {r['loop_qps']:>12,.0f} "
+        f"{r['speedup']:>8.1f}x"
+    )
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON to PATH")
-    parser.add_argument("--scale", type=float, default=1.0,
-                        help="multiply every query count (e.g. 0.05 for a smoke run)")
+    parser.add_argument(
+        "--scale", type=float, default=1.0, help="multiply every query count (e.g. 0.05 for a smoke run)"
+    )
     parser.add_argument("--repeats", type=int, default=5, help="timed calls per figure; the best is kept (default 5)")
     args = parser.parse_args(argv)
 
     started = time.time()
     record = header("benchmarks/mechanisms.py", started)
     machine, load_before = record["machine"], record["load_average_before"]
-    print(f"{machine['cpu']} ({machine['logical_cpus']} logical CPUs), "
-          f"Python {machine['python']}, numpy {machine['numpy']}")
+    print(
+        f"{machine['cpu']} ({machine['logical_cpus']} logical CPUs), "
+        f"Python {machine['python']}, numpy {machine['numpy']}"
+    )
     print(f"load average before: {load_before}; T = {TEACHERS} teachers; queries/second, best of {args.repeats}\n")
     print(f"{'aggregator':<38} {'L':>5} {'vectorised q/s':>14} {'loop q/s':>12} {'speedup':>9}")
     results = run(args.scale, args.repeats)
@@ -168,16 +213,27 @@ def main(argv=None):
         if r["aggregator"].startswith("StableTopK") and r["num_labels"] == 40:
             ok = r["vectorised_qps"] >= TARGET_QPS and r["speedup"] >= TARGET_RATIO
             met.append(ok)
-            print(f"target (>= {TARGET_QPS:,.0f} q/s and >= {TARGET_RATIO:.0f}x) {'met' if ok else 'NOT met'}: "
-                  f"{r['aggregator']} at L = 40")
+            print(
+                f"target (>= {TARGET_QPS:,.0f} q/s and >= {TARGET_RATIO:.0f}x) {'met' if ok else 'NOT met'}: "
+                f"{r['aggregator']} at L = 40"
+            )
     print(f"load average after: {load_after}; {time.time() - started:.0f} s")
     if args.json:
-        write_json(args.json, {
-            **record, "load_average_after": load_after,
-            "repeats": args.repeats, "scale": args.scale,
-            "targets": {"stable_topk_L40_qps": TARGET_QPS, "stable_topk_L40_speedup": TARGET_RATIO, "met": all(met)},
-            "results": results,
-        })
+        write_json(
+            args.json,
+            {
+                **record,
+                "load_average_after": load_after,
+                "repeats": args.repeats,
+                "scale": args.scale,
+                "targets": {
+                    "stable_topk_L40_qps": TARGET_QPS,
+                    "stable_topk_L40_speedup": TARGET_RATIO,
+                    "met": all(met),
+                },
+                "results": results,
+            },
+        )
         print(f"wrote {args.json}")
 
 

@@ -46,14 +46,23 @@ def main() -> None:
     for name, overrides in METHODS.items():
         log, wall = run_command([sys.executable, "train.py", *overrides, f"seed={args.seed}", "progress=false"])
         metrics = run_metrics(log)
-        rows.append({"method": name, "wall_s": round(wall, 1), "method_stage_s": _seconds(log),
-                     "epsilon": metrics["epsilon"], "neighbors": metrics["neighbors"],
-                     "student_accuracy": metrics["student_accuracy"]})
+        rows.append(
+            {
+                "method": name,
+                "wall_s": round(wall, 1),
+                "method_stage_s": _seconds(log),
+                "epsilon": metrics["epsilon"],
+                "neighbors": metrics["neighbors"],
+                "student_accuracy": metrics["student_accuracy"],
+            }
+        )
     print("| method | run (s) | its own stage (s) | epsilon (replace, record-level, delta 1e-6) | student accuracy |")
     print("|---|---:|---:|---:|---:|")
     for row in rows:
-        print(f"| {row['method']} | {row['wall_s']:.1f} | {row['method_stage_s']} | {row['epsilon']:.3f} | "
-              f"{row['student_accuracy']:.4f} |")
+        print(
+            f"| {row['method']} | {row['wall_s']:.1f} | {row['method_stage_s']} | {row['epsilon']:.3f} | "
+            f"{row['student_accuracy']:.4f} |"
+        )
     if args.json:
         write_json(args.json, {**header("benchmarks/methods.py", started), "seed": args.seed, "rows": rows})
 

@@ -51,36 +51,62 @@ def main() -> None:
     parser.add_argument("--epsilons", type=_epsilons, default=(1.0, 8.0), help="target epsilons (default 1,8)")
     parser.add_argument("--noise-free", action="store_true", help="also each setting's privacy-free limit")
     parser.add_argument("--seed", type=int, default=0, help="the runs' seed (default 0)")
-    parser.add_argument("--relation", choices=("replace", "add_remove"), default="replace",
-                        help="the neighbouring relation the noise is calibrated under (default replace)")
+    parser.add_argument(
+        "--relation",
+        choices=("replace", "add_remove"),
+        default="replace",
+        help="the neighbouring relation the noise is calibrated under (default replace)",
+    )
     args = parser.parse_args()
     started = time.time()
     record = header("benchmarks/private_knn_settings.py", started)
     sweep = Path(tempfile.mkdtemp(prefix="private_knn_settings-"))
-    command = [sys.executable, "train.py", "-m", "method=private_knn", "method.recipes=[]",
-               f"method.k={','.join(map(str, KS))}",
-               f"method.sampling_rate={','.join(map(str, RATES))}",
-               f"privacy.target_epsilon={','.join(f'{e:g}' for e in args.epsilons)}", f"seed={args.seed}",
-               f"privacy.neighbors={args.relation}", "progress=false",
-               *(["references=true"] if args.noise_free else [])]
+    command = [
+        sys.executable,
+        "train.py",
+        "-m",
+        "method=private_knn",
+        "method.recipes=[]",
+        f"method.k={','.join(map(str, KS))}",
+        f"method.sampling_rate={','.join(map(str, RATES))}",
+        f"privacy.target_epsilon={','.join(f'{e:g}' for e in args.epsilons)}",
+        f"seed={args.seed}",
+        f"privacy.neighbors={args.relation}",
+        "progress=false",
+        *(["references=true"] if args.noise_free else []),
+    ]
     _, seconds = run_command([*command, f"hydra.sweep.dir={sweep}"])
     runs = []
     for path in sorted(sweep.glob("*/metrics.json")):
         metrics = json.loads(path.read_text())
         k, rate = re.search(r"k=(\d+), sampling_rate=([\d.]+)", metrics["mechanism"]).groups()
-        runs.append({"k": int(k), "sampling_rate": float(rate), "target_epsilon": metrics["target_epsilon"],
-                     "epsilon": metrics["epsilon"], "epsilon_accountant": metrics["epsilon_accountant"],
-                     "neighbors": metrics["neighbors"], "delta": metrics["delta"], "sigma": metrics["noise"]["sigma"],
-                     "label_accuracy": metrics["label_accuracy"], "student_accuracy": metrics["student_accuracy"],
-                     **({"noise_free_student_accuracy": metrics["reference"]["noise_free"]["student_accuracy"]}
-                        if args.noise_free else {})})
+        runs.append(
+            {
+                "k": int(k),
+                "sampling_rate": float(rate),
+                "target_epsilon": metrics["target_epsilon"],
+                "epsilon": metrics["epsilon"],
+                "epsilon_accountant": metrics["epsilon_accountant"],
+                "neighbors": metrics["neighbors"],
+                "delta": metrics["delta"],
+                "sigma": metrics["noise"]["sigma"],
+                "label_accuracy": metrics["label_accuracy"],
+                "student_accuracy": metrics["student_accuracy"],
+                **(
+                    {"noise_free_student_accuracy": metrics["reference"]["noise_free"]["student_accuracy"]}
+                    if args.noise_free
+                    else {}
+                ),
+            }
+        )
     shutil.rmtree(sweep)
     expected = len(KS) * len(RATES) * len(args.epsilons)
     if len(runs) != expected:
         sys.exit(f"{len(runs)} runs finished of {expected}: a grid with holes is no figure")
     runs.sort(key=lambda run: (run["k"], run["sampling_rate"], run["target_epsilon"]))
-    write_json(args.output, {**record, "command": " ".join(command[1:]), "seconds": seconds, "seed": args.seed,
-                            "runs": runs})
+    write_json(
+        args.output, {**record, "command": " ".join(command[1:]), "seconds": seconds, "seed": args.seed, "runs": runs}
+    )
     print(f"wrote {args.output} ({len(runs)} runs in {seconds / 60:.1f} min)")
 
 

@@ -18,8 +18,18 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ROOT", "commit", "header", "log_stamps", "machine", "run_command", "run_metrics", "stage_seconds",
-           "train_config", "write_json"]
+__all__ = [
+    "ROOT",
+    "commit",
+    "header",
+    "log_stamps",
+    "machine",
+    "run_command",
+    "run_metrics",
+    "stage_seconds",
+    "train_config",
+    "write_json",
+]
 
 ROOT = Path(__file__).resolve().parents[1]
 # A log line as conf/hydra/default.yaml formats it: [time][logger][level] - message.
@@ -38,8 +48,14 @@ def machine() -> dict[str, Any]:
     spec = importlib.util.spec_from_file_location("pate_host", ROOT / "pate" / "host.py")
     host = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(host)
-    return {"cpu": host.cpu_model(), "logical_cpus": os.cpu_count(), "platform": platform.platform(),
-            "python": platform.python_version(), "numpy": np.__version__, "torch": torch.__version__}
+    return {
+        "cpu": host.cpu_model(),
+        "logical_cpus": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "torch": torch.__version__,
+    }
 
 
 def commit() -> str:
@@ -48,8 +64,14 @@ def commit() -> str:
     if os.environ.get("BENCHMARK_COMMIT") and not (ROOT / ".git").exists():
         return os.environ["BENCHMARK_COMMIT"] + " (a copy without .git, named by $BENCHMARK_COMMIT)"
     try:
-        return subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=12"], cwd=Path(__file__).parent,
-                              capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+        return subprocess.run(
+            ["git", "describe", "--always", "--dirty", "--abbrev=12"],
+            cwd=Path(__file__).parent,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
 
@@ -57,16 +79,22 @@ def commit() -> str:
 def header(benchmark: str, started: float) -> dict[str, Any]:
     """``{"benchmark", "date_utc", "commit", "machine", "load_average_before"}`` of a benchmark started at
     ``started`` (``time.time()``)."""
-    return {"benchmark": benchmark, "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
-            "commit": commit(), "machine": machine(), "load_average_before": list(os.getloadavg())}
+    return {
+        "benchmark": benchmark,
+        "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+        "commit": commit(),
+        "machine": machine(),
+        "load_average_before": list(os.getloadavg()),
+    }
 
 
 def write_json(path: str | os.PathLike, payload: dict[str, Any]) -> None:
     """Atomic write: a temporary file in the same folder, then ``os.replace``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}-", suffix=".tmp",
-                                     delete=False) as handle:
+    with tempfile.NamedTemporaryFile(
+        "w", dir=path.parent, prefix=f".{path.name}-", suffix=".tmp", delete=False
+    ) as handle:
         json.dump(payload, handle, indent=1)
         handle.write("\n")
     os.chmod(handle.name, 0o644)  # not the temporary file's 0600
@@ -86,8 +114,11 @@ def run_command(command: list[str], env: dict[str, str] | None = None) -> tuple[
 
 def log_stamps(log: str) -> list[tuple[datetime, str]]:
     """(time, message) of each timestamped line of a run's log, in order."""
-    return [(datetime.strptime(match.group(1), "%Y-%m-%d %H:%M:%S,%f"), match.group(2))
-            for match in map(_LOG_LINE.match, log.splitlines()) if match]
+    return [
+        (datetime.strptime(match.group(1), "%Y-%m-%d %H:%M:%S,%f"), match.group(2))
+        for match in map(_LOG_LINE.match, log.splitlines())
+        if match
+    ]
 
 
 def stage_seconds(log: str) -> dict[str, float]:

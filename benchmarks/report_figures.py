@@ -77,12 +77,20 @@ def _pairs(part: str, file: str, allowed: tuple[str, ...]) -> dict[str, str]:
 
 
 def _options(part: str, file: str) -> dict[str, str]:
-    options = {"value": "student_accuracy", "by": "target_epsilon", "only": "", "methods": "", "at": "",
-               "sd": "caption"}
+    options = {
+        "value": "student_accuracy",
+        "by": "target_epsilon",
+        "only": "",
+        "methods": "",
+        "at": "",
+        "sd": "caption",
+    }
     options.update(_pairs(part, file, OPTIONS))
     if options["at"] and options["by"] == "target_epsilon":
-        raise ValueError(f"{file}#{part}: at={options['at']!r} picks target epsilons as rows, which a table by "
-                         f"target epsilon has as columns: use only=")
+        raise ValueError(
+            f"{file}#{part}: at={options['at']!r} picks target epsilons as rows, which a table by "
+            f"target epsilon has as columns: use only="
+        )
     if options["value"] not in VALUES:
         raise ValueError(f"{file}#{part}: value={options['value']!r}, expected one of {sorted(VALUES)}")
     if options["by"] not in AXES:
@@ -170,32 +178,57 @@ def delta(text: str) -> str:
 def source(file: str, commits: list[str], *details: str) -> str:
     """The one line under a table: ``Source: `file`, commit c, details.``"""
     if not commits:
-        raise ValueError(f"{file}: no versions.git column nor a report.md beside it naming its commit: a quoted "
-                         f"figure says which commit it was measured at")
-    return ", ".join([f"Source: `{file}`", f"commit{'s' if len(commits) > 1 else ''} {', '.join(commits)}",
-                      *(detail for detail in details if detail)]) + "."
+        raise ValueError(
+            f"{file}: no versions.git column nor a report.md beside it naming its commit: a quoted "
+            f"figure says which commit it was measured at"
+        )
+    return (
+        ", ".join(
+            [
+                f"Source: `{file}`",
+                f"commit{'s' if len(commits) > 1 else ''} {', '.join(commits)}",
+                *(detail for detail in details if detail),
+            ]
+        )
+        + "."
+    )
 
 
 # the reference figures (diagnostics no epsilon covers) a table of each value is read against: (column, what)
 REFERENCES = {
-    "student_accuracy": (("majority_class_accuracy", "majority class"),
-                         ("reference.majority_vote.student_accuracy",
-                          "student on the teachers' non-private majority vote"),
-                         ("reference.true_labels.student_accuracy", "student on the true labels of the queries")),
+    "student_accuracy": (
+        ("majority_class_accuracy", "majority class"),
+        ("reference.majority_vote.student_accuracy", "student on the teachers' non-private majority vote"),
+        ("reference.true_labels.student_accuracy", "student on the true labels of the queries"),
+    ),
     "label_accuracy": (("reference.majority_vote.label_accuracy", "the teachers' non-private majority vote"),),
     "label_f1": (("reference.majority_vote.label_f1", "the teachers' non-private majority vote"),),
 }
 
 
-def _reference_groups(rows: list[dict[str, str]], value: str
-                      ) -> list[tuple[str, list[tuple[str, str]], list[dict[str, str]]]]:
+def _reference_groups(
+    rows: list[dict[str, str]], value: str
+) -> list[tuple[str, list[tuple[str, str]], list[dict[str, str]]]]:
     """(student kind, [(column, what)], rows) of the reference figures of ``value``: one set per student kind where
     the rows train several (each kind has its own reference students; the kind is "" where there is one)."""
     kinds = _distinct(rows, "student_semi")
-    groups = [(kind, [row for row in rows if row.get("student_semi") == kind]) for kind in kinds] \
-        if len(kinds) > 1 else [("", rows)]
-    return [(kind, [(column, name) for column, name in REFERENCES.get(value, ())
-                    if any(_number(row.get(column)) is not None for row in group)], group) for kind, group in groups]
+    groups = (
+        [(kind, [row for row in rows if row.get("student_semi") == kind]) for kind in kinds]
+        if len(kinds) > 1
+        else [("", rows)]
+    )
+    return [
+        (
+            kind,
+            [
+                (column, name)
+                for column, name in REFERENCES.get(value, ())
+                if any(_number(row.get(column)) is not None for row in group)
+            ],
+            group,
+        )
+        for kind, group in groups
+    ]
 
 
 def _mean(rows: list[dict[str, str]], column: str) -> float | None:
@@ -206,9 +239,12 @@ def _mean(rows: list[dict[str, str]], column: str) -> float | None:
 def _references(rows: list[dict[str, str]], value: str) -> str:
     """The reference figures of ``value`` over ``rows``, as a sentence (a table by target epsilon: the same at every
     epsilon), then the methods' own privacy-free limits (:func:`_limits`)."""
-    sentences = [(f"{kind} students: " if kind else "") + "; ".join(f"{what} {_mean(group, column):.4f}"
-                                                                     for column, what in references)
-                 for kind, references, group in _reference_groups(rows, value) if references]
+    sentences = [
+        (f"{kind} students: " if kind else "")
+        + "; ".join(f"{what} {_mean(group, column):.4f}" for column, what in references)
+        for kind, references, group in _reference_groups(rows, value)
+        if references
+    ]
     sentences += [limits] if (limits := _limits(rows, value)) else []
     return f"References (diagnostics, not covered by ε): {'. '.join(sentences)}." if sentences else ""
 
@@ -226,8 +262,13 @@ def _limits(rows: list[dict[str, str]], value: str) -> str:
         return ""
     parts = []
     for method in dict.fromkeys(row["method"] for row in rows):
-        runs = [row for row in rows if row["method"] == method and _number(row.get(column)) is not None
-                and _point(row["target_epsilon"]) is not None]
+        runs = [
+            row
+            for row in rows
+            if row["method"] == method
+            and _number(row.get(column)) is not None
+            and _point(row["target_epsilon"]) is not None
+        ]
         if runs:
             largest = max(_point(row["target_epsilon"]) for row in runs)
             mean = _mean([row for row in runs if _point(row["target_epsilon"]) == largest], column)
@@ -242,8 +283,11 @@ def _reference_rows(rows: list[dict[str, str]], value: str, by: str, axis: list[
     for kind, references, group in _reference_groups(rows, value):
         for column, what in references:
             means = [_mean([row for row in group if _point(row[by]) == point], column) for point in axis]
-            lines.append(f"| reference (not covered by ε): {what}{f', {kind} students' if kind else ''} | "
-                         + " | ".join("" if m is None else f"{m:.4f}" for m in means) + " |")
+            lines.append(
+                f"| reference (not covered by ε): {what}{f', {kind} students' if kind else ''} | "
+                + " | ".join("" if m is None else f"{m:.4f}" for m in means)
+                + " |"
+            )
     return lines
 
 
@@ -269,12 +313,21 @@ def render(path: Path, file: str, part: str) -> list[str]:
     cells = {(key, point): _cell(shown, key, by, point, options["value"]) for key in table_rows for point in axis}
     best = _best(cells, table_rows, axis, value)
     label = "method" if by == "target_epsilon" else "method, target epsilon"
-    lines = [f"**{value.title} by {AXES[by]}**", "", f"| {label} | {' | '.join(_axis_label(v) for v in axis)} |",
-             "|---|" + "---:|" * len(axis)]
+    lines = [
+        f"**{value.title} by {AXES[by]}**",
+        "",
+        f"| {label} | {' | '.join(_axis_label(v) for v in axis)} |",
+        "|---|" + "---:|" * len(axis),
+    ]
     student = options["value"].startswith("student")
-    lines += [f"| {_row_label(key)}{' (no student)' if student and key[0] == 'dp_sgd' else ''} | "
-              + " | ".join(cells[key, point].text(value, options["sd"] == "cell", best.get((key[1], point)))
-                           for point in axis) + " |" for key in table_rows]
+    lines += [
+        f"| {_row_label(key)}{' (no student)' if student and key[0] == 'dp_sgd' else ''} | "
+        + " | ".join(
+            cells[key, point].text(value, options["sd"] == "cell", best.get((key[1], point))) for point in axis
+        )
+        + " |"
+        for key in table_rows
+    ]
     line = _source_line(shown, path, file, options["sd"], value, cells, bool(best))
     if by != "target_epsilon":
         return [*lines, *_reference_rows(shown, options["value"], by, axis), "", line]
@@ -282,20 +335,37 @@ def render(path: Path, file: str, part: str) -> list[str]:
     return [*lines, "", line, *(["", references] if references else [])]
 
 
-def _source_line(shown: list[dict[str, str]], path: Path, file: str, sd: str, value: Value,
-                 cells: dict[tuple[Row, float | None], _Cell], bold: bool) -> str:
+def _source_line(
+    shown: list[dict[str, str]],
+    path: Path,
+    file: str,
+    sd: str,
+    value: Value,
+    cells: dict[tuple[Row, float | None], _Cell],
+    bold: bool,
+) -> str:
     """The line under a report table: its source (the file, commit, seeds, relation, unit, delta) and the legend of
     its cells."""
     sds = [Stat.of(c.values).std for c in cells.values() if len(c.values) > 1]
-    spread = ({"caption": f", sd ≤ {max(sds):.{value.digits}f}", "cell": " (mean ± sd)"}[sd] if sds else "")
+    spread = {"caption": f", sd ≤ {max(sds):.{value.digits}f}", "cell": " (mean ± sd)"}[sd] if sds else ""
     at = " and epsilon" if len({key[1] for key, _ in cells}) > 1 else ""
     legend = [f"Bold: best per column{at}{' (rows answering all)' if value.on_answered else ''}."] if bold else []
     legend += ["No answer: none in any seed."] if any(c.answered == 0 and not c.values for c in cells.values()) else []
     unit = ", ".join(_distinct(shown, "privacy_unit"))
     deltas = ", ".join(f"delta {delta(d)}" for d in _distinct(shown, "delta"))
-    return " ".join([source(file, _distinct(shown, "versions.git") or _report_commit(path),
-                            _seeds(_distinct(shown, "seed")) + spread, ", ".join(_distinct(shown, "neighbors")),
-                            unit and f"unit: {unit}", deltas), *legend])
+    return " ".join(
+        [
+            source(
+                file,
+                _distinct(shown, "versions.git") or _report_commit(path),
+                _seeds(_distinct(shown, "seed")) + spread,
+                ", ".join(_distinct(shown, "neighbors")),
+                unit and f"unit: {unit}",
+                deltas,
+            ),
+            *legend,
+        ]
+    )
 
 
 def _row_epsilon(row: dict[str, str], by: str) -> float | None:
@@ -303,8 +373,9 @@ def _row_epsilon(row: dict[str, str], by: str) -> float | None:
     return None if by == "target_epsilon" else _point(row["target_epsilon"])
 
 
-def _selection(rows: list[dict[str, str]], options: dict[str, str], file: str, part: str
-               ) -> tuple[list[float | None], list[Row]]:
+def _selection(
+    rows: list[dict[str, str]], options: dict[str, str], file: str, part: str
+) -> tuple[list[float | None], list[Row]]:
     """The axis values and the table's rows, (method, target epsilon), each checked against the file."""
     by = options["by"]
     for column in ("method", "seed", by, options["value"]):
@@ -320,10 +391,15 @@ def _selection(rows: list[dict[str, str]], options: dict[str, str], file: str, p
     epsilons = [_point(v) for v in options["at"].split(",")] if options["at"] else epsilons_in_file
     absent_epsilons = [_axis_label(v) for v in epsilons if v not in epsilons_in_file]
     if missing or unknown or absent_epsilons:
-        absent = ([f"{by} {missing}"] if missing else []) + ([f"methods {unknown}"] if unknown else []) \
+        absent = (
+            ([f"{by} {missing}"] if missing else [])
+            + ([f"methods {unknown}"] if unknown else [])
             + ([f"target epsilons {absent_epsilons}"] if absent_epsilons else [])
-        raise ValueError(f"{file}#{part}: not in the file: {' and '.join(absent)}; the file has {by} "
-                         f"{[_axis_label(v) for v in in_file]} and methods {methods_in_file}")
+        )
+        raise ValueError(
+            f"{file}#{part}: not in the file: {' and '.join(absent)}; the file has {by} "
+            f"{[_axis_label(v) for v in in_file]} and methods {methods_in_file}"
+        )
     present = {(row["method"], _row_epsilon(row, by)) for row in rows}
     return axis, [(method, epsilon) for method in methods for epsilon in epsilons if (method, epsilon) in present]
 
@@ -331,14 +407,21 @@ def _selection(rows: list[dict[str, str]], options: dict[str, str], file: str, p
 def _cell(rows: list[dict[str, str]], key: Row, by: str, point: float | None, column: str) -> _Cell:
     jobs = [row for row in rows if (row["method"], _row_epsilon(row, by)) == key and _point(row[by]) == point]
     # the answered fraction qualifies a score, not a count of what was released
-    answered = [] if column in ("answered_fraction", "released_label_fraction") else \
-        [v for v in (_number(row.get("answered_fraction")) for row in jobs) if v is not None]
-    return _Cell(len(jobs), tuple(v for v in (_number(row[column]) for row in jobs) if v is not None),
-                 sum(answered) / len(answered) if answered else None)
+    answered = (
+        []
+        if column in ("answered_fraction", "released_label_fraction")
+        else [v for v in (_number(row.get("answered_fraction")) for row in jobs) if v is not None]
+    )
+    return _Cell(
+        len(jobs),
+        tuple(v for v in (_number(row[column]) for row in jobs) if v is not None),
+        sum(answered) / len(answered) if answered else None,
+    )
 
 
-def _best(cells: dict[tuple[Row, float | None], _Cell], table_rows: list[Row], axis: list[float | None],
-          value: Value) -> dict[tuple[float | None, float | None], float]:
+def _best(
+    cells: dict[tuple[Row, float | None], _Cell], table_rows: list[Row], axis: list[float | None], value: Value
+) -> dict[tuple[float | None, float | None], float]:
     """Per (target epsilon of the rows, axis value), the best mean as shown (rounded), where two or more rows have
     one and higher is better; for a value scored on the answered queries, only among the rows that answered them
     all. A table by target epsilon has one group of rows (epsilon None)."""
@@ -346,8 +429,11 @@ def _best(cells: dict[tuple[Row, float | None], _Cell], table_rows: list[Row], a
     for epsilon in dict.fromkeys(e for _, e in table_rows):
         group = [key for key in table_rows if key[1] == epsilon]
         for point in axis:
-            means = [cells[key, point].mean(value.digits) for key in group if cells[key, point].values
-                     and not (value.on_answered and cells[key, point].partial)]
+            means = [
+                cells[key, point].mean(value.digits)
+                for key in group
+                if cells[key, point].values and not (value.on_answered and cells[key, point].partial)
+            ]
             if value.higher_is_better and len(means) > 1:
                 best[epsilon, point] = max(means)
     return best
@@ -363,8 +449,9 @@ def render_topk(rows: list[dict[str, str]], path: Path, file: str, part: str) ->
     of the commit and the seeds (no timing), so its source line names the commit, not a machine."""
     options = _pairs(part, file, TOPK_OPTIONS)
     by = options.get("by", "setting").split(",")
-    where = dict(condition.partition(":")[::2] for condition in options["where"].split(",")) \
-        if options.get("where") else {}
+    where = (
+        dict(condition.partition(":")[::2] for condition in options["where"].split(",")) if options.get("where") else {}
+    )
     for column in [*by, *where]:
         if column not in rows[0]:
             raise ValueError(f"{file}#{part}: no column {column!r}; the file has {list(rows[0])}")
@@ -382,10 +469,18 @@ def render_topk(rows: list[dict[str, str]], path: Path, file: str, part: str) ->
         recall[key] = float(row["recall_mean"])
     best = {column: max(recall[m, column] for m in mechanisms if (m, column) in recall) for column in columns}
     condition = f" ({', '.join(f'{column} = {value}' for column, value in where.items())})" if where else ""
-    line = source(file, _report_commit(path), ", ".join(_distinct(shown, "neighbors")),
-                  f"{', '.join(_distinct(shown, 'trials'))} trials per cell")
-    lines = [f"**Mean recall of the true top-k by {', '.join(by)}{condition}**", "",
-             f"| mechanism | {' | '.join(', '.join(column) for column in columns)} |", "|---|" + "---:|" * len(columns)]
+    line = source(
+        file,
+        _report_commit(path),
+        ", ".join(_distinct(shown, "neighbors")),
+        f"{', '.join(_distinct(shown, 'trials'))} trials per cell",
+    )
+    lines = [
+        f"**Mean recall of the true top-k by {', '.join(by)}{condition}**",
+        "",
+        f"| mechanism | {' | '.join(', '.join(column) for column in columns)} |",
+        "|---|" + "---:|" * len(columns),
+    ]
 
     def cell(mechanism: str, column: tuple[str, ...]) -> str:
         if (mechanism, column) not in recall:

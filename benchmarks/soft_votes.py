@@ -63,7 +63,7 @@ def votes(features, labels: np.ndarray, parts: list[np.ndarray], queries: np.nda
         by_size.setdefault(len(part), []).append(i)
     for ids in by_size.values():
         for start in range(0, len(ids), GROUP):
-            rows = np.stack([parts[i] for i in ids[start:start + GROUP]])  # [G, n]
+            rows = np.stack([parts[i] for i in ids[start : start + GROUP]])  # [G, n]
             x = features.take(rows.reshape(-1)).reshape(len(rows), rows.shape[1], -1)
             fitted = fit_ridge_heads(x, torch.from_numpy(labels[rows].astype(np.float32)), lambdas)
             weights, bias = head_weights(x, fitted.beta.float(), fitted.ybar.float())
@@ -77,8 +77,13 @@ def votes(features, labels: np.ndarray, parts: list[np.ndarray], queries: np.nda
             decided = scores > cut[:, None, :]
             thresholded += decided.sum(0).numpy()
             threshold_accuracy += (decided == truth).double().mean((1, 2)).tolist()
-    return {"hard": hard, "soft": soft, "thresholded": thresholded, "teacher_accuracy": float(np.mean(accuracy)),
-            "threshold_teacher_accuracy": float(np.mean(threshold_accuracy))}
+    return {
+        "hard": hard,
+        "soft": soft,
+        "thresholded": thresholded,
+        "teacher_accuracy": float(np.mean(accuracy)),
+        "threshold_teacher_accuracy": float(np.mean(threshold_accuracy)),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -92,28 +97,35 @@ def main(argv: list[str] | None = None) -> int:
     data = instantiate(cfg.data.reader, "data.reader").load(Path(cfg.paths.cache_dir) / "tensors", progress=False)
     dataset = Dataset(data, data_identity(cfg.data.name, cfg.data.image_size, data))
     store = ArtifactStore(Path(cfg.paths.cache_dir))
-    features = read_features(store.get(features_stage(cfg, dataset, instantiate(cfg.features.extractor,
-                                                                                   "feature extractor"))))
+    features = read_features(
+        store.get(features_stage(cfg, dataset, instantiate(cfg.features.extractor, "feature extractor")))
+    )
     queries = read_queries(store.get(queries_stage(cfg, dataset))).queries
     truth = data.labels[queries].astype(bool)
-    record.update(images=int(cfg.data.synthetic.num_images), pool=int(cfg.features.extractor.pool),
-                  queries=len(queries), rows=[])
+    record.update(
+        images=int(cfg.data.synthetic.num_images), pool=int(cfg.features.extractor.pool), queries=len(queries), rows=[]
+    )
     for num_teachers in args.teachers:
         start = time.perf_counter()
         parts = partition_teachers(data.indices("train"), num_teachers, int(cfg.partition.seed))
         counts = votes(features, data.labels, parts, queries, list(cfg.teacher.lambdas))
-        row = {"teachers": num_teachers, "faces_per_teacher": float(np.mean([len(p) for p in parts])),
-               "teacher_accuracy": counts["teacher_accuracy"],
-               "hard_vote": float(((counts["hard"] > num_teachers / 2) == truth).mean()),
-               "soft_vote": float(((counts["soft"] > num_teachers / 2) == truth).mean()),
-               "threshold_teacher_accuracy": counts["threshold_teacher_accuracy"],
-               "threshold_vote": float(((counts["thresholded"] > num_teachers / 2) == truth).mean()),
-               "seconds": round(time.perf_counter() - start, 1)}
+        row = {
+            "teachers": num_teachers,
+            "faces_per_teacher": float(np.mean([len(p) for p in parts])),
+            "teacher_accuracy": counts["teacher_accuracy"],
+            "hard_vote": float(((counts["hard"] > num_teachers / 2) == truth).mean()),
+            "soft_vote": float(((counts["soft"] > num_teachers / 2) == truth).mean()),
+            "threshold_teacher_accuracy": counts["threshold_teacher_accuracy"],
+            "threshold_vote": float(((counts["thresholded"] > num_teachers / 2) == truth).mean()),
+            "seconds": round(time.perf_counter() - start, 1),
+        }
         record["rows"].append(row)
-        print(f"T = {num_teachers:4d} (~{row['faces_per_teacher']:.0f} faces): teacher {row['teacher_accuracy']:.2%}, "
-              f"hard vote {row['hard_vote']:.2%}, soft vote {row['soft_vote']:.2%}; thresholds: teacher "
-              f"{row['threshold_teacher_accuracy']:.2%}, vote {row['threshold_vote']:.2%} ({row['seconds']:.0f} s)",
-              flush=True)
+        print(
+            f"T = {num_teachers:4d} (~{row['faces_per_teacher']:.0f} faces): teacher {row['teacher_accuracy']:.2%}, "
+            f"hard vote {row['hard_vote']:.2%}, soft vote {row['soft_vote']:.2%}; thresholds: teacher "
+            f"{row['threshold_teacher_accuracy']:.2%}, vote {row['threshold_vote']:.2%} ({row['seconds']:.0f} s)",
+            flush=True,
+        )
     if args.json:
         write_json(args.json, record)
     return 0

@@ -70,7 +70,7 @@ def train(images: np.ndarray, labels: np.ndarray, steps: int, batch: int, width:
 @torch.no_grad()
 def predict(model: nn.Module, images: np.ndarray) -> np.ndarray:
     model.eval()
-    return np.concatenate([(model(as_float(images[i:i + 500])) > 0).numpy() for i in range(0, len(images), 500)])
+    return np.concatenate([(model(as_float(images[i : i + 500])) > 0).numpy() for i in range(0, len(images), 500)])
 
 
 def _arguments(argv):
@@ -98,8 +98,9 @@ def main(argv=None) -> dict:
 
     reused = (Path(args.root) / MARKER).exists()
     start = time.perf_counter()
-    root = generate_synthetic_celeba(args.root, args.num_images, args.render_size, seed=args.seed,
-                                     num_workers=args.num_workers)
+    root = generate_synthetic_celeba(
+        args.root, args.num_images, args.render_size, seed=args.seed, num_workers=args.num_workers
+    )
     generate_s = time.perf_counter() - start
     start = time.perf_counter()
     data = load_celeba(root, args.image_size, args.cache_dir, num_workers=args.num_workers)
@@ -118,23 +119,32 @@ def main(argv=None) -> dict:
         model = train(np.asarray(data.images[idx]), data.labels[idx], args.steps, args.batch, args.width, args.seed)
         per_attr[name] = (predict(model, x_test) == y_test).mean(axis=0)
         sizes[name] = len(idx)
-        print(f"trained on {name:>5} ({len(idx):5d} images, {args.steps * args.batch / len(idx):6.1f} epochs): "
-              f"mean test accuracy {per_attr[name].mean():.4f}  ({time.perf_counter() - start:.0f} s)")
+        print(
+            f"trained on {name:>5} ({len(idx):5d} images, {args.steps * args.batch / len(idx):6.1f} epochs): "
+            f"mean test accuracy {per_attr[name].mean():.4f}  ({time.perf_counter() - start:.0f} s)"
+        )
 
     cols = list(per_attr)
     print(f"\n{'attribute':20s} {'prev':>6s} " + " ".join(f"{c:>8s}" for c in cols) + "   gain(all-majority)")
     gain = per_attr["all"] - per_attr["majority"]
     for j in np.argsort(-gain):
-        print(f"{ATTRIBUTE_NAMES[j]:20s} {y_test[:, j].mean():6.3f} "
-              + " ".join(f"{per_attr[c][j]:8.4f}" for c in cols) + f"   {gain[j]:+.4f}")
+        print(
+            f"{ATTRIBUTE_NAMES[j]:20s} {y_test[:, j].mean():6.3f} "
+            + " ".join(f"{per_attr[c][j]:8.4f}" for c in cols)
+            + f"   {gain[j]:+.4f}"
+        )
     print(f"{'MEAN':20s} {'':6s} " + " ".join(f"{per_attr[c].mean():8.4f}" for c in cols))
 
     result = {
-        **record, "config": vars(args) | {"output": str(args.output) if args.output else None},
-        "train_images": sizes, "test_images": len(test_idx),
+        **record,
+        "config": vars(args) | {"output": str(args.output) if args.output else None},
+        "train_images": sizes,
+        "test_images": len(test_idx),
         "mean_accuracy": {c: float(per_attr[c].mean()) for c in cols},
         "per_attribute_accuracy": {c: dict(zip(ATTRIBUTE_NAMES, per_attr[c].round(4).tolist())) for c in cols},
-        "generated": not reused, "generate_seconds": generate_s, "decode_seconds": decode_s,
+        "generated": not reused,
+        "generate_seconds": generate_s,
+        "decode_seconds": decode_s,
     }
     if args.output:
         write_json(args.output, result)

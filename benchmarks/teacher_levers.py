@@ -48,18 +48,38 @@ VARIANTS = [
     ("teachers", "T = 200, 4 x 4", ["partition.num_teachers=200", "features.extractor.pool=4"], (0,)),
     ("teachers", "T = 400, 4 x 4", ["partition.num_teachers=400", "features.extractor.pool=4"], (0,)),
     # CelebA's scale: 200,000 images in CelebA's proportions give 160,680 private faces
-    ("faces", "200,000 images, T = 800, 4 x 4", ["data.synthetic.num_images=200000", "features.extractor.pool=4"],
-     (0, 1, 2)),
-    ("faces", "200,000 images, T = 400, 4 x 4", ["data.synthetic.num_images=200000", "features.extractor.pool=4",
-                                                 "partition.num_teachers=400"], (0, 1, 2)),
+    (
+        "faces",
+        "200,000 images, T = 800, 4 x 4",
+        ["data.synthetic.num_images=200000", "features.extractor.pool=4"],
+        (0, 1, 2),
+    ),
+    (
+        "faces",
+        "200,000 images, T = 400, 4 x 4",
+        ["data.synthetic.num_images=200000", "features.extractor.pool=4", "partition.num_teachers=400"],
+        (0, 1, 2),
+    ),
     ("faces", "200,000 images, T = 800, 3 x 3", ["data.synthetic.num_images=200000"], (0,)),
-    ("faces", "150,000 images, T = 400, 4 x 4", ["data.synthetic.num_images=150000", "features.extractor.pool=4",
-                                                 "partition.num_teachers=400"], (0,)),
+    (
+        "faces",
+        "150,000 images, T = 400, 4 x 4",
+        ["data.synthetic.num_images=150000", "features.extractor.pool=4", "partition.num_teachers=400"],
+        (0,),
+    ),
     # the non-PATE baseline on the same data and features: more private records help DP-SGD too
-    ("faces", "DP-SGD linear probe, 200,000 images, 4 x 4", ["data.synthetic.num_images=200000",
-                                                             "features.extractor.pool=4", "method=dp_sgd"], (0,)),
-    ("faces", "DP-SGD linear probe, 150,000 images, 4 x 4", ["data.synthetic.num_images=150000",
-                                                             "features.extractor.pool=4", "method=dp_sgd"], (0,)),
+    (
+        "faces",
+        "DP-SGD linear probe, 200,000 images, 4 x 4",
+        ["data.synthetic.num_images=200000", "features.extractor.pool=4", "method=dp_sgd"],
+        (0,),
+    ),
+    (
+        "faces",
+        "DP-SGD linear probe, 150,000 images, 4 x 4",
+        ["data.synthetic.num_images=150000", "features.extractor.pool=4", "method=dp_sgd"],
+        (0,),
+    ),
 ]
 # the default run before issue 21, which every variant changes in one or more of its settings
 BASE = {"data.synthetic.num_images": "100000", "partition.num_teachers": "800", "features.extractor.pool": "3"}
@@ -74,30 +94,50 @@ def on_base(overrides: list[str]) -> list[str]:
 
 
 def run(root: Path, overrides: list[str], epsilon: float, seed: int) -> tuple[dict, str, float]:
-    log, wall = run_command([sys.executable, "train.py", *on_base(overrides), f"privacy.target_epsilon={epsilon}",
-                             f"seed={seed}", "references=true", "progress=false"],
-                            {**os.environ, "PROJECT_ROOT": str(root)})
+    log, wall = run_command(
+        [
+            sys.executable,
+            "train.py",
+            *on_base(overrides),
+            f"privacy.target_epsilon={epsilon}",
+            f"seed={seed}",
+            "references=true",
+            "progress=false",
+        ],
+        {**os.environ, "PROJECT_ROOT": str(root)},
+    )
     return run_metrics(log), log, wall
 
 
 def variant(root: Path, overrides: list[str], seeds: tuple[int, ...]) -> dict:
-    result: dict = {"overrides": overrides, "seeds": list(seeds), "students": {str(e): [] for e in EPSILONS},
-                    "labels": {str(e): [] for e in EPSILONS}}
+    result: dict = {
+        "overrides": overrides,
+        "seeds": list(seeds),
+        "students": {str(e): [] for e in EPSILONS},
+        "labels": {str(e): [] for e in EPSILONS},
+    }
     for seed in seeds:
         for epsilon in EPSILONS:
             metrics, log, wall = run(root, overrides, epsilon, seed)
             if "features_seconds" not in result:
                 stages = stage_seconds(log)
                 # the data stage counts only where the variant built its own partition: else it only read them
-                result.update(first_run_s=round(wall, 1), features_seconds=stages.get("features"),
-                              data_seconds=stages["data"] if "partition" in stages else None)
+                result.update(
+                    first_run_s=round(wall, 1),
+                    features_seconds=stages.get("features"),
+                    data_seconds=stages["data"] if "partition" in stages else None,
+                )
                 features = root / "cache" / "features" / metrics["artifacts"]["features"]
                 result["features_bytes"] = sum(f.stat().st_size for f in features.rglob("*") if f.is_file())
             # DP-SGD has no teachers, no vote and no released labels: its "student" is the released model itself
             vote = metrics["reference"].get("majority_vote", {})
-            result.update(method=metrics["method"], teacher=metrics.get("teacher_accuracy"),
-                          vote=vote.get("label_accuracy"), student_on_vote=vote.get("student_accuracy"),
-                          num_teachers=metrics.get("num_teachers"))
+            result.update(
+                method=metrics["method"],
+                teacher=metrics.get("teacher_accuracy"),
+                vote=vote.get("label_accuracy"),
+                student_on_vote=vote.get("student_accuracy"),
+                num_teachers=metrics.get("num_teachers"),
+            )
             result["students"][str(epsilon)].append(metrics["student_accuracy"])
             result["labels"][str(epsilon)].append(metrics["label_accuracy"] if "num_teachers" in metrics else None)
     return result
@@ -106,10 +146,15 @@ def variant(root: Path, overrides: list[str], seeds: tuple[int, ...]) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", type=Path, help="also write the figures here (with the date, commit and machine)")
-    parser.add_argument("--levers", nargs="+", choices=LEVERS, default=list(LEVERS),
-                        help="measure only these levers (default: all)")
-    parser.add_argument("--data", type=Path, default=ROOT / "data", help="where the base data already is "
-                        "(copied into the fresh PROJECT_ROOT; generated there when absent)")
+    parser.add_argument(
+        "--levers", nargs="+", choices=LEVERS, default=list(LEVERS), help="measure only these levers (default: all)"
+    )
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=ROOT / "data",
+        help="where the base data already is (copied into the fresh PROJECT_ROOT; generated there when absent)",
+    )
     args = parser.parse_args(argv)
     record, rows = header("benchmarks/teacher_levers.py", time.time()), []
     with tempfile.TemporaryDirectory(prefix="pate-levers-") as root:
@@ -119,13 +164,17 @@ def main(argv: list[str] | None = None) -> int:
         for lever, label, overrides, seeds in (v for v in VARIANTS if v[0] in args.levers):
             rows.append({"lever": lever, "label": label, **variant(Path(root), overrides, seeds)})
             row = rows[-1]
-            print(f"{label}: teacher {row['teacher']}, vote {row['vote']}, students "
-                  f"{[round(s, 4) for e in EPSILONS for s in row['students'][str(e)]]}, on the vote "
-                  f"{row['student_on_vote']}, features {row['features_seconds']} s", flush=True)
+            print(
+                f"{label}: teacher {row['teacher']}, vote {row['vote']}, students "
+                f"{[round(s, 4) for e in EPSILONS for s in row['students'][str(e)]]}, on the vote "
+                f"{row['student_on_vote']}, features {row['features_seconds']} s",
+                flush=True,
+            )
             shutil.rmtree(Path(root) / "logs", ignore_errors=True)
     if args.json:
-        write_json(args.json, {**record, "epsilons": list(EPSILONS), "delta": 1e-6, "neighbors": "replace",
-                               "rows": rows})
+        write_json(
+            args.json, {**record, "epsilons": list(EPSILONS), "delta": 1e-6, "neighbors": "replace", "rows": rows}
+        )
         print(f"wrote {args.json}")
     return 0
 

@@ -61,13 +61,19 @@ def heads(cfg, data, features, num_teachers: int, eval_rows) -> dict:
         settings = head_teacher_settings(cfg.teacher)
         train_head_teachers(settings, features, data.labels, parts, Path(work), progress=False)
         fit_seconds = time.perf_counter() - start
-        votes, accuracy = head_votes(settings, Path(work), features, parts, eval_rows, eval_rows,
-                                     data.labels[eval_rows], progress=False)
+        votes, accuracy = head_votes(
+            settings, Path(work), features, parts, eval_rows, eval_rows, data.labels[eval_rows], progress=False
+        )
     majority = votes.sum(1) > num_teachers / 2
-    return {"teachers": num_teachers, "records_per_teacher": float(np.mean([len(p) for p in parts])),
-            "teacher_accuracy": float(accuracy.mean()), "teacher_accuracy_sd": float(accuracy.std()),
-            "vote_accuracy": float((majority == data.labels[eval_rows].astype(bool)).mean()),
-            "fit_seconds": fit_seconds, "teachers_per_second": num_teachers / fit_seconds}
+    return {
+        "teachers": num_teachers,
+        "records_per_teacher": float(np.mean([len(p) for p in parts])),
+        "teacher_accuracy": float(accuracy.mean()),
+        "teacher_accuracy_sd": float(accuracy.std()),
+        "vote_accuracy": float((majority == data.labels[eval_rows].astype(bool)).mean()),
+        "fit_seconds": fit_seconds,
+        "teachers_per_second": num_teachers / fit_seconds,
+    }
 
 
 def cnn_loop(num_teachers: int) -> dict:
@@ -77,11 +83,23 @@ def cnn_loop(num_teachers: int) -> dict:
     parts = partition_teachers(data.indices("train"), int(cfg.partition.num_teachers), int(cfg.partition.seed))
     with tempfile.TemporaryDirectory() as work:
         start = time.perf_counter()
-        train_teachers(network_teacher_settings(cfg.teacher), trainer_settings(cfg), data.images, data.labels, parts,
-                       Path(work), teacher_ids=range(num_teachers), progress=False)
+        train_teachers(
+            network_teacher_settings(cfg.teacher),
+            trainer_settings(cfg),
+            data.images,
+            data.labels,
+            parts,
+            Path(work),
+            teacher_ids=range(num_teachers),
+            progress=False,
+        )
         seconds = time.perf_counter() - start
-    return {"teachers": num_teachers, "seconds": seconds, "teachers_per_second": num_teachers / seconds,
-            "max_epochs": int(cfg.teacher.max_epochs)}
+    return {
+        "teachers": num_teachers,
+        "seconds": seconds,
+        "teachers_per_second": num_teachers / seconds,
+        "max_epochs": int(cfg.teacher.max_epochs),
+    }
 
 
 ENGINE_MODELS = {  # each in a form that both engines can train
@@ -91,28 +109,51 @@ ENGINE_MODELS = {  # each in a form that both engines can train
 }
 
 
-def cnn_engines(model: str, num_teachers: int, loop_teachers: int, group: int, device: str,
-                image_size: int | None, data_workers: int | None = None) -> dict:
+def cnn_engines(
+    model: str,
+    num_teachers: int,
+    loop_teachers: int,
+    group: int,
+    device: str,
+    image_size: int | None,
+    data_workers: int | None = None,
+) -> dict:
     """Teacher-epochs per second of the per-teacher loop (on the first ``loop_teachers``) and of the batched
     engine (on all ``num_teachers``), 1 epoch each."""
     size = [] if image_size is None else [f"data.image_size={image_size}", f"data.synthetic.image_size={image_size}"]
     gpu = ["trainer=gpu"] if device == "gpu" else []
     workers = [] if data_workers is None else [f"data.num_workers={data_workers}"]
     # the private split cut into num_teachers parts: the teachers timed are those of a num_teachers ensemble
-    cfg = train_config(*ENGINE_MODELS[model], "teacher.max_epochs=1", f"partition.num_teachers={num_teachers}", *gpu,
-                       *size, *workers)
+    cfg = train_config(
+        *ENGINE_MODELS[model], "teacher.max_epochs=1", f"partition.num_teachers={num_teachers}", *gpu, *size, *workers
+    )
     data = instantiate(cfg.data.reader, "data.reader").load(Path(cfg.paths.cache_dir) / "tensors", progress=False)
     parts = partition_teachers(data.indices("train"), int(cfg.partition.num_teachers), int(cfg.partition.seed))
-    out = {"model": model, "teachers": num_teachers, "loop_teachers": loop_teachers, "group": group,
-           "device": device, "device_name": torch.cuda.get_device_name() if device == "gpu" else "cpu",
-           "precision": str(cfg.trainer.precision), "image_size": int(data.images.shape[-1]),
-           "records_per_teacher": float(np.mean([len(p) for p in parts[:num_teachers]]))}
+    out = {
+        "model": model,
+        "teachers": num_teachers,
+        "loop_teachers": loop_teachers,
+        "group": group,
+        "device": device,
+        "device_name": torch.cuda.get_device_name() if device == "gpu" else "cpu",
+        "precision": str(cfg.trainer.precision),
+        "image_size": int(data.images.shape[-1]),
+        "records_per_teacher": float(np.mean([len(p) for p in parts[:num_teachers]])),
+    }
     for engine, ensemble_size, count in (("loop", 1, loop_teachers), ("batched", group, num_teachers)):
         cfg.teacher.ensemble_size = ensemble_size
         with tempfile.TemporaryDirectory() as work:
             start = time.perf_counter()
-            train_teachers(network_teacher_settings(cfg.teacher), trainer_settings(cfg), data.images, data.labels,
-                           parts, Path(work), teacher_ids=range(count), progress=False)
+            train_teachers(
+                network_teacher_settings(cfg.teacher),
+                trainer_settings(cfg),
+                data.images,
+                data.labels,
+                parts,
+                Path(work),
+                teacher_ids=range(count),
+                progress=False,
+            )
             seconds = time.perf_counter() - start
         out[engine] = {"teachers": count, "seconds": seconds, "teacher_epochs_per_second": count / seconds}
     out["batched_over_loop"] = out["batched"]["teacher_epochs_per_second"] / out["loop"]["teacher_epochs_per_second"]
@@ -124,21 +165,34 @@ def main() -> None:
     parser.add_argument("--extractors", nargs="*", default=["random_patches", "random_conv", "pixels"])
     parser.add_argument("--teachers", nargs="+", type=int, default=[100, 250, 800])
     parser.add_argument("--cnn-teachers", type=int, default=5, help="SmallCNN teachers to time (0: skip)")
-    parser.add_argument("--engine-teachers", type=int, default=0,
-                        help="CNN teachers to time with the batched engine, and the loop (0: skip)")
-    parser.add_argument("--loop-teachers", type=int, default=None,
-                        help="time the loop on the first N of them only (default: all)")
+    parser.add_argument(
+        "--engine-teachers",
+        type=int,
+        default=0,
+        help="CNN teachers to time with the batched engine, and the loop (0: skip)",
+    )
+    parser.add_argument(
+        "--loop-teachers", type=int, default=None, help="time the loop on the first N of them only (default: all)"
+    )
     parser.add_argument("--engine-model", choices=sorted(ENGINE_MODELS), default="small_cnn")
     parser.add_argument("--image-size", type=int, default=None, help="data.image_size (default: the config's)")
     parser.add_argument("--group", type=int, default=32, help="teachers per batched group (teacher.ensemble_size)")
     parser.add_argument("--device", choices=("cpu", "gpu"), default="cpu", help="for the CNN engines")
-    parser.add_argument("--data-workers", type=int, default=None,
-                        help="data.num_workers for the CNN engines' data (default: the config's)")
+    parser.add_argument(
+        "--data-workers",
+        type=int,
+        default=None,
+        help="data.num_workers for the CNN engines' data (default: the config's)",
+    )
     parser.add_argument("--output", type=Path, default=None)
     args = parser.parse_args()
     torch.set_num_threads(2)
-    results: dict = {**header("benchmarks/teachers.py", time.time()), "extractors": {}, "device": "cpu",
-                     "torch_threads": torch.get_num_threads()}
+    results: dict = {
+        **header("benchmarks/teachers.py", time.time()),
+        "extractors": {},
+        "device": "cpu",
+        "torch_threads": torch.get_num_threads(),
+    }
     for name in args.extractors:
         cfg = train_config(f"features={name}")
         data = instantiate(cfg.data.reader, "data.reader").load(Path(cfg.paths.cache_dir) / "tensors", progress=False)
@@ -153,28 +207,43 @@ def main() -> None:
         results["extractors"][name] = {"dim": features.dim, "features_seconds": seconds, "by_teachers": rows}
         results["majority_class_accuracy"] = majority_class_accuracy(data.labels[eval_rows])
         for row in rows:
-            print(f"{name:15s} D={features.dim:5d} T={row['teachers']:4d} (~{row['records_per_teacher']:.0f} each): "
-                  f"teacher {100 * row['teacher_accuracy']:.1f}% (sd {100 * row['teacher_accuracy_sd']:.1f}), "
-                  f"vote {100 * row['vote_accuracy']:.1f}%, {row['teachers_per_second']:.0f} teachers/s", flush=True)
+            print(
+                f"{name:15s} D={features.dim:5d} T={row['teachers']:4d} (~{row['records_per_teacher']:.0f} each): "
+                f"teacher {100 * row['teacher_accuracy']:.1f}% (sd {100 * row['teacher_accuracy_sd']:.1f}), "
+                f"vote {100 * row['vote_accuracy']:.1f}%, {row['teachers_per_second']:.0f} teachers/s",
+                flush=True,
+            )
     if args.extractors:
         print(f"majority class {100 * results['majority_class_accuracy']:.1f}%")
     if args.cnn_teachers:
         results["small_cnn_loop"] = cnn_loop(args.cnn_teachers)
         print(f"SmallCNN loop: {results['small_cnn_loop']['teachers_per_second']:.3f} teachers/s")
-        best = max(r["teachers_per_second"] for e in results["extractors"].values() for r in e["by_teachers"]
-                   if r["teachers"] == max(args.teachers))
+        best = max(
+            r["teachers_per_second"]
+            for e in results["extractors"].values()
+            for r in e["by_teachers"]
+            if r["teachers"] == max(args.teachers)
+        )
         results["heads_over_cnn"] = best / results["small_cnn_loop"]["teachers_per_second"]
         print(f"heads / SmallCNN loop, teachers per second: {results['heads_over_cnn']:.0f}x")
     if args.engine_teachers:
-        results["cnn_engines"] = engines = cnn_engines(args.engine_model, args.engine_teachers,
-                                                       args.loop_teachers or args.engine_teachers, args.group,
-                                                       args.device, args.image_size, args.data_workers)
-        print(f"{args.engine_model} on {engines['device_name']} ({engines['precision']}, "
-              f"{engines['image_size']} px), teachers of ~{engines['records_per_teacher']:.0f} images, 1 epoch: "
-              f"loop {engines['loop']['teacher_epochs_per_second']:.2f} teacher-epochs/s "
-              f"({engines['loop']['teachers']} teachers), batched (G={args.group}) "
-              f"{engines['batched']['teacher_epochs_per_second']:.2f} ({engines['batched']['teachers']} teachers, "
-              f"{engines['batched']['seconds']:.0f} s): {engines['batched_over_loop']:.2f}x")
+        results["cnn_engines"] = engines = cnn_engines(
+            args.engine_model,
+            args.engine_teachers,
+            args.loop_teachers or args.engine_teachers,
+            args.group,
+            args.device,
+            args.image_size,
+            args.data_workers,
+        )
+        print(
+            f"{args.engine_model} on {engines['device_name']} ({engines['precision']}, "
+            f"{engines['image_size']} px), teachers of ~{engines['records_per_teacher']:.0f} images, 1 epoch: "
+            f"loop {engines['loop']['teacher_epochs_per_second']:.2f} teacher-epochs/s "
+            f"({engines['loop']['teachers']} teachers), batched (G={args.group}) "
+            f"{engines['batched']['teacher_epochs_per_second']:.2f} ({engines['batched']['teachers']} teachers, "
+            f"{engines['batched']['seconds']:.0f} s): {engines['batched_over_loop']:.2f}x"
+        )
     if args.output:
         write_json(args.output, results)
 

@@ -36,8 +36,12 @@ def run(command: str, args: list[str]) -> dict:
     summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
     if done.returncode or _count(summary, "failed") or _count(summary, "error"):
         sys.exit(f"{command}: the suite did not pass ({done.returncode}): {summary}\n{done.stdout[-3000:]}")
-    return {"command": command, "passed": _count(summary, "passed"), "skipped": _count(summary, "skipped"),
-            "wall_s": round(wall, 1)}
+    return {
+        "command": command,
+        "passed": _count(summary, "passed"),
+        "skipped": _count(summary, "skipped"),
+        "wall_s": round(wall, 1),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -48,8 +52,10 @@ def main(argv: list[str] | None = None) -> int:
     runs = []
     for command, extra in RUNS.items():
         runs.append(run(command, extra))
-        print(f"{command}: {runs[-1]['passed']} passed, {runs[-1]['skipped']} skipped in {runs[-1]['wall_s']} s",
-              flush=True)
+        print(
+            f"{command}: {runs[-1]['passed']} passed, {runs[-1]['skipped']} skipped in {runs[-1]['wall_s']} s",
+            flush=True,
+        )
     if args.json:
         write_json(args.json, {**record, "runs": runs})
         print(f"wrote {args.json}")

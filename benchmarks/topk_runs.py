@@ -27,8 +27,16 @@ def main(argv: list[str] | None = None) -> int:
     record, rows = header("benchmarks/topk_runs.py", time.time()), []
     for name in EXPERIMENTS:
         with tempfile.TemporaryDirectory(prefix=f"topk-{name}-") as out:
-            _, wall = run_command([sys.executable, "topk.py", f"topk_experiment={name}", "progress=false",
-                                   f"report_dir={out}", f"hydra.run.dir={out}/run"])
+            _, wall = run_command(
+                [
+                    sys.executable,
+                    "topk.py",
+                    f"topk_experiment={name}",
+                    "progress=false",
+                    f"report_dir={out}",
+                    f"hydra.run.dir={out}/run",
+                ]
+            )
         rows.append({"experiment": name, "command": f"python topk.py topk_experiment={name}", "wall_s": round(wall, 1)})
         print(f"{rows[-1]['command']}: {wall:.1f} s", flush=True)
     if args.json:

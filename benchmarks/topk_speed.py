@@ -76,14 +76,24 @@ def main(argv=None) -> int:
             batch_seconds = best_of(1 if name == "PNF-peel" else 2, lambda: mechanism(histograms, rng))
             sample = histograms[: args.loop]
             loop_seconds = best_of(1, lambda: [mechanism(row[None, :], rng) for row in sample]) * BATCH / args.loop
-            row = dict(mechanism=name, k=k, batch_seconds=batch_seconds, histograms_per_second=BATCH / batch_seconds,
-                       loop_seconds=loop_seconds, ratio=loop_seconds / batch_seconds)
+            row = dict(
+                mechanism=name,
+                k=k,
+                batch_seconds=batch_seconds,
+                histograms_per_second=BATCH / batch_seconds,
+                loop_seconds=loop_seconds,
+                ratio=loop_seconds / batch_seconds,
+            )
             rows.append(row)
-            print(f"{name:<18}{k:>5}{batch_seconds:>10.2f}{BATCH / batch_seconds:>10.0f}{loop_seconds:>16.2f}"
-                  f"{row['ratio']:>8.1f}")
+            print(
+                f"{name:<18}{k:>5}{batch_seconds:>10.2f}{BATCH / batch_seconds:>10.0f}{loop_seconds:>16.2f}"
+                f"{row['ratio']:>8.1f}"
+            )
     if args.json:
-        write_json(args.json, {**record, "load_average_after": list(os.getloadavg()), "batch": BATCH, "bins": BINS,
-                               "rows": rows})
+        write_json(
+            args.json,
+            {**record, "load_average_after": list(os.getloadavg()), "batch": BATCH, "bins": BINS, "rows": rows},
+        )
     return 0
 
 

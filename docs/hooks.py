@@ -70,8 +70,11 @@ def site_link(target: str, page_path: Path, page_uri: str) -> str | None:
     path = (page_path.parent / target).resolve()
     if path not in _served:
         if path.is_file() and ROOT in path.parents:
-            log.warning("%s links to %s, a repository file the site does not serve (docs/hooks.py)",
-                        page_uri, path.relative_to(ROOT))
+            log.warning(
+                "%s links to %s, a repository file the site does not serve (docs/hooks.py)",
+                page_uri,
+                path.relative_to(ROOT),
+            )
         return None
     link = posixpath.relpath(_served[path], posixpath.dirname(page_uri) or ".")
     return None if link == target else link

@@ -20,16 +20,32 @@ log = logging.getLogger(__name__)
 
 LEDGER_FILE = "ledger.json"
 # the same release priced otherwise, beside the ledger: diagnostics, never the run's epsilon
-DIAGNOSTIC_LEDGERS = {"data_dependent": "ledger_data_dependent.json", "data_independent": "ledger_data_independent.json"}
+DIAGNOSTIC_LEDGERS = {
+    "data_dependent": "ledger_data_dependent.json",
+    "data_independent": "ledger_data_independent.json",
+}
 DETAILS_FILE = "details.json"
 UNANSWERED = -1  # the k of an unanswered query, in aggregate.npz as in AggregationResult
 
-__all__ = ["DIAGNOSTIC_LEDGERS", "LEDGER_FILE", "UNANSWERED", "build_aggregate", "release_ledger", "build_majority_labels", "build_true_labels",
-           "queries_within_budget", "read_aggregate", "replay_privacy", "write_reference", "write_release"]
+__all__ = [
+    "DIAGNOSTIC_LEDGERS",
+    "LEDGER_FILE",
+    "UNANSWERED",
+    "build_aggregate",
+    "release_ledger",
+    "build_majority_labels",
+    "build_true_labels",
+    "queries_within_budget",
+    "read_aggregate",
+    "replay_privacy",
+    "write_reference",
+    "write_release",
+]
 
 
-def queries_within_budget(aggregator, num_queries: int, budget_epsilon: float | None, delta: float,
-                          accountant: str = "tightest") -> int:
+def queries_within_budget(
+    aggregator, num_queries: int, budget_epsilon: float | None, delta: float, accountant: str = "tightest"
+) -> int:
     """How many queries, answered in order, keep the ledger's epsilon (at ``delta``, by ``accountant``:
     ``Ledger.epsilon_by``) within the budget.
 
@@ -45,19 +61,23 @@ def queries_within_budget(aggregator, num_queries: int, budget_epsilon: float | 
         raise ValueError(f"privacy.budget_epsilon={budget_epsilon!r}; expected a number > 0 (or null: no budget)")
 
     if not aggregator.priced_per_query:
-        raise ValueError(f"privacy.budget_epsilon={budget_epsilon!r}: {aggregator.name} is priced as one release of the "
-                         f"whole batch (its epsilon is its proposal's, whatever the number of queries); set "
-                         f"privacy.target_epsilon instead and leave privacy.budget_epsilon null")
+        raise ValueError(
+            f"privacy.budget_epsilon={budget_epsilon!r}: {aggregator.name} is priced as one release of the "
+            f"whole batch (its epsilon is its proposal's, whatever the number of queries); set "
+            f"privacy.target_epsilon instead and leave privacy.budget_epsilon null"
+        )
 
     def cost(n: int) -> float:
         return release_ledger(aggregator, n).epsilon_by(delta, accountant)[0] if n else 0.0
 
     one = cost(1)  # priced once: a PLD costs up to seconds
     if one > budget_epsilon:
-        raise ValueError(f"privacy.budget_epsilon={budget_epsilon:g} cannot pay for one query: one query of "
-                         f"{aggregator.name} costs epsilon {one:.4g} at delta={delta:g} by the {accountant} "
-                         f"accountant (neighbours: "
-                         f"{aggregator.neighbors}); raise the budget or the noise (privacy.target_epsilon)")
+        raise ValueError(
+            f"privacy.budget_epsilon={budget_epsilon:g} cannot pay for one query: one query of "
+            f"{aggregator.name} costs epsilon {one:.4g} at delta={delta:g} by the {accountant} "
+            f"accountant (neighbours: "
+            f"{aggregator.neighbors}); raise the budget or the noise (privacy.target_epsilon)"
+        )
     if cost(num_queries) <= budget_epsilon:
         return num_queries
     lo, hi = 1, num_queries  # cost(lo) <= budget < cost(hi)
@@ -74,8 +94,9 @@ def release_ledger(aggregator, asked: int) -> Ledger:
     return Ledger().compose(aggregator, count=asked if aggregator.priced_per_query else int(asked > 0))
 
 
-def build_aggregate(work: Path, aggregator, votes: Mapping[str, np.ndarray], num_labels: int, asked: int,
-                    rng: np.random.Generator) -> None:
+def build_aggregate(
+    work: Path, aggregator, votes: Mapping[str, np.ndarray], num_labels: int, asked: int, rng: np.random.Generator
+) -> None:
     """Release label sets for the first ``asked`` queries, with every random number drawn from ``rng`` (the
     run's noise source decides whether it is seeded or secret: pate/pipeline/noise.py), and record what they cost.
 
@@ -108,14 +129,22 @@ def build_aggregate(work: Path, aggregator, votes: Mapping[str, np.ndarray], num
                 event, count = details.pop(name), 1
                 if isinstance(event, SelfComposedEvent):  # recorded as its queries, so the line counts them
                     event, count = event.event, event.count
-                diagnostics[name] = Ledger().compose_event(event, count=count, name=aggregator.name,
-                                                           neighbors=aggregator.neighbors)
+                diagnostics[name] = Ledger().compose_event(
+                    event, count=count, name=aggregator.name, neighbors=aggregator.neighbors
+                )
     write_release(work, labels, answered, k, release_ledger(aggregator, asked), released, diagnostics, details)
 
 
-def write_release(work: Path, labels: np.ndarray, answered: np.ndarray, k: np.ndarray, ledger: Ledger,
-                  released: np.ndarray | None = None, diagnostics: Mapping[str, Ledger] | None = None,
-                  details: Mapping[str, Any] | None = None) -> None:
+def write_release(
+    work: Path,
+    labels: np.ndarray,
+    answered: np.ndarray,
+    k: np.ndarray,
+    ledger: Ledger,
+    released: np.ndarray | None = None,
+    diagnostics: Mapping[str, Ledger] | None = None,
+    details: Mapping[str, Any] | None = None,
+) -> None:
     """The aggregate artifact's format, for every method: ``aggregate.npz`` (``labels`` bool [Q, L], ``answered``
     bool [Q], ``k`` int [Q], -1 where unanswered, and optionally ``released`` bool [Q, L]: the labels released, the
     others missing) and ``ledger.json``, the cost events of everything the method released (epsilon is replayed
@@ -123,16 +152,19 @@ def write_release(work: Path, labels: np.ndarray, answered: np.ndarray, k: np.nd
     (JSON)."""
     labels, answered, k = np.asarray(labels, dtype=bool), np.asarray(answered, dtype=bool), np.asarray(k, np.int64)
     if labels.ndim != 2 or answered.shape != (labels.shape[0],) or k.shape != answered.shape:
-        raise ValueError(f"a release needs labels [Q, L], answered [Q] and k [Q], got shapes {labels.shape}, "
-                         f"{answered.shape}, {k.shape}")
+        raise ValueError(
+            f"a release needs labels [Q, L], answered [Q] and k [Q], got shapes {labels.shape}, "
+            f"{answered.shape}, {k.shape}"
+        )
     if labels[~answered].any() or np.any(k[~answered] != UNANSWERED):
         raise ValueError("an unanswered query must release no label and k = -1")
     arrays = {"labels": labels, "answered": answered, "k": k}
     if released is not None:
         released = np.asarray(released, dtype=bool)
         if released.shape != labels.shape or labels[~released].any() or np.any(released.any(axis=1) != answered):
-            raise ValueError("released [Q, L] must mark every released label, and a query is answered iff it "
-                             "releases a label")
+            raise ValueError(
+                "released [Q, L] must mark every released label, and a query is answered iff it releases a label"
+            )
         arrays["released"] = released
     np.savez(work / "aggregate.npz", **arrays)
     ledger.save(work / LEDGER_FILE)
@@ -153,25 +185,43 @@ def replay_privacy(art: Artifact, delta: float, accountant: str = "tightest") ->
     if ledger.data_dependent:
         # `epsilon` is always a DP guarantee: a raw data-dependent bound is a diagnostic until it is released
         # privately, and a method that records one must also record (and report) that release.
-        raise ValueError(f"{art.file(LEDGER_FILE)} composes a data-dependent RDP bound, which is not by itself a DP "
-                         f"guarantee: it cannot be reported as the run's epsilon")
+        raise ValueError(
+            f"{art.file(LEDGER_FILE)} composes a data-dependent RDP bound, which is not by itself a DP "
+            f"guarantee: it cannot be reported as the run's epsilon"
+        )
     asked = sum(event.count for event in ledger.history)
     relation = ledger.neighbors
     if not np.allclose(ledger.rdp, recorded.rdp, rtol=1e-12, atol=0):
-        log.warning("the accountant's code changed since %s was built: its cost events now price at a different "
-                    "RDP curve; reporting the replay with today's code", art.path)
+        log.warning(
+            "the accountant's code changed since %s was built: its cost events now price at a different "
+            "RDP curve; reporting the replay with today's code",
+            art.path,
+        )
     if asked:
         priced = ledger.priced(delta, accountant)
-        eps, by, rdp, order, description = (priced.epsilon, priced.accountant, priced.rdp, priced.order,
-                                            priced.description)
+        eps, by, rdp, order, description = (
+            priced.epsilon,
+            priced.accountant,
+            priced.rdp,
+            priced.order,
+            priced.description,
+        )
     else:
         rdp, order, eps, by = 0.0, float("nan"), 0.0, "rdp"
         description = f"no query asked: epsilon = 0 at delta = {delta:g} (neighbours: {relation})"
-    result = {"epsilon": eps, "epsilon_accountant": by, "epsilon_rdp": rdp, "epsilon_order": order, "delta": delta,
-              "neighbors": relation, "queries_asked": asked, "delta_t_total": ledger.delta_t,
-              "description": description,
-              "accounting": f"replayed from {len(ledger.history)} cost event(s) in {LEDGER_FILE} with the current "
-                            f"accountants ({accountant}: {ACCOUNTANT_TEXT[by]})"}
+    result = {
+        "epsilon": eps,
+        "epsilon_accountant": by,
+        "epsilon_rdp": rdp,
+        "epsilon_order": order,
+        "delta": delta,
+        "neighbors": relation,
+        "queries_asked": asked,
+        "delta_t_total": ledger.delta_t,
+        "description": description,
+        "accounting": f"replayed from {len(ledger.history)} cost event(s) in {LEDGER_FILE} with the current "
+        f"accountants ({accountant}: {ACCOUNTANT_TEXT[by]})",
+    }
     for name, file in DIAGNOSTIC_LEDGERS.items():
         if art.has(file):
             diagnostic = Ledger.replay(Ledger.load(art.file(file)).history, neighbors=relation)
@@ -198,8 +248,7 @@ def build_true_labels(work: Path, truth: np.ndarray) -> None:
 def write_reference(work: Path, labels: np.ndarray) -> None:
     """Reference labels bool [Q, L], every query answered, in the aggregate's layout and without a ledger: labels
     never released (a noise-free limit, the majority vote, the true labels)."""
-    np.savez(work / "aggregate.npz", labels=labels, answered=np.ones(labels.shape[0], dtype=bool),
-             k=labels.sum(axis=1))
+    np.savez(work / "aggregate.npz", labels=labels, answered=np.ones(labels.shape[0], dtype=bool), k=labels.sum(axis=1))
 
 
 def read_aggregate(art: Artifact) -> dict[str, np.ndarray]:

@@ -80,9 +80,11 @@ class Artifact:
         """Path of one output file; raises if the stage did not write it (its manifest does not list it)."""
         p = self.path / name
         if self.files is not None and name not in self.files:
-            raise FileNotFoundError(f"artifact {self.stage}/{self.key}: file {name!r} is not in its manifest "
-                                    f"(expected one of the {len(self.files)} file(s) the stage wrote); a file the "
-                                    f"manifest does not list is never read")
+            raise FileNotFoundError(
+                f"artifact {self.stage}/{self.key}: file {name!r} is not in its manifest "
+                f"(expected one of the {len(self.files)} file(s) the stage wrote); a file the "
+                f"manifest does not list is never read"
+            )
         if not p.exists():
             raise FileNotFoundError(f"artifact {self.stage}/{self.key} has no file {name!r}")
         return p
@@ -128,8 +130,12 @@ class Stage:
         """What the stage computes, without the code: the key's hash over the stage, its config and its upstream
         stages' definitions, no code fingerprint. One definition is the same quantity of the same data by the same
         settings, whatever the code version (``pate.pipeline.budget`` tells a second release by it)."""
-        payload = {"format": CACHE_FORMAT, "stage": self.name, "config": self.config,
-                   "upstream": {name: up.definition for name, up in sorted(self.upstream.items())}}
+        payload = {
+            "format": CACHE_FORMAT,
+            "stage": self.name,
+            "config": self.config,
+            "upstream": {name: up.definition for name, up in sorted(self.upstream.items())},
+        }
         return hashlib.sha256(_canonical(payload).encode()).hexdigest()[:16]
 
 
@@ -155,7 +161,11 @@ def code_version() -> dict[str, str]:
     try:
         out = subprocess.run(
             ["git", "describe", "--always", "--dirty", "--abbrev=12"],
-            cwd=CHECKOUT, capture_output=True, text=True, timeout=10, check=True,
+            cwd=CHECKOUT,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
         )
         version["git"] = out.stdout.strip()
     except (OSError, subprocess.SubprocessError):
@@ -206,7 +216,8 @@ class ArtifactStore:
                 f"{stage.name}: the release {final} that this run read was deleted while the run went on (by "
                 f"`pate-cache prune` or by hand); this run stops rather than draw a second release of the same data. "
                 f"Nothing it printed or wrote came from another release; run the same command again to draw anew "
-                f"(counted in the data's privacy budget)")
+                f"(counted in the data's privacy budget)"
+            )
         found = self._verified(stage, final)
         if found is not None:
             log.info("%s: reusing %s", stage.name, final)
@@ -249,8 +260,11 @@ class ArtifactStore:
         if not final.exists():
             return None
         manifest = _manifest(final)
-        wrong = ("unreadable manifest, or one that lists a file outside its directory" if manifest is None
-                 else _not_as_keyed(manifest, stage))
+        wrong = (
+            "unreadable manifest, or one that lists a file outside its directory"
+            if manifest is None
+            else _not_as_keyed(manifest, stage)
+        )
         damaged = None if wrong is not None else _damaged_files(final, manifest["files"])
         if damaged == {}:
             return Artifact(stage.name, stage.key, final, frozenset(manifest["files"]))
@@ -260,7 +274,8 @@ class ArtifactStore:
                 f"{stage.name}: the release {final} was drawn from secret noise and is damaged ({why}); it is left "
                 f"as it is. Rebuilding it would draw a second release of the same data. Restore the directory from a "
                 f"copy, or move it away yourself and run again: the new release is then counted in the data's "
-                f"privacy budget beside the first (`pate-cache budget`)")
+                f"privacy budget beside the first (`pate-cache budget`)"
+            )
         n = 0
         while (aside := final.with_name(f"{final.name}.damaged-{n}")).exists():
             n += 1
@@ -278,9 +293,16 @@ class ArtifactStore:
         os.replace(final / MANIFEST, aside / MANIFEST)
         os.replace(final, work)
         kept = sum(1 for p in work.rglob("*") if p.is_file())
-        log.warning("%s: artifact %s has %d damaged file(s): %s; moved them to %s, kept the %d intact file(s) and "
-                    "rebuilding only what is missing", stage.name, final, len(damaged),
-                    "; ".join(f"{name} ({why})" for name, why in sorted(damaged.items())), aside, kept)
+        log.warning(
+            "%s: artifact %s has %d damaged file(s): %s; moved them to %s, kept the %d intact file(s) and "
+            "rebuilding only what is missing",
+            stage.name,
+            final,
+            len(damaged),
+            "; ".join(f"{name} ({why})" for name, why in sorted(damaged.items())),
+            aside,
+            kept,
+        )
         return None
 
     @staticmethod
@@ -335,8 +357,9 @@ def _manifest(path: Path) -> dict[str, Any] | None:
     except (OSError, ValueError, KeyError, TypeError) as err:
         log.debug("unreadable manifest in %s: %s", path, err)
         return None
-    if not isinstance(files, dict) or any(Path(name).is_absolute() or ".." in Path(name).parts or name == MANIFEST
-                                          for name in names):
+    if not isinstance(files, dict) or any(
+        Path(name).is_absolute() or ".." in Path(name).parts or name == MANIFEST for name in names
+    ):
         log.debug("manifest in %s lists a file outside its directory", path)
         return None
     return manifest
@@ -346,8 +369,10 @@ def _where_mismatch(manifest: Mapping[str, Any], stage: str, key: str) -> str | 
     """Why ``manifest`` is not that of the directory ``<stage>/<key>`` it sits in (None when it is)."""
     for name, expected in (("stage", stage), ("key", key)):
         if manifest.get(name) != expected:
-            return (f"its manifest says {name}={manifest.get(name)!r}, expected {name}={expected!r} (the directory "
-                    f"{stage}/{key}): it was copied or moved from another artifact")
+            return (
+                f"its manifest says {name}={manifest.get(name)!r}, expected {name}={expected!r} (the directory "
+                f"{stage}/{key}): it was copied or moved from another artifact"
+            )
     return None
 
 
@@ -362,8 +387,10 @@ def _not_as_keyed(manifest: Mapping[str, Any], stage: Stage) -> str | None:
         found = manifest.get(name)
         if _canonical(found) != _canonical(expected):
             where, value, want = _first_difference(json.loads(_canonical(found)), json.loads(_canonical(expected)))
-            return (f"its manifest's {name} has {where or name}={value!r}, the stage asks for {want!r}: it was "
-                    f"built for another config")
+            return (
+                f"its manifest's {name} has {where or name}={value!r}, the stage asks for {want!r}: it was "
+                f"built for another config"
+            )
     return None
 
 
@@ -389,8 +416,11 @@ def _damaged_files(path: Path, files: Mapping[str, Mapping[str, Any]]) -> dict[s
     """{file: what is wrong} for every file of the manifest's ``files`` that is missing or fails its size or SHA-256,
     and every file in the directory that the manifest does not list (a manifest that lost an entry, or a file
     dropped in later: either way the manifest no longer describes the directory); {} when all are intact."""
-    damaged = {str(p.relative_to(path)): "not in the manifest" for p in sorted(path.rglob("*"))
-               if p.is_file() and p.name != MANIFEST and str(p.relative_to(path)) not in files}
+    damaged = {
+        str(p.relative_to(path)): "not in the manifest"
+        for p in sorted(path.rglob("*"))
+        if p.is_file() and p.name != MANIFEST and str(p.relative_to(path)) not in files
+    }
     for name, meta in files.items():
         p = path / name
         if not p.is_file():

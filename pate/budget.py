@@ -60,8 +60,15 @@ from pate.privacy import Ledger as CostLedger
 from pate.privacy.events import CostEvent
 from pate.privacy.ledger import PricedEpsilon
 
-__all__ = ["BudgetDamaged", "BudgetEntry", "BudgetLedger", "BudgetTotal", "default_budget_dir", "private_data_id",
-           "private_records"]
+__all__ = [
+    "BudgetDamaged",
+    "BudgetEntry",
+    "BudgetLedger",
+    "BudgetTotal",
+    "default_budget_dir",
+    "private_data_id",
+    "private_records",
+]
 
 ENTRY_FORMAT = 2
 # an entry's file name: its id, <UTC time to the microsecond>-<12 random hex digits>.json (ids sort by time)
@@ -89,10 +96,16 @@ def private_records(arrays: LabelledImages) -> np.ndarray:
     the BLAKE2b of its file's name without its directory, in Unicode NFC and case-folded. Invariant to row order,
     decoding, labels and the path's spelling (``./img/0.png``, ``img//0.png``, ``IMG\\0.PNG`` and ``0.png`` under
     another root are one record)."""
-    names = {unicodedata.normalize("NFC", PurePosixPath(arrays.filenames[row].replace("\\", "/")).name).casefold()
-             for row in arrays.indices("train")}
-    return np.unique(np.array([int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "little")
-                               for name in names], dtype=np.uint64))
+    names = {
+        unicodedata.normalize("NFC", PurePosixPath(arrays.filenames[row].replace("\\", "/")).name).casefold()
+        for row in arrays.indices("train")
+    }
+    return np.unique(
+        np.array(
+            [int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "little") for name in names],
+            dtype=np.uint64,
+        )
+    )
 
 
 def private_data_id(records: np.ndarray) -> str:
@@ -122,30 +135,66 @@ class BudgetEntry:
     sequence: int = -1
 
     @classmethod
-    def new(cls, dataset: str, stage: str, key: str, definition: str, cost: CostLedger, record_level: bool,
-            config: Mapping[str, Any]) -> BudgetEntry:
+    def new(
+        cls,
+        dataset: str,
+        stage: str,
+        key: str,
+        definition: str,
+        cost: CostLedger,
+        record_level: bool,
+        config: Mapping[str, Any],
+    ) -> BudgetEntry:
         """An entry for a release about to be drawn, with a fresh id; ``cost`` holds its cost events."""
         if cost.neighbors is None:
             raise ValueError("cost: a release's cost events must name their neighbouring relation")
         now = time.time()
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now)) + f"{int(now % 1 * 1e6):06d}Z"
-        return cls(f"{stamp}-{secrets.token_hex(6)}", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)),
-                   dataset, stage, key, definition, cost.neighbors.value, bool(record_level), cost.history,
-                   dict(config))
+        return cls(
+            f"{stamp}-{secrets.token_hex(6)}",
+            time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)),
+            dataset,
+            stage,
+            key,
+            definition,
+            cost.neighbors.value,
+            bool(record_level),
+            cost.history,
+            dict(config),
+        )
 
     def body(self) -> dict[str, Any]:
         """The entry as JSON, without its checksum."""
-        return {"format": ENTRY_FORMAT, "id": self.id, "time": self.time, "dataset": self.dataset,
-                "stage": self.stage, "key": self.key, "definition": self.definition, "neighbors": self.neighbors,
-                "record_level": self.record_level, "events": [event.to_dict() for event in self.events],
-                "config": dict(self.config), "sequence": self.sequence}
+        return {
+            "format": ENTRY_FORMAT,
+            "id": self.id,
+            "time": self.time,
+            "dataset": self.dataset,
+            "stage": self.stage,
+            "key": self.key,
+            "definition": self.definition,
+            "neighbors": self.neighbors,
+            "record_level": self.record_level,
+            "events": [event.to_dict() for event in self.events],
+            "config": dict(self.config),
+            "sequence": self.sequence,
+        }
 
     @classmethod
     def from_body(cls, body: Mapping[str, Any]) -> BudgetEntry:
-        return cls(str(body["id"]), str(body["time"]), str(body["dataset"]), str(body["stage"]), str(body["key"]),
-                   str(body["definition"]), str(body["neighbors"]), bool(body["record_level"]),
-                   tuple(CostEvent.from_dict(event) for event in body["events"]), dict(body["config"]),
-                   int(body["sequence"]))
+        return cls(
+            str(body["id"]),
+            str(body["time"]),
+            str(body["dataset"]),
+            str(body["stage"]),
+            str(body["key"]),
+            str(body["definition"]),
+            str(body["neighbors"]),
+            bool(body["record_level"]),
+            tuple(CostEvent.from_dict(event) for event in body["events"]),
+            dict(body["config"]),
+            int(body["sequence"]),
+        )
 
 
 @dataclass(frozen=True)
@@ -173,14 +222,19 @@ class BudgetTotal:
     def describe(self) -> str:
         """One line: the total, its delta, relation, level and accountant, and what it covers."""
         level = "record-level" if self.record_level else "teacher-level"
-        scope = (f"{self.releases} release(s) on this private data"
-                 + (f" or data sharing records with it ({self.datasets} private splits)" if self.datasets > 1 else ""))
+        scope = f"{self.releases} release(s) on this private data" + (
+            f" or data sharing records with it ({self.datasets} private splits)" if self.datasets > 1 else ""
+        )
         if self.other_relations:
-            return (f"NOT PRICED: {self.other_relations} of the {self.releases + self.other_relations} release(s) on "
-                    f"this private data were drawn under another relation or level than {self.neighbors} "
-                    f"({level}), and no epsilon composes them with the others; `pate-cache budget` lists them")
-        return (f"epsilon = {self.epsilon:.4g} at delta = {self.delta:g} (neighbours: {self.neighbors}, {level}) over "
-                f"{scope}" + (f" by the {self.priced.accountant} accountant" if self.priced is not None else ""))
+            return (
+                f"NOT PRICED: {self.other_relations} of the {self.releases + self.other_relations} release(s) on "
+                f"this private data were drawn under another relation or level than {self.neighbors} "
+                f"({level}), and no epsilon composes them with the others; `pate-cache budget` lists them"
+            )
+        return (
+            f"epsilon = {self.epsilon:.4g} at delta = {self.delta:g} (neighbours: {self.neighbors}, {level}) over "
+            f"{scope}" + (f" by the {self.priced.accountant} accountant" if self.priced is not None else "")
+        )
 
 
 class BudgetLedger:
@@ -198,9 +252,11 @@ class BudgetLedger:
             self.root.mkdir(parents=True, exist_ok=True)
             handle = os.fdopen(os.open(self.root / "ledger.lock", os.O_RDWR | os.O_CREAT, 0o666), "r+")
         except OSError as err:
-            raise UserError(f"the privacy budget ledger {self.root} cannot be locked ({err.strerror}): no release is "
-                            f"drawn without it; make the directory and its ledger.lock writable for everyone who "
-                            f"runs on this data (a group-writable directory), or set paths.budget_dir") from None
+            raise UserError(
+                f"the privacy budget ledger {self.root} cannot be locked ({err.strerror}): no release is "
+                f"drawn without it; make the directory and its ledger.lock writable for everyone who "
+                f"runs on this data (a group-writable directory), or set paths.budget_dir"
+            ) from None
         with handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
             try:
@@ -216,22 +272,30 @@ class BudgetLedger:
         if not folder.is_dir():
             count = self._head() if (self.root / "records").is_dir() else 0  # a ledger that recorded something
             if count:
-                raise BudgetDamaged(_damaged(self.root / "head.json", ValueError(
-                    f"it counts {count} entries, 0 are there")))
+                raise BudgetDamaged(
+                    _damaged(self.root / "head.json", ValueError(f"it counts {count} entries, 0 are there"))
+                )
             return []
         foreign = [p for p in folder.iterdir() if not _ENTRY_NAME.match(p.name) and not p.name.endswith(".tmp")]
         if foreign:
             raise BudgetDamaged(_damaged(foreign[0], ValueError("it is no entry of the ledger")))
-        entries = sorted((_read_entry(path) for path in folder.iterdir() if _ENTRY_NAME.match(path.name)),
-                         key=lambda entry: entry.sequence)
+        entries = sorted(
+            (_read_entry(path) for path in folder.iterdir() if _ENTRY_NAME.match(path.name)),
+            key=lambda entry: entry.sequence,
+        )
         for expected, entry in enumerate(entries):
             if entry.sequence != expected:
-                raise BudgetDamaged(_damaged(folder / f"{entry.id}.json", ValueError(
-                    f"it is entry number {entry.sequence}, but entry number {expected} is missing")))
+                raise BudgetDamaged(
+                    _damaged(
+                        folder / f"{entry.id}.json",
+                        ValueError(f"it is entry number {entry.sequence}, but entry number {expected} is missing"),
+                    )
+                )
         count = self._head()
         if not count <= len(entries) <= count + 1:
-            raise BudgetDamaged(_damaged(self.root / "head.json", ValueError(
-                f"it counts {count} entries, {len(entries)} are there")))
+            raise BudgetDamaged(
+                _damaged(self.root / "head.json", ValueError(f"it counts {count} entries, {len(entries)} are there"))
+            )
         return entries
 
     def _head(self) -> int:
@@ -247,12 +311,20 @@ class BudgetLedger:
 
     def leftovers(self) -> list[Path]:
         """Temporary files of writes a crash cut short: never entries (the release they were for drew no noise)."""
-        return sorted(p for folder in (self.root, self.root / "entries", self.root / "records") if folder.is_dir()
-                      for p in folder.iterdir() if p.name.endswith(".tmp"))
+        return sorted(
+            p
+            for folder in (self.root, self.root / "entries", self.root / "records")
+            if folder.is_dir()
+            for p in folder.iterdir()
+            if p.name.endswith(".tmp")
+        )
 
     def _write_head(self, count: int) -> None:
-        _write_atomically(self.root / "head.json", lambda handle: json.dump(
-            {"count": count, "sha256": _checksum({"count": count})}, handle), "w")
+        _write_atomically(
+            self.root / "head.json",
+            lambda handle: json.dump({"count": count, "sha256": _checksum({"count": count})}, handle),
+            "w",
+        )
 
     def records(self, dataset: str) -> np.ndarray:
         """The private split ``dataset`` (sorted uint64 record hashes), verified against its id."""
@@ -295,21 +367,31 @@ class BudgetLedger:
             raise FileExistsError(f"budget entry {target} exists already")
         body = entry.body()
         record = {**body, "sha256": _checksum(body)}
-        _write_atomically(target, lambda handle: json.dump(record, handle, indent=1, sort_keys=True,
-                                                            allow_nan=False), "w")
+        _write_atomically(
+            target, lambda handle: json.dump(record, handle, indent=1, sort_keys=True, allow_nan=False), "w"
+        )
         self._write_head(entry.sequence + 1)
         return target
 
     def sharing(self, records: np.ndarray, entries: Sequence[BudgetEntry]) -> list[BudgetEntry]:
         """The entries whose private split shares at least one record with ``records``."""
         records = np.asarray(records, dtype=np.uint64)
-        overlaps = {dataset: bool(np.intersect1d(self.records(dataset), records, assume_unique=True).size)
-                    for dataset in {entry.dataset for entry in entries}}
+        overlaps = {
+            dataset: bool(np.intersect1d(self.records(dataset), records, assume_unique=True).size)
+            for dataset in {entry.dataset for entry in entries}
+        }
         return [entry for entry in entries if overlaps[entry.dataset]]
 
-    def total(self, records: np.ndarray, delta: float, neighbors: str, record_level: bool,
-              accountant: str = "tightest", entries: Sequence[BudgetEntry] | None = None,
-              planned: CostLedger | None = None) -> BudgetTotal:
+    def total(
+        self,
+        records: np.ndarray,
+        delta: float,
+        neighbors: str,
+        record_level: bool,
+        accountant: str = "tightest",
+        entries: Sequence[BudgetEntry] | None = None,
+        planned: CostLedger | None = None,
+    ) -> BudgetTotal:
         """The composition of every recorded release on data sharing a record with ``records`` (and of
         ``planned``, a release about to be drawn on them, when given), priced at ``delta`` by ``accountant`` under
         ``neighbors`` at the level ``record_level``."""
@@ -329,9 +411,11 @@ def _checksum(body: Mapping[str, Any]) -> str:
 
 
 def _damaged(path: Path, err: Exception) -> str:
-    return (f"the privacy budget ledger's file {path} is damaged or missing ({str(err).splitlines()[0][:160]}): the "
-            f"release it records cannot be priced, so no release on this data is drawn until it is restored from a "
-            f"copy (back the ledger up with the data); `pate-cache budget` lists the ledger")
+    return (
+        f"the privacy budget ledger's file {path} is damaged or missing ({str(err).splitlines()[0][:160]}): the "
+        f"release it records cannot be priced, so no release on this data is drawn until it is restored from a "
+        f"copy (back the ledger up with the data); `pate-cache budget` lists the ledger"
+    )
 
 
 def _read_entry(path: Path) -> BudgetEntry:

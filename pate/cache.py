@@ -76,12 +76,17 @@ def describe_budgets(budget_dir: Path, delta: float, accountant: str) -> str:
         for neighbors, record_level in sorted({(entry.neighbors, entry.record_level) for entry in own}):
             total = ledger.total(ledger.records(dataset), delta, neighbors, record_level, accountant, entries)
             lines.append(f"  total: {total.describe()}")
-        lines.extend(f"  {entry.time}  {entry.stage}/{entry.key}  {entry.neighbors}  "
-                     f"{entry.config.get('method', '?').rsplit('.', 1)[-1]}  "
-                     f"target_epsilon={entry.config.get('target_epsilon')}  "
-                     f"{', '.join(event.name for event in entry.events)}" for entry in own)
-    lines.extend(f"leftover {path}: a write cut short by a crash, never an entry (no noise was drawn for it)"
-                 for path in ledger.leftovers())
+        lines.extend(
+            f"  {entry.time}  {entry.stage}/{entry.key}  {entry.neighbors}  "
+            f"{entry.config.get('method', '?').rsplit('.', 1)[-1]}  "
+            f"target_epsilon={entry.config.get('target_epsilon')}  "
+            f"{', '.join(event.name for event in entry.events)}"
+            for entry in own
+        )
+    lines.extend(
+        f"leftover {path}: a write cut short by a crash, never an entry (no noise was drawn for it)"
+        for path in ledger.leftovers()
+    )
     return "\n".join(lines)
 
 
@@ -92,8 +97,11 @@ def _size(path: Path) -> int:
 def scan(cache_dir: Path) -> list[CacheEntry]:
     """Every entry of every top-level directory of ``cache_dir`` (``_entries``), sorted by directory and key: the
     listing accounts for all of the cache, the decoded images of ``tensors/`` included."""
-    return [entry for top in sorted(p for p in Path(cache_dir).iterdir() if p.is_dir() and not p.name.startswith("."))
-            for entry in _entries(top)]
+    return [
+        entry
+        for top in sorted(p for p in Path(cache_dir).iterdir() if p.is_dir() and not p.name.startswith("."))
+        for entry in _entries(top)
+    ]
 
 
 def _entries(top: Path) -> list[CacheEntry]:
@@ -114,8 +122,16 @@ def _entries(top: Path) -> list[CacheEntry]:
     for path in sorted(p for p in top.iterdir() if p.is_file() and p.suffix != ".lock"):
         groups.setdefault(path.stem, []).append(path)
     for key, paths in groups.items():
-        entries.append(CacheEntry(top.name, key, "files", paths[0], sum(p.stat().st_size for p in paths),
-                                  max(p.stat().st_mtime for p in paths)))
+        entries.append(
+            CacheEntry(
+                top.name,
+                key,
+                "files",
+                paths[0],
+                sum(p.stat().st_size for p in paths),
+                max(p.stat().st_mtime for p in paths),
+            )
+        )
     return sorted(entries, key=lambda entry: (entry.key, entry.kind))
 
 
@@ -166,10 +182,18 @@ def prune(cache_dir: Path, logs: Path | None = None, dry_run: bool = False) -> l
         held = held_artifacts(cache_dir)
         entries = scan(cache_dir)
         referenced = _referenced(entries, logs) if logs is not None else None
-        doomed = [entry for entry in entries
-                  if (entry.kind == "damaged") or (entry.kind == "partial" and not _building(entry))
-                  or (referenced is not None and entry.kind == "artifact" and entry.key not in referenced
-                      and f"{entry.stage}/{entry.key}" not in held)]
+        doomed = [
+            entry
+            for entry in entries
+            if (entry.kind == "damaged")
+            or (entry.kind == "partial" and not _building(entry))
+            or (
+                referenced is not None
+                and entry.kind == "artifact"
+                and entry.key not in referenced
+                and f"{entry.stage}/{entry.key}" not in held
+            )
+        ]
         if not dry_run:
             for entry in doomed:
                 shutil.rmtree(entry.path)
@@ -198,33 +222,57 @@ def describe(entries: list[CacheEntry], now: float | None = None) -> str:
     lines = [f"{'directory':<10} {'entries':>9} {'size':>10} {'oldest':>8} {'newest':>8}"]
     for stage in sorted({entry.stage for entry in entries}):
         done = [entry for entry in entries if entry.stage == stage and entry.kind in ("artifact", "files")]
-        ages = ((_age(now - min(e.modified for e in done)), _age(now - max(e.modified for e in done))) if done
-                else ("-", "-"))
+        ages = (
+            (_age(now - min(e.modified for e in done)), _age(now - max(e.modified for e in done)))
+            if done
+            else ("-", "-")
+        )
         lines.append(f"{stage:<10} {len(done):>9} {_human(sum(e.bytes for e in done)):>10} {ages[0]:>8} {ages[1]:>8}")
     leftovers = [entry for entry in entries if entry.kind in ("partial", "damaged")]
-    lines.append(f"total {_human(sum(e.bytes for e in entries))}; {len(leftovers)} leftover(s)"
-                 + (f" ({_human(sum(e.bytes for e in leftovers))}, removed by `python -m pate.cache prune`):"
-                    if leftovers else ""))
-    lines.extend(f"  {entry.path}  {entry.kind}  {_human(entry.bytes)}  {_age(now - entry.modified)} old"
-                 + ("  (a build is using it now)" if entry.kind == "partial" and _building(entry) else "")
-                 for entry in leftovers)
+    lines.append(
+        f"total {_human(sum(e.bytes for e in entries))}; {len(leftovers)} leftover(s)"
+        + (
+            f" ({_human(sum(e.bytes for e in leftovers))}, removed by `python -m pate.cache prune`):"
+            if leftovers
+            else ""
+        )
+    )
+    lines.extend(
+        f"  {entry.path}  {entry.kind}  {_human(entry.bytes)}  {_age(now - entry.modified)} old"
+        + ("  (a build is using it now)" if entry.kind == "partial" and _building(entry) else "")
+        for entry in leftovers
+    )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=command_name("pate-cache", "pate.cache"),
-                                     description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog=command_name("pate-cache", "pate.cache"), description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("command", choices=("list", "prune", "budget"), nargs="?", default="list")
-    parser.add_argument("--cache-dir", type=Path, default=None, help="default: $PROJECT_ROOT/cache or ./cache of "
-                                                                     "this checkout")
-    parser.add_argument("--logs", type=Path, default=None, help="prune: also remove finished artifacts that no "
-                                                                "metrics.json under this directory uses")
+    parser.add_argument(
+        "--cache-dir", type=Path, default=None, help="default: $PROJECT_ROOT/cache or ./cache of this checkout"
+    )
+    parser.add_argument(
+        "--logs",
+        type=Path,
+        default=None,
+        help="prune: also remove finished artifacts that no metrics.json under this directory uses",
+    )
     parser.add_argument("--dry-run", action="store_true", help="prune: only say what would be removed")
-    parser.add_argument("--budget-dir", type=Path, default=None, help="budget: the ledgers' directory (default: "
-                                                                      "$PATE_BUDGET_DIR or ~/.local/share/pate/budget)")
+    parser.add_argument(
+        "--budget-dir",
+        type=Path,
+        default=None,
+        help="budget: the ledgers' directory (default: $PATE_BUDGET_DIR or ~/.local/share/pate/budget)",
+    )
     parser.add_argument("--delta", type=float, default=1e-6, help="budget: the delta of the totals (default 1e-6)")
-    parser.add_argument("--accountant", choices=("tightest", "rdp"), default="tightest",
-                        help="budget: what prices the totals (default tightest)")
+    parser.add_argument(
+        "--accountant",
+        choices=("tightest", "rdp"),
+        default="tightest",
+        help="budget: what prices the totals (default tightest)",
+    )
     args = parser.parse_args(argv)
     if args.command == "budget":
         if not 0 < args.delta < 1:
@@ -251,8 +299,9 @@ def main(argv: list[str] | None = None) -> int:
     verb = "would remove" if args.dry_run else "removed"
     for entry in removed:
         print(f"{verb} {entry.path} ({entry.kind}, {_human(entry.bytes)})")
-    print(f"{verb} {len(removed)} director{'y' if len(removed) == 1 else 'ies'}, "
-          f"{_human(sum(e.bytes for e in removed))}")
+    print(
+        f"{verb} {len(removed)} director{'y' if len(removed) == 1 else 'ies'}, {_human(sum(e.bytes for e in removed))}"
+    )
     return 0
 
 

@@ -31,8 +31,9 @@ from pate.locations import PACKAGE_ROOT, TOP_LEVEL_PACKAGES
 __all__ = ["code_closure", "code_fingerprint", "module_file"]
 
 # Code that pip installs or Python ships: keyed by its settings and the run's recorded versions, not fingerprinted.
-_STANDARD_LIBRARY = {Path(path).resolve() for key in ("stdlib", "platstdlib")
-                     if (path := sysconfig.get_paths().get(key))}
+_STANDARD_LIBRARY = {
+    Path(path).resolve() for key in ("stdlib", "platstdlib") if (path := sysconfig.get_paths().get(key))
+}
 
 
 def _project_packages(entries: tuple[str, ...]) -> frozenset[str]:
@@ -85,21 +86,27 @@ def _imports(module: str, root: Path | None, packages: frozenset[str]) -> set[st
     followed: set[str] = set()
     for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"), filename=str(file))):
         if isinstance(node, ast.ImportFrom) and node.level:
-            raise ValueError(f"{name} line {node.lineno}: relative import; the project's code fingerprint follows "
-                             f"absolute imports only")
+            raise ValueError(
+                f"{name} line {node.lineno}: relative import; the project's code fingerprint follows "
+                f"absolute imports only"
+            )
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
-            targets = [f"{node.module}.{alias.name}" if module_file(f"{node.module}.{alias.name}", root) else node.module
-                       for alias in node.names]
+            targets = [
+                f"{node.module}.{alias.name}" if module_file(f"{node.module}.{alias.name}", root) else node.module
+                for alias in node.names
+            ]
         else:
             continue
         for target in targets:
             if target.split(".")[0] not in packages:
                 continue
             if module_file(target, root) is None:
-                raise ValueError(f"{name} line {node.lineno}: imports {target!r}, which has no file "
-                                 f"under {root or _package_root(target.split('.')[0])}")
+                raise ValueError(
+                    f"{name} line {node.lineno}: imports {target!r}, which has no file "
+                    f"under {root or _package_root(target.split('.')[0])}"
+                )
             followed.add(target)
     return followed
 
@@ -112,8 +119,10 @@ def code_closure(entries: tuple[str, ...], root: Path | None = None) -> tuple[st
     packages = _project_packages(entries)
     for entry in entries:
         if module_file(entry, root) is None:
-            raise FileNotFoundError(f"code entry {entry!r} of a stage is no module under "
-                                    f"{root or _package_root(entry.split('.')[0]) or PACKAGE_ROOT}")
+            raise FileNotFoundError(
+                f"code entry {entry!r} of a stage is no module under "
+                f"{root or _package_root(entry.split('.')[0]) or PACKAGE_ROOT}"
+            )
     followed: set[str] = set()
     pending = list(entries)
     while pending:
@@ -121,7 +130,9 @@ def code_closure(entries: tuple[str, ...], root: Path | None = None) -> tuple[st
         if module not in followed:
             followed.add(module)
             pending.extend(_imports(module, root, packages))
-    enclosing = {".".join(module.split(".")[:depth]) for module in followed for depth in range(1, module.count(".") + 1)}
+    enclosing = {
+        ".".join(module.split(".")[:depth]) for module in followed for depth in range(1, module.count(".") + 1)
+    }
     return tuple(sorted(_locate(module, root)[1] for module in followed | enclosing))
 
 
@@ -129,8 +140,12 @@ def _without_docstrings(tree: ast.AST) -> ast.AST:
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
             body = node.body
-            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-                    and isinstance(body[0].value.value, str):
+            if (
+                body
+                and isinstance(body[0], ast.Expr)
+                and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)
+            ):
                 node.body = body[1:] or [ast.Pass()]
     return tree
 

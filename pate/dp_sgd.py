@@ -52,10 +52,24 @@ def linear_probe(dim: int, num_labels: int) -> nn.Module:
     return layer
 
 
-def train_dp_sgd(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, *, sampling_rate: float,
-                 expected_batch_size: int, noise_multiplier: float, clip_norm: float, steps: int, lr: float,
-                 momentum: float, batches: torch.Generator, noise: torch.Generator, progress: bool = False,
-                 device: torch.device | str = "cpu", transform=None) -> nn.Module:
+def train_dp_sgd(
+    model: nn.Module,
+    inputs: torch.Tensor,
+    targets: torch.Tensor,
+    *,
+    sampling_rate: float,
+    expected_batch_size: int,
+    noise_multiplier: float,
+    clip_norm: float,
+    steps: int,
+    lr: float,
+    momentum: float,
+    batches: torch.Generator,
+    noise: torch.Generator,
+    progress: bool = False,
+    device: torch.device | str = "cpu",
+    transform=None,
+) -> nn.Module:
     """Train ``model`` in place by DP-SGD on (``inputs`` [N, ...], ``targets`` [N, L] in {0, 1}) and return it.
 
     Each of ``steps`` steps keeps every record with probability ``realised_sampling_rate(sampling_rate)``
@@ -77,12 +91,17 @@ def train_dp_sgd(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, 
     transform = transform or (lambda batch: batch)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*[Ss]ecure.*")  # Opacus' note on secure_mode, once per run
-        module = GradSampleModuleFastGradientClipping(model, batch_first=True, loss_reduction="mean",
-                                                      max_grad_norm=clip_norm, use_ghost_clipping=True)
+        module = GradSampleModuleFastGradientClipping(
+            model, batch_first=True, loss_reduction="mean", max_grad_norm=clip_norm, use_ghost_clipping=True
+        )
         optimizer = DPOptimizerFastGradientClipping(
-            torch.optim.SGD(module.parameters(), lr=lr, momentum=momentum), noise_multiplier=noise_multiplier,
-            max_grad_norm=clip_norm, expected_batch_size=expected_batch_size, loss_reduction="mean",
-            generator=noise)
+            torch.optim.SGD(module.parameters(), lr=lr, momentum=momentum),
+            noise_multiplier=noise_multiplier,
+            max_grad_norm=clip_norm,
+            expected_batch_size=expected_batch_size,
+            loss_reduction="mean",
+            generator=noise,
+        )
     criterion = DPLossFastGradientClipping(module, optimizer, MultiLabelLoss("mean"), loss_reduction="mean")
     # Opacus logs one INFO line per layer it wraps ("under Ghost Clipping"): not news for a console run
     logging.getLogger("opacus").setLevel(max(logging.WARNING, logging.getLogger("opacus").level))
@@ -108,8 +127,9 @@ def predict(model: nn.Module, inputs: torch.Tensor, batch_size: int = 1024, tran
     transform = transform or (lambda batch: batch)
     model.eval()
     with torch.no_grad():
-        return torch.cat([model(transform(inputs[i:i + batch_size])).sigmoid()
-                          for i in range(0, len(inputs), batch_size)])
+        return torch.cat(
+            [model(transform(inputs[i : i + batch_size])).sigmoid() for i in range(0, len(inputs), batch_size)]
+        )
 
 
 def score_model(model: nn.Module, inputs: torch.Tensor, truth, transform=None) -> dict:

@@ -9,8 +9,9 @@ import torch
 __all__ = ["label_metrics", "majority_class_accuracy", "student_scores"]
 
 
-def label_metrics(released: np.ndarray, answered: np.ndarray, truth: np.ndarray,
-                  mask: np.ndarray | None = None) -> dict[str, float | None]:
+def label_metrics(
+    released: np.ndarray, answered: np.ndarray, truth: np.ndarray, mask: np.ndarray | None = None
+) -> dict[str, float | None]:
     """Quality of the released label sets against the truth of the public queries, over answered queries.
 
     ``label_f1`` is the micro-averaged F1 over all (query, label) pairs, ``label_accuracy`` the fraction of
@@ -55,9 +56,11 @@ def student_scores(probs: torch.Tensor, truth) -> dict:
     fn, tn = (~predicted & present).sum(0), (~predicted & absent).sum(0)
     per_label = _safe_divide(tp + tn, tp + tn + fp + fn)
     macro_f1 = (_safe_divide(2 * tp, 2 * tp + fn + fp) / truth.shape[1]).sum()
-    return {"student_accuracy": float(per_label.mean()),
-            "student_f1": float(macro_f1),
-            "student_per_attribute_accuracy": per_label.tolist()}
+    return {
+        "student_accuracy": float(per_label.mean()),
+        "student_f1": float(macro_f1),
+        "student_per_attribute_accuracy": per_label.tolist(),
+    }
 
 
 def _safe_divide(num: torch.Tensor, denom: torch.Tensor) -> torch.Tensor:

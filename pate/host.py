@@ -28,6 +28,10 @@ def host() -> dict[str, Any]:
     is the first CUDA device's name where torch sees one (whether or not the run used it), else None."""
     import torch
 
-    return {"cpu": cpu_model(), "logical_cpus": os.cpu_count(), "platform": platform.platform(),
-            "accelerator": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
-            "finished_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    return {
+        "cpu": cpu_model(),
+        "logical_cpus": os.cpu_count(),
+        "platform": platform.platform(),
+        "accelerator": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+        "finished_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }

@@ -70,8 +70,11 @@ def open_npy_for_writing(path: str | os.PathLike, dtype, shape: tuple[int, ...])
         path.unlink(missing_ok=True)
         if err.errno in (errno.ENOSPC, errno.EOPNOTSUPP, errno.EINVAL):
             free = shutil.disk_usage(path.parent).free
-            raise OSError(errno.ENOSPC, f"no space left on the device: writing {path.name} needs {needed:,} bytes, "
-                                        f"{free:,} are free", str(path.parent)) from None
+            raise OSError(
+                errno.ENOSPC,
+                f"no space left on the device: writing {path.name} needs {needed:,} bytes, {free:,} are free",
+                str(path.parent),
+            ) from None
         raise
     finally:
         os.close(fd)
@@ -92,8 +95,9 @@ def decode_text(path: str | os.PathLike, raw: bytes, what: str) -> str:
         return raw.decode("utf-8")
     except UnicodeDecodeError as err:
         line = raw.count(b"\n", 0, err.start) + 1
-        raise ValueError(f"{path}, line {line}: byte {raw[err.start]:#04x} at offset {err.start} is not UTF-8 text; "
-                         f"expected {what}") from None
+        raise ValueError(
+            f"{path}, line {line}: byte {raw[err.start]:#04x} at offset {err.start} is not UTF-8 text; expected {what}"
+        ) from None
 
 
 def read_text(path: str | os.PathLike, what: str) -> str:
@@ -157,8 +161,13 @@ def _acquire(fh, path: Path, report_every: float) -> None:
             pass
         if waited >= next_report:
             holder = path.read_text(errors="replace").strip() or "another process"
-            log.warning("waiting for %s, held by %s, to finish what it builds (%.0f s so far); a stopped holder must "
-                        "be resumed or killed", path, holder, waited)
+            log.warning(
+                "waiting for %s, held by %s, to finish what it builds (%.0f s so far); a stopped holder must "
+                "be resumed or killed",
+                path,
+                holder,
+                waited,
+            )
             next_report += report_every
         time.sleep(0.2)
         waited += 0.2

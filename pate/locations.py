@@ -17,8 +17,9 @@ __all__ = ["CHECKOUT", "CONFIG_DIR", "PACKAGE_ROOT", "TOP_LEVEL_PACKAGES", "comm
 TOP_LEVEL_PACKAGES = ("pate", "teachers", "student")
 # The folder holding the top-level packages: the clone, or site-packages when installed.
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
-CHECKOUT: Path | None = (PACKAGE_ROOT if (PACKAGE_ROOT / "train.py").is_file() and (PACKAGE_ROOT / "conf").is_dir()
-                         else None)
+CHECKOUT: Path | None = (
+    PACKAGE_ROOT if (PACKAGE_ROOT / "train.py").is_file() and (PACKAGE_ROOT / "conf").is_dir() else None
+)
 CONFIG_DIR = CHECKOUT / "conf" if CHECKOUT is not None else Path(__file__).resolve().parent / "conf"
 
 

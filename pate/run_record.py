@@ -31,106 +31,227 @@ class Field:
 
 _METHOD = dict(required=False)  # a method's own key
 FIELDS: tuple[Field, ...] = (
-    Field("method", "string", "the method's name in reports (PATE: the aggregator's config name, +semi method; "
-          "DP-SGD: dp_sgd, +model unless linear)"),
+    Field(
+        "method",
+        "string",
+        "the method's name in reports (PATE: the aggregator's config name, +semi method; "
+        "DP-SGD: dp_sgd, +model unless linear)",
+    ),
     Field("aggregator", "string", "PATE: the calibrated aggregator, with its noise and relation", **_METHOD),
-    Field("mechanism", "string", "DP-SGD and Private-kNN: the calibrated mechanism, with its noise and relation",
-          checked=False, **_METHOD),
+    Field(
+        "mechanism",
+        "string",
+        "DP-SGD and Private-kNN: the calibrated mechanism, with its noise and relation",
+        checked=False,
+        **_METHOD,
+    ),
     Field("private", "bool", "whether the released labels are differentially private"),
     Field("neighbors", "string", "the neighbouring relation of every epsilon: replace or add_remove"),
     Field("delta", "number", "the delta of every epsilon"),
     Field("epsilon", "number", "the DP guarantee, replayed from the release's cost events", nullable=True),
-    Field("accountant", "string", "privacy.accountant: tightest (the least valid epsilon) or rdp; absent from "
-          "records written before it (all rdp)", required=False),
-    Field("epsilon_accountant", "string", "the accountant that gave epsilon: rdp, gdp (the exact profile of composed "
-          "Gaussians) or pld (dp-accounting's privacy loss distribution); absent from records written before it "
-          "(all rdp)", required=False),
-    Field("epsilon_rdp", "number", "the RDP bound of the same release, beside epsilon (equal where the accountant "
-          "is rdp); absent from records written before it", nullable=True, required=False),
+    Field(
+        "accountant",
+        "string",
+        "privacy.accountant: tightest (the least valid epsilon) or rdp; absent from "
+        "records written before it (all rdp)",
+        required=False,
+    ),
+    Field(
+        "epsilon_accountant",
+        "string",
+        "the accountant that gave epsilon: rdp, gdp (the exact profile of composed "
+        "Gaussians) or pld (dp-accounting's privacy loss distribution); absent from records written before it "
+        "(all rdp)",
+        required=False,
+    ),
+    Field(
+        "epsilon_rdp",
+        "number",
+        "the RDP bound of the same release, beside epsilon (equal where the accountant "
+        "is rdp); absent from records written before it",
+        nullable=True,
+        required=False,
+    ),
     Field("epsilon_order", "number", "the RDP order of the RDP bound's tight conversion", nullable=True),
-    Field("privacy", "string", "one line: epsilon, delta, relation, the accountant that gave epsilon (with the RDP "
-          "bound beside it when another did), what was composed", checked=False),
+    Field(
+        "privacy",
+        "string",
+        "one line: epsilon, delta, relation, the accountant that gave epsilon (with the RDP "
+        "bound beside it when another did), what was composed",
+        checked=False,
+    ),
     Field("privacy_accounting", "string", "how epsilon was obtained (replayed from the ledger)", checked=False),
-    Field("privacy_unit", "string", "what one neighbour of every epsilon is: one teacher's vote replaced or one "
-          "teacher added or removed (PATE), one record replaced or added or removed (DP-SGD, Private-kNN); absent "
-          "from records written before it", required=False),
-    Field("record_level", "bool", "whether every epsilon is a guarantee about one training record: false for PATE "
-          "under add_remove, a teacher-level relation (docs/concepts.md)", required=False),
-    Field("dataset_epsilon", "number", "the total epsilon spent on this private data: every release drawn with "
-          "secret noise on it (its privacy budget ledger; pate-cache budget), composed and priced by the "
-          "accountant at delta under neighbors, at this run's level; null for a seeded run, whose release "
-          "spends no budget", nullable=True, required=False, checked=False),
-    Field("dataset_privacy", "string", "one line for dataset_epsilon: delta, relation, level, the releases "
-          "counted, the accountant, and the releases under another relation or level it leaves out",
-          required=False, checked=False),
-    Field("dataset_budget", "object", "the privacy budget ledger: dataset (the private split's content id), "
-          "ledger (its directory), releases, datasets, other_relations, cap (privacy.dataset_budget) and this_release "
-          "(drawn, reused, or reused_earlier: privacy.reuse_release); null for a seeded run", nullable=True,
-          required=False, checked=False),
-    Field("epsilon_data_dependent", "number", "binary voting: the raw data-dependent epsilon (PATE 2018), NOT itself "
-          "private", checked=False, **_METHOD),
+    Field(
+        "privacy_unit",
+        "string",
+        "what one neighbour of every epsilon is: one teacher's vote replaced or one "
+        "teacher added or removed (PATE), one record replaced or added or removed (DP-SGD, Private-kNN); absent "
+        "from records written before it",
+        required=False,
+    ),
+    Field(
+        "record_level",
+        "bool",
+        "whether every epsilon is a guarantee about one training record: false for PATE "
+        "under add_remove, a teacher-level relation (docs/concepts.md)",
+        required=False,
+    ),
+    Field(
+        "dataset_epsilon",
+        "number",
+        "the total epsilon spent on this private data: every release drawn with "
+        "secret noise on it (its privacy budget ledger; pate-cache budget), composed and priced by the "
+        "accountant at delta under neighbors, at this run's level; null for a seeded run, whose release "
+        "spends no budget",
+        nullable=True,
+        required=False,
+        checked=False,
+    ),
+    Field(
+        "dataset_privacy",
+        "string",
+        "one line for dataset_epsilon: delta, relation, level, the releases "
+        "counted, the accountant, and the releases under another relation or level it leaves out",
+        required=False,
+        checked=False,
+    ),
+    Field(
+        "dataset_budget",
+        "object",
+        "the privacy budget ledger: dataset (the private split's content id), "
+        "ledger (its directory), releases, datasets, other_relations, cap (privacy.dataset_budget) and this_release "
+        "(drawn, reused, or reused_earlier: privacy.reuse_release); null for a seeded run",
+        nullable=True,
+        required=False,
+        checked=False,
+    ),
+    Field(
+        "epsilon_data_dependent",
+        "number",
+        "binary voting: the raw data-dependent epsilon (PATE 2018), NOT itself private",
+        checked=False,
+        **_METHOD,
+    ),
     Field("privacy_data_dependent", "string", "one line for epsilon_data_dependent", checked=False, **_METHOD),
-    Field("epsilon_data_independent", "number", "binary voting: the same labels priced data-independently",
-          checked=False, **_METHOD),
+    Field(
+        "epsilon_data_independent",
+        "number",
+        "binary voting: the same labels priced data-independently",
+        checked=False,
+        **_METHOD,
+    ),
     Field("privacy_data_independent", "string", "one line for epsilon_data_independent", checked=False, **_METHOD),
-    Field("data_dependent_test", "object", "a data-dependent release: its proposal and whether its test passed",
-          checked=False, **_METHOD),
+    Field(
+        "data_dependent_test",
+        "object",
+        "a data-dependent release: its proposal and whether its test passed",
+        checked=False,
+        **_METHOD,
+    ),
     Field("target_epsilon", "number", "the epsilon the noise was calibrated to", nullable=True, **_METHOD),
-    Field("budget_epsilon", "number", "the budget that stops answering queries", nullable=True, checked=False,
-          **_METHOD),
+    Field(
+        "budget_epsilon", "number", "the budget that stops answering queries", nullable=True, checked=False, **_METHOD
+    ),
     Field("noise", "object", "the noise parameters by constructor name", nullable=True, **_METHOD),
-    Field("noise_multiplier", "number", "the calibrated multiplier of the configured noise", nullable=True,
-          **_METHOD),
-    Field("sampling_rate", "number", "DP-SGD: the Poisson sampling rate q = expected batch / private records",
-          checked=False, **_METHOD),
+    Field("noise_multiplier", "number", "the calibrated multiplier of the configured noise", nullable=True, **_METHOD),
+    Field(
+        "sampling_rate",
+        "number",
+        "DP-SGD: the Poisson sampling rate q = expected batch / private records",
+        checked=False,
+        **_METHOD,
+    ),
     Field("steps", "integer", "DP-SGD: the noisy gradient steps", checked=False, **_METHOD),
     Field("seed", "integer", "the run's seed (the student; the noise only where noise_source says seeded)"),
-    Field("noise_source", "string", "where the noise the guarantee rests on came from: secure (the operating "
-          "system's entropy, no seed recorded, not replayable) or seeded from the run's seed (replayable, so no "
-          "guarantee: synthetic benchmarks only); privacy.noise, pate/pipeline/noise.py; absent from records "
-          "written before it", checked=False),
+    Field(
+        "noise_source",
+        "string",
+        "where the noise the guarantee rests on came from: secure (the operating "
+        "system's entropy, no seed recorded, not replayable) or seeded from the run's seed (replayable, so no "
+        "guarantee: synthetic benchmarks only); privacy.noise, pate/pipeline/noise.py; absent from records "
+        "written before it",
+        checked=False,
+    ),
     Field("queries", "integer", "public queries asked for"),
-    Field("queries_asked", "integer", "queries shown to the aggregator within the budget", checked=False,
-          **_METHOD),
+    Field("queries_asked", "integer", "queries shown to the aggregator within the budget", checked=False, **_METHOD),
     Field("answered", "integer", "queries answered"),
     Field("answered_fraction", "number", "answered / queries"),
     Field("mean_k", "number", "mean size of the released label sets", nullable=True),
-    Field("released_label_fraction", "number", "(query, label) pairs released: below answered_fraction where a "
-          "confident selection leaves labels out", checked=False),
+    Field(
+        "released_label_fraction",
+        "number",
+        "(query, label) pairs released: below answered_fraction where a confident selection leaves labels out",
+        checked=False,
+    ),
     Field("label_f1", "number", "micro F1 of the released labels on the answered queries", nullable=True),
     Field("label_accuracy", "number", "accuracy of the released labels on the answered queries", nullable=True),
-    Field("student_accuracy", "number", "the student's mean per-label accuracy on the evaluation images",
-          nullable=True),
+    Field(
+        "student_accuracy", "number", "the student's mean per-label accuracy on the evaluation images", nullable=True
+    ),
     Field("student_f1", "number", "the student's macro F1 on the evaluation images", nullable=True),
     Field("student_train_size", "integer", "released label sets the student trained on", checked=False),
-    Field("training", "object", "DP-SGD: the settings the model trained with (inputs, lr, momentum, epochs), the "
-          "from_epsilon of the probe recipe that chose them (null: the flat settings) and public_num_records (null: "
-          "N is the count read)", checked=False, **_METHOD),
-    Field("settings", "object", "Private-kNN: the k and sampling_rate (gamma) it ran with and the from_epsilon of "
-          "the recipe that chose them (null: the config's own)", checked=False, **_METHOD),
-    Field("released_model", "string", "DP-SGD: the student fields score the released model itself (no student)",
-          checked=False, **_METHOD),
+    Field(
+        "training",
+        "object",
+        "DP-SGD: the settings the model trained with (inputs, lr, momentum, epochs), the "
+        "from_epsilon of the probe recipe that chose them (null: the flat settings) and public_num_records (null: "
+        "N is the count read)",
+        checked=False,
+        **_METHOD,
+    ),
+    Field(
+        "settings",
+        "object",
+        "Private-kNN: the k and sampling_rate (gamma) it ran with and the from_epsilon of "
+        "the recipe that chose them (null: the config's own)",
+        checked=False,
+        **_METHOD,
+    ),
+    Field(
+        "released_model",
+        "string",
+        "DP-SGD: the student fields score the released model itself (no student)",
+        checked=False,
+        **_METHOD,
+    ),
     Field("student_semi", "string", "supervised, pseudo_label or consistency", checked=False),
     Field("student_unlabeled_size", "integer", "unlabeled pool images the student used", checked=False),
-    Field("teacher_accuracy", "number", "PATE: mean teacher accuracy (a diagnostic, not covered by epsilon)",
-          **_METHOD),
-    Field("not_covered_by_epsilon", "object", "keys: the dotted paths of this record that its epsilon does not "
-          "cover (NOT_COVERED_BY_EPSILON), why: a line; never publish them (pate-report --publishable leaves them out)",
-          checked=False, required=False),
+    Field(
+        "teacher_accuracy", "number", "PATE: mean teacher accuracy (a diagnostic, not covered by epsilon)", **_METHOD
+    ),
+    Field(
+        "not_covered_by_epsilon",
+        "object",
+        "keys: the dotted paths of this record that its epsilon does not "
+        "cover (NOT_COVERED_BY_EPSILON), why: a line; never publish them (pate-report --publishable leaves them out)",
+        checked=False,
+        required=False,
+    ),
     Field("majority_class_accuracy", "number", "the best constant predictor on the evaluation images"),
     Field("num_teachers", "integer", "PATE: the number of teachers", **_METHOD),
     Field("num_labels", "integer", "labels per record, from the data"),
     Field("data", "string", "the dataset's name"),
     Field("reference", "object", "reference students (references=true): name -> their metrics", nullable=True),
     Field("versions", "object", "package, git commit, torch, python"),
-    Field("host", "object", "where and when the run ended: CPU model, logical CPUs, platform, CUDA device, UTC time",
-          checked=False),
+    Field(
+        "host",
+        "object",
+        "where and when the run ended: CPU model, logical CPUs, platform, CUDA device, UTC time",
+        checked=False,
+    ),
     Field("artifacts", "object", "stage -> cache key of every artifact the run read"),
 )
 _BY_NAME = {field.name: field for field in FIELDS}
 # fields that are fractions: a value outside [0, 1] is a damaged or edited record
-FRACTIONS = ("answered_fraction", "released_label_fraction", "label_f1", "label_accuracy", "student_accuracy", "student_f1",
-             "majority_class_accuracy")
+FRACTIONS = (
+    "answered_fraction",
+    "released_label_fraction",
+    "label_f1",
+    "label_accuracy",
+    "student_accuracy",
+    "student_f1",
+    "majority_class_accuracy",
+)
 
 
 # The statistics a run records that its epsilon does not cover (dotted paths into the record) and why. They stay where
@@ -142,21 +263,21 @@ NOT_COVERED_BY_EPSILON = {
     "reference.majority_vote": "labels and a student from the teachers' non-private majority vote: no noise at all",
     "reference.true_labels": "a student on the public queries' true labels: a diagnostic the release did not produce",
     "reference.noise_free": "the method's privacy-free limit: the same training or votes on the private data with "
-                            "noise zero",
+    "noise zero",
     "epsilon_data_dependent": "the raw data-dependent bound of PATE 2018 (its ledger: ledger_data_dependent.json): a "
-                              "function of the private votes",
+    "function of the private votes",
     "privacy_data_dependent": "the line of epsilon_data_dependent, a function of the private votes",
     "data_dependent_test.not_itself_private": "the propose-test-release statistics k(D), U(D,0), U(D,1): functions of "
-                                              "the private votes, released only through the noisy test",
+    "the private votes, released only through the noisy test",
     "student_train_size": "DP-SGD under add_remove: the number of private records it trained on, in which "
-                          "add_remove's neighbours differ (its sampling rate and steps come from a public number)",
+    "add_remove's neighbours differ (its sampling rate and steps come from a public number)",
     "seed": "seeded noise: whoever holds the seed can replay the noise the guarantee rests on",
     "dataset_budget.dataset": "the id of the private split hashes every private record's labels and image",
     "artifacts": "the stage keys hash the data's content fingerprint, every private record included (and, with seeded "
-                 "noise, the seed, which a search over small seeds recovers)",
+    "noise, the seed, which a search over small seeds recovers)",
     "host.finished_utc": "the second the run ended: beside the other jobs' it gives their durations, which grow with "
-                         "the private data (DP-SGD's steps under add_remove: with its number of records), a timing "
-                         "channel outside every epsilon",
+    "the private data (DP-SGD's steps under add_remove: with its number of records), a timing "
+    "channel outside every epsilon",
 }
 
 
@@ -188,8 +309,11 @@ def not_covered_by_epsilon(record: dict[str, Any]) -> list[str]:
     """The paths of ``NOT_COVERED_BY_EPSILON`` that ``record`` holds, in that order; ``seed`` unless its noise was
     secure (a record that does not say is taken as seeded), ``student_train_size`` only for DP-SGD under add_remove.
     Computed from the record itself, so a report finds them in records written before the runner listed them."""
-    return [path for path in NOT_COVERED_BY_EPSILON
-            if _holds(record, path) and _ONLY_WHERE.get(path, lambda _: True)(record)]
+    return [
+        path
+        for path in NOT_COVERED_BY_EPSILON
+        if _holds(record, path) and _ONLY_WHERE.get(path, lambda _: True)(record)
+    ]
 
 
 def ordered(record: dict[str, Any]) -> dict[str, Any]:
@@ -209,8 +333,13 @@ _HOLDS = {
     "number": _is_number,
     "object": lambda v: isinstance(v, dict),
 }
-_EXPECTED = {"string": "a string", "bool": "true or false", "integer": "an integer", "number": "a finite number",
-             "object": "a JSON object"}
+_EXPECTED = {
+    "string": "a string",
+    "bool": "true or false",
+    "integer": "an integer",
+    "number": "a finite number",
+    "object": "a JSON object",
+}
 
 
 def check_record(record: Any, path: Path | str) -> None:
@@ -239,8 +368,9 @@ def check_record(record: Any, path: Path | str) -> None:
     if record["private"] and record["epsilon"] is None:
         raise bad("epsilon", "a number for a private run")
     if not record["private"] and (record["epsilon"] is not None or target is not None):
-        raise ValueError(f"{path}: private=false but epsilon={record['epsilon']!r}, target_epsilon={target!r}; "
-                         f"expected both null")
+        raise ValueError(
+            f"{path}: private=false but epsilon={record['epsilon']!r}, target_epsilon={target!r}; expected both null"
+        )
     if target is not None and target <= 0:
         raise bad("target_epsilon", "a positive number or null")
     for key in FRACTIONS:

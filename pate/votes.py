@@ -210,8 +210,13 @@ def write_votes(work: Path, votes, query_indices, teacher_accuracy) -> None:
     """Write the vote artifact into the directory ``work`` (the vote stage's): ``bits``, the per-teacher votes
     bool [Q, T, L] packed (uint8 [Q, T, ceil(L/8)]), their ``counts`` int32 [Q, L], the ``query_indices`` [Q] and
     each teacher's ``teacher_accuracy`` [T] (mean per-label accuracy on the evaluation rows)."""
-    np.savez(Path(work) / VOTES_FILE, bits=pack_votes(votes), counts=count_votes(votes).astype(np.int32),
-             query_indices=query_indices, teacher_accuracy=teacher_accuracy)
+    np.savez(
+        Path(work) / VOTES_FILE,
+        bits=pack_votes(votes),
+        counts=count_votes(votes).astype(np.int32),
+        query_indices=query_indices,
+        teacher_accuracy=teacher_accuracy,
+    )
 
 
 def read_votes(art) -> dict[str, np.ndarray]:

@@ -61,21 +61,29 @@ class ConsistencyModule(MultiLabelModule):
         unsupervised = (losses * confident).mean()
         loss = supervised + self.semi.unlabeled_weight * unsupervised
         self._confident_sum, self._steps = self._confident_sum + float(confident.double().mean()), self._steps + 1
-        self.log_dict({"train/loss": loss, "train/unlabeled_loss": unsupervised}, on_step=False, on_epoch=True,
-                      prog_bar=True, batch_size=len(targets))
+        self.log_dict(
+            {"train/loss": loss, "train/unlabeled_loss": unsupervised},
+            on_step=False,
+            on_epoch=True,
+            prog_bar=True,
+            batch_size=len(targets),
+        )
         return loss
 
 
-def consistency_loaders(labeled: DataLoader, unlabeled_images: np.ndarray, ratio: int, seed: int,
-                        num_workers: int) -> CombinedLoader:
+def consistency_loaders(
+    labeled: DataLoader, unlabeled_images: np.ndarray, ratio: int, seed: int, num_workers: int
+) -> CombinedLoader:
     """The labeled loader paired, batch for batch, with ``ratio`` x its batch size unlabeled images drawn with
     replacement (seeded by ``seed``): one epoch is one pass over the labeled queries."""
     dataset = IndexedImages(unlabeled_images, np.arange(len(unlabeled_images)))
     batch = ratio * labeled.batch_size
-    sampler = RandomSampler(dataset, replacement=True, num_samples=len(labeled) * batch,
-                            generator=torch.Generator().manual_seed(int(seed)))
-    loader = DataLoader(dataset, batch_size=batch, sampler=sampler, num_workers=num_workers,
-                        persistent_workers=num_workers > 0)
+    sampler = RandomSampler(
+        dataset, replacement=True, num_samples=len(labeled) * batch, generator=torch.Generator().manual_seed(int(seed))
+    )
+    loader = DataLoader(
+        dataset, batch_size=batch, sampler=sampler, num_workers=num_workers, persistent_workers=num_workers > 0
+    )
     return CombinedLoader({"labeled": labeled, "unlabeled": loader}, mode="min_size")
 
 

@@ -41,14 +41,21 @@ def _fit_released(lambdas: tuple[float, ...], features: torch.Tensor, targets: t
         if int(rows.sum()) < 2:
             bias[0, label] = targets[rows, label].mean() if bool(rows.any()) else 0.0
             continue
-        w, b = _fit(lambdas, features[rows], targets[rows, label:label + 1])
+        w, b = _fit(lambdas, features[rows], targets[rows, label : label + 1])
         weights[0, :, label], bias[0, label] = w[0, :, 0], b[0, 0]
     return weights, bias
 
 
-def train_head_student(settings: HeadStudentSettings, train_features: torch.Tensor, train_labels: np.ndarray,
-                       unlabeled_features: torch.Tensor, eval_features: torch.Tensor, eval_labels: np.ndarray,
-                       strong_features: torch.Tensor | None = None, train_mask: np.ndarray | None = None) -> dict:
+def train_head_student(
+    settings: HeadStudentSettings,
+    train_features: torch.Tensor,
+    train_labels: np.ndarray,
+    unlabeled_features: torch.Tensor,
+    eval_features: torch.Tensor,
+    eval_labels: np.ndarray,
+    strong_features: torch.Tensor | None = None,
+    train_mask: np.ndarray | None = None,
+) -> dict:
     """Fit on (``train_features`` [n, D], ``train_labels`` [n, L]) and, with ``settings.semi``, on the unlabeled
     images (student/semi.py); score on the evaluation split. Returns the same metrics as the CNN student (mean
     per-attribute accuracy, macro F1, per-attribute accuracy, n) and what was used of the unlabeled images.
@@ -64,20 +71,28 @@ def train_head_student(settings: HeadStudentSettings, train_features: torch.Tens
     """
     semi = settings.semi
     if semi.method == "consistency" and (strong_features is None or strong_features.shape != unlabeled_features.shape):
-        raise ValueError(f"student.semi.method=consistency needs strong_features with the unlabeled features' shape "
-                         f"{tuple(unlabeled_features.shape)}, got "
-                         f"{None if strong_features is None else tuple(strong_features.shape)}")
+        raise ValueError(
+            f"student.semi.method=consistency needs strong_features with the unlabeled features' shape "
+            f"{tuple(unlabeled_features.shape)}, got "
+            f"{None if strong_features is None else tuple(strong_features.shape)}"
+        )
     if len(train_features) < 2:
         raise ValueError(f"student=head needs at least 2 answered queries (leave-one-out), got {len(train_features)}")
     if len(train_features) != len(train_labels) or len(eval_features) != len(eval_labels):
-        raise ValueError(f"features and labels must have one row per image: {len(train_features)} vs "
-                         f"{len(train_labels)} (train), {len(eval_features)} vs {len(eval_labels)} (eval)")
+        raise ValueError(
+            f"features and labels must have one row per image: {len(train_features)} vs "
+            f"{len(train_labels)} (train), {len(eval_features)} vs {len(eval_labels)} (eval)"
+        )
     labels = torch.from_numpy(np.asarray(train_labels, dtype=np.float32))
-    mask = torch.ones(labels.shape, dtype=torch.bool) if train_mask is None else torch.from_numpy(
-        np.asarray(train_mask, dtype=bool))
+    mask = (
+        torch.ones(labels.shape, dtype=torch.bool)
+        if train_mask is None
+        else torch.from_numpy(np.asarray(train_mask, dtype=bool))
+    )
     if mask.shape != labels.shape:
-        raise ValueError(f"train_mask must have the shape of train_labels {tuple(labels.shape)}, got "
-                         f"{tuple(mask.shape)}")
+        raise ValueError(
+            f"train_mask must have the shape of train_labels {tuple(labels.shape)}, got {tuple(mask.shape)}"
+        )
     weights, bias = _fit_released(settings.lambdas, train_features, labels, mask)
     pseudo_fraction = 0.0
     if semi.uses_unlabeled and len(unlabeled_features):
@@ -88,8 +103,9 @@ def train_head_student(settings: HeadStudentSettings, train_features: torch.Tens
             refit_scores = scores if refit_on is unlabeled_features else head_scores(refit_on, weights, bias)[0]
             targets = torch.where(confident, hard, refit_scores)
             released = torch.where(mask, labels, head_scores(train_features, weights, bias)[0])
-            weights, bias = _fit(settings.lambdas, torch.cat([train_features, refit_on]),
-                                 torch.cat([released, targets.float()]))
+            weights, bias = _fit(
+                settings.lambdas, torch.cat([train_features, refit_on]), torch.cat([released, targets.float()])
+            )
             pseudo_fraction = float(confident.double().mean())
     probs = (head_scores(eval_features, weights, bias)[0] - 0.5).sigmoid()  # > 1/2 exactly where the score > 1/2
     return {

@@ -50,8 +50,13 @@ class SemiSupervision:
     def __post_init__(self):
         if self.method not in METHODS:
             raise ValueError(f"student.semi.method={self.method!r}; expected one of {METHODS}")
-        _number_in("keep_fraction", self.keep_fraction, 0, 1, "the share of unlabeled entries per attribute that "
-                   "get a pseudo-label")
+        _number_in(
+            "keep_fraction",
+            self.keep_fraction,
+            0,
+            1,
+            "the share of unlabeled entries per attribute that get a pseudo-label",
+        )
         _number_in("min_scale", self.min_scale, 0, 1, "the smallest share of the image a strong view keeps")
         _number_in("jitter", self.jitter, 0, 1, "the brightness and contrast range of a strong view", low_open=False)
         _number_in("unlabeled_weight", self.unlabeled_weight, 0, float("inf"), "the weight of the unlabeled loss")

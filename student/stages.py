@@ -23,8 +23,13 @@ from teachers.training import TrainerSettings
 
 SCORES_FILE = "student.json"
 
-_NOTHING_ANSWERED = {"student_accuracy": None, "student_f1": None, "student_per_attribute_accuracy": None,
-                     "student_train_size": 0, "note": "no public query was answered, so no student was trained"}
+_NOTHING_ANSWERED = {
+    "student_accuracy": None,
+    "student_f1": None,
+    "student_per_attribute_accuracy": None,
+    "student_train_size": 0,
+    "note": "no public query was answered, so no student was trained",
+}
 
 
 def write_student_scores(work: Path, scores: dict) -> None:
@@ -37,10 +42,21 @@ def read_student_scores(artifact: Artifact) -> dict:
     return json.loads(artifact.file(SCORES_FILE).read_text())
 
 
-def build_student(work: Path, settings: NetworkStudentSettings, trainer: TrainerSettings,
-                  query_images: np.ndarray, released: np.ndarray, answered: np.ndarray,
-                  unlabeled_images: np.ndarray, eval_images: np.ndarray, eval_labels: np.ndarray, seed: int,
-                  log_dir: Path, progress: bool = True, mask: np.ndarray | None = None) -> None:
+def build_student(
+    work: Path,
+    settings: NetworkStudentSettings,
+    trainer: TrainerSettings,
+    query_images: np.ndarray,
+    released: np.ndarray,
+    answered: np.ndarray,
+    unlabeled_images: np.ndarray,
+    eval_images: np.ndarray,
+    eval_labels: np.ndarray,
+    seed: int,
+    log_dir: Path,
+    progress: bool = True,
+    mask: np.ndarray | None = None,
+) -> None:
     """Train on the answered public queries (``query_images[answered]``) with their released labels and, with
     ``settings.semi``, on ``unlabeled_images`` (the pool's other images, unanswered queries included); evaluate
     on (``eval_images``, ``eval_labels``). Writes ``student.json`` with the student's metrics; when no query was
@@ -50,27 +66,58 @@ def build_student(work: Path, settings: NetworkStudentSettings, trainer: Trainer
     if not answered.any():
         write_student_scores(work, _NOTHING_ANSWERED)
         return
-    metrics = train_student(settings, trainer, query_images[answered], released[answered], unlabeled_images,
-                            eval_images, eval_labels, seed=seed, log_dir=log_dir, progress=progress,
-                            train_mask=None if mask is None else mask[answered])
+    metrics = train_student(
+        settings,
+        trainer,
+        query_images[answered],
+        released[answered],
+        unlabeled_images,
+        eval_images,
+        eval_labels,
+        seed=seed,
+        log_dir=log_dir,
+        progress=progress,
+        train_mask=None if mask is None else mask[answered],
+    )
     write_student_scores(work, metrics)
 
 
-def build_head_student(work: Path, settings: HeadStudentSettings, query_features: torch.Tensor,
-                       released: np.ndarray, answered: np.ndarray, unlabeled_features: torch.Tensor,
-                       eval_features: torch.Tensor, eval_labels: np.ndarray,
-                       strong_features: torch.Tensor | None = None, mask: np.ndarray | None = None) -> None:
+def build_head_student(
+    work: Path,
+    settings: HeadStudentSettings,
+    query_features: torch.Tensor,
+    released: np.ndarray,
+    answered: np.ndarray,
+    unlabeled_features: torch.Tensor,
+    eval_features: torch.Tensor,
+    eval_labels: np.ndarray,
+    strong_features: torch.Tensor | None = None,
+    mask: np.ndarray | None = None,
+) -> None:
     """``student=head``: a ridge head on the public features of the answered queries with their released labels
     (and, with ``settings.semi``, the unlabeled pool's features, and for ``consistency`` the features of their
     strong views; ``mask`` as in :func:`build_student`), scored on the evaluation features; writes
     ``student.json`` like :func:`build_student`."""
     if answered.sum() < 2:
-        write_student_scores(work, {**_NOTHING_ANSWERED, "student_train_size": int(answered.sum()),
-                                    "note": "fewer than 2 public queries were answered: no student"})
+        write_student_scores(
+            work,
+            {
+                **_NOTHING_ANSWERED,
+                "student_train_size": int(answered.sum()),
+                "note": "fewer than 2 public queries were answered: no student",
+            },
+        )
         return
-    metrics = train_head_student(settings, query_features[torch.from_numpy(answered)], released[answered],
-                                 unlabeled_features, eval_features, eval_labels, strong_features,
-                                 None if mask is None else mask[answered])
+    metrics = train_head_student(
+        settings,
+        query_features[torch.from_numpy(answered)],
+        released[answered],
+        unlabeled_features,
+        eval_features,
+        eval_labels,
+        strong_features,
+        None if mask is None else mask[answered],
+    )
     write_student_scores(work, metrics)
 
 

@@ -20,12 +20,28 @@ from torch.utils.data import DataLoader
 from student.consistency import ConsistencyModule, consistency_loaders
 from student.semi import confident_pseudo_labels
 from student.settings import NetworkStudentSettings
-from teachers.training import (IndexedImages, TrainerSettings, build_trainer, check_images, check_labels,
-                               expected_warnings_hidden, fit, make_loader, predict_logits, quiet_lightning)
+from teachers.training import (
+    IndexedImages,
+    TrainerSettings,
+    build_trainer,
+    check_images,
+    check_labels,
+    expected_warnings_hidden,
+    fit,
+    make_loader,
+    predict_logits,
+    quiet_lightning,
+)
 
 
-def student_loader(student: NetworkStudentSettings, trainer: TrainerSettings, images: np.ndarray,
-                   labels: np.ndarray, seed: int, mask: np.ndarray | None = None) -> DataLoader:
+def student_loader(
+    student: NetworkStudentSettings,
+    trainer: TrainerSettings,
+    images: np.ndarray,
+    labels: np.ndarray,
+    seed: int,
+    mask: np.ndarray | None = None,
+) -> DataLoader:
     """Shuffled loader over ``images`` with ``labels`` (one row each) and, optionally, the loss ``mask``."""
     check_images(images)
     labels = check_labels(labels, images.shape[0], "train_labels")
@@ -33,8 +49,18 @@ def student_loader(student: NetworkStudentSettings, trainer: TrainerSettings, im
     return make_loader(dataset, student.recipe.batch_size, shuffle=True, seed=seed, num_workers=trainer.num_workers)
 
 
-def _fit(student: NetworkStudentSettings, trainer: TrainerSettings, images, labels, seed: int, log_dir: Path,
-         progress: bool, mask=None, unlabeled: np.ndarray | None = None, desc: str = "student"):
+def _fit(
+    student: NetworkStudentSettings,
+    trainer: TrainerSettings,
+    images,
+    labels,
+    seed: int,
+    log_dir: Path,
+    progress: bool,
+    mask=None,
+    unlabeled: np.ndarray | None = None,
+    desc: str = "student",
+):
     """A fresh student (seeded) fitted on ``images`` with ``labels`` (and the loss ``mask``) and, given the
     ``unlabeled`` images, FixMatch's unlabeled loss on them (student/consistency.py); returns (module, trainer)."""
     recipe, semi = student.recipe, student.semi
@@ -64,14 +90,23 @@ def _checked_inputs(num_labels: int, train_images, eval_images, eval_labels) -> 
         raise ValueError("eval_images must be non-empty: the student is evaluated on them")
     eval_labels = check_labels(eval_labels, eval_images.shape[0], "eval_labels")
     if eval_labels.shape[1] != num_labels:
-        raise ValueError(
-            f"eval_labels have {eval_labels.shape[1]} labels but student.model.num_labels is {num_labels}"
-        )
+        raise ValueError(f"eval_labels have {eval_labels.shape[1]} labels but student.model.num_labels is {num_labels}")
     return eval_labels
 
 
-def _pseudo_label_round(module, student: NetworkStudentSettings, trainer: TrainerSettings, train_images,
-                        labels, train_mask, unlabeled_images, seed, log_dir: Path, progress, round_):
+def _pseudo_label_round(
+    module,
+    student: NetworkStudentSettings,
+    trainer: TrainerSettings,
+    train_images,
+    labels,
+    train_mask,
+    unlabeled_images,
+    seed,
+    log_dir: Path,
+    progress,
+    round_,
+):
     """One round of pseudo-labelling: the current student labels the unlabeled images, and a fresh student (same
     seed) is fitted on the released labels and the confident pseudo-labels, the unconfident entries masked out.
     Returns the new (module, trainer) and the fraction of pseudo-labelled entries kept."""
@@ -81,8 +116,17 @@ def _pseudo_label_round(module, student: NetworkStudentSettings, trainer: Traine
     images = np.concatenate([train_images, unlabeled_images])
     targets = np.concatenate([labels, hard.numpy().astype(np.uint8)])
     mask = np.concatenate([train_mask, confident.numpy().astype(np.uint8)])
-    module, lightning = _fit(student, trainer, images, targets, seed, log_dir, progress, mask=mask,
-                             desc=f"student (pseudo-label round {round_ + 1})")
+    module, lightning = _fit(
+        student,
+        trainer,
+        images,
+        targets,
+        seed,
+        log_dir,
+        progress,
+        mask=mask,
+        desc=f"student (pseudo-label round {round_ + 1})",
+    )
     return module, lightning, float(confident.double().mean())
 
 
@@ -127,14 +171,33 @@ def train_student(
     if semi.uses_unlabeled and len(unlabeled_images):
         check_images(unlabeled_images)
     consistency = semi.method == "consistency" and len(unlabeled_images) > 0
-    module, lightning = _fit(student, trainer, train_images, labels, seed, Path(log_dir), progress,
-                             mask=None if mask.all() else mask, unlabeled=unlabeled_images if consistency else None)
+    module, lightning = _fit(
+        student,
+        trainer,
+        train_images,
+        labels,
+        seed,
+        Path(log_dir),
+        progress,
+        mask=None if mask.all() else mask,
+        unlabeled=unlabeled_images if consistency else None,
+    )
     pseudo_fraction = module.confident_fraction if consistency else 0.0
     if semi.method == "pseudo_label" and len(unlabeled_images):
         for round_ in range(semi.rounds):
             module, lightning, pseudo_fraction = _pseudo_label_round(
-                module, student, trainer, train_images, labels, mask, unlabeled_images, seed,
-                Path(log_dir) / f"pseudo_{round_}", progress, round_)
+                module,
+                student,
+                trainer,
+                train_images,
+                labels,
+                mask,
+                unlabeled_images,
+                seed,
+                Path(log_dir) / f"pseudo_{round_}",
+                progress,
+                round_,
+            )
     eval_loader = make_loader(
         IndexedImages(eval_images, np.arange(eval_images.shape[0]), eval_labels),
         student.recipe.batch_size,

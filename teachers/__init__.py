@@ -7,5 +7,12 @@ from teachers.heads import head_votes, train_head_teachers
 from teachers.predict import load_teacher, predict_votes
 from teachers.settings import HeadTeacherSettings, NetworkTeacherSettings
 
-__all__ = ["HeadTeacherSettings", "NetworkTeacherSettings", "head_votes", "load_teacher", "predict_votes",
-           "train_head_teachers", "train_teachers"]
+__all__ = [
+    "HeadTeacherSettings",
+    "NetworkTeacherSettings",
+    "head_votes",
+    "load_teacher",
+    "predict_votes",
+    "train_head_teachers",
+    "train_teachers",
+]

@@ -60,10 +60,14 @@ _PRECISIONS = ("32", "32-true", "bf16-mixed")
 def refusal(settings: NetworkTeacherSettings, precision) -> str | None:
     """Why these teachers cannot be trained batched in ``precision`` (None when they can)."""
     net = settings.recipe.make_net()
-    if any(isinstance(m, nn.modules.batchnorm._BatchNorm) and not isinstance(m, FrozenStatsBatchNorm2d)
-           for m in net.modules()):
-        return ("the model has BatchNorm layers that learn statistics (use teacher.model.norm=group, or "
-                "norm=frozen for a pretrained ResNet)")
+    if any(
+        isinstance(m, nn.modules.batchnorm._BatchNorm) and not isinstance(m, FrozenStatsBatchNorm2d)
+        for m in net.modules()
+    ):
+        return (
+            "the model has BatchNorm layers that learn statistics (use teacher.model.norm=group, or "
+            "norm=frozen for a pretrained ResNet)"
+        )
     frozen_stats = {id(b) for m in net.modules() if isinstance(m, FrozenStatsBatchNorm2d) for b in m.buffers()}
     if any(id(b) not in frozen_stats for b in net.buffers()):
         return "the model has buffers that change in training, which stacked training does not update"
@@ -79,8 +83,15 @@ def cosine_lr(base: torch.Tensor, step: torch.Tensor, total: torch.Tensor) -> to
     return base * (1 + torch.cos(math.pi * step / total)) / 2
 
 
-def adamw_step(params: dict[str, torch.Tensor], grads: dict[str, torch.Tensor], state: dict, settings: AdamW,
-               lr: torch.Tensor, step: torch.Tensor, active: torch.Tensor) -> None:
+def adamw_step(
+    params: dict[str, torch.Tensor],
+    grads: dict[str, torch.Tensor],
+    state: dict,
+    settings: AdamW,
+    lr: torch.Tensor,
+    step: torch.Tensor,
+    active: torch.Tensor,
+) -> None:
     """One AdamW update of every stacked parameter [G, ...], in place, for the teachers where ``active``
     ([G] bool); ``lr`` and ``step`` (the step number, from 1) are per teacher. As torch.optim.AdamW:
     p <- p (1 - lr wd); m <- b1 m + (1 - b1) g; v <- b2 v + (1 - b2) g^2;
@@ -130,8 +141,8 @@ def _step_batch(perms, t: int, batch: int, images: np.ndarray, labels: np.ndarra
     rows = np.zeros((g_count, batch), dtype=np.int64)
     mask = torch.zeros(g_count, batch)
     for g, perm in enumerate(perms):
-        chunk = perm[t * batch:(t + 1) * batch]
-        rows[g, :len(chunk)], mask[g, :len(chunk)] = chunk, 1.0
+        chunk = perm[t * batch : (t + 1) * batch]
+        rows[g, : len(chunk)], mask[g, : len(chunk)] = chunk, 1.0
     x = to_float(torch.from_numpy(np.asarray(images[rows.reshape(-1)]))).view(g_count, batch, *images.shape[1:])
     if flips is not None:
         flip = torch.zeros(g_count, batch, dtype=torch.bool)
@@ -145,9 +156,16 @@ def _step_batch(perms, t: int, batch: int, images: np.ndarray, labels: np.ndarra
     return x, y, mask
 
 
-def train_group(recipe: Recipe, settings: AdamW, images: np.ndarray, labels: np.ndarray,
-                parts: Sequence[np.ndarray], seeds: Sequence[int], device: torch.device, precision="32-true"
-                ) -> tuple[list[dict[str, torch.Tensor]], list[float], float]:
+def train_group(
+    recipe: Recipe,
+    settings: AdamW,
+    images: np.ndarray,
+    labels: np.ndarray,
+    parts: Sequence[np.ndarray],
+    seeds: Sequence[int],
+    device: torch.device,
+    precision="32-true",
+) -> tuple[list[dict[str, torch.Tensor]], list[float], float]:
     """Train one teacher per (part, seed) together, in ``precision`` (one of 32, 32-true, bf16-mixed). Returns
     their state dicts (parameters and buffers, on CPU), their last epoch's mean training loss and the seconds
     taken."""
@@ -171,8 +189,11 @@ def train_group(recipe: Recipe, settings: AdamW, images: np.ndarray, labels: np.
     base_lr = torch.full((g_count,), settings.lr, dtype=torch.float64, device=device)
 
     def loss_of(p, c, x, y, mask):  # one teacher: the mean BCE over its real entries (as the loop's loss.mean())
-        logits = functional_call(skeleton, {name: t.to(dtype) if t.is_floating_point() else t
-                                            for name, t in {**p, **c}.items()}, (x.to(dtype),))
+        logits = functional_call(
+            skeleton,
+            {name: t.to(dtype) if t.is_floating_point() else t for name, t in {**p, **c}.items()},
+            (x.to(dtype),),
+        )
         losses = F.binary_cross_entropy_with_logits(logits.float(), y, reduction="none")
         return (losses * mask[:, None]).sum() / (mask.sum() * y.shape[1]).clamp_min(1)
 
@@ -199,8 +220,7 @@ def train_group(recipe: Recipe, settings: AdamW, images: np.ndarray, labels: np.
             epoch_seen += seen
         last_loss = (epoch_loss / epoch_seen.clamp_min(1)).tolist()
     stacked = {**params, **constants}
-    states = [{name: stacked[name][g].detach().cpu().clone() for name in skeleton.state_dict()}
-              for g in range(g_count)]
+    states = [{name: stacked[name][g].detach().cpu().clone() for name in skeleton.state_dict()} for g in range(g_count)]
     return states, last_loss, time.perf_counter() - start
 
 

@@ -33,6 +33,7 @@ from teachers.training.trainer import TrainerSettings, build_trainer, fit, quiet
 
 log = logging.getLogger(__name__)
 
+
 def teacher_seed(base_seed: int, teacher: int) -> int:
     """The seed of teacher ``teacher``: a 32-bit word of numpy's SeedSequence([base_seed, teacher]), so that
     teachers get well-separated streams and no teacher's seed depends on which others are trained."""
@@ -162,10 +163,17 @@ def train_teachers(
         if group > 1:
             device = trainer.device
             for start in range(0, len(todo), group):
-                chunk = todo[start:start + group]
-                states, losses, seconds = train_group(recipe, settings.adamw, images, labels,
-                                                      [parts[i] for i in chunk], [identities[i]["seed"] for i in chunk],
-                                                      device, trainer.precision)
+                chunk = todo[start : start + group]
+                states, losses, seconds = train_group(
+                    recipe,
+                    settings.adamw,
+                    images,
+                    labels,
+                    [parts[i] for i in chunk],
+                    [identities[i]["seed"] for i in chunk],
+                    device,
+                    trainer.precision,
+                )
                 for i, state, loss in zip(chunk, states, losses, strict=True):
                     _save(state, identities[i], parts[i], trainer, loss, seconds / len(chunk), "batched", work_dir)
                 bar.update(len(chunk))
@@ -180,8 +188,9 @@ def train_teachers(
     return [teacher_path(work_dir, i) for i in range(num_teachers)]
 
 
-def _train_one(recipe: Recipe, trainer: TrainerSettings, images, labels, indices, identity: dict,
-               work_dir: Path) -> None:
+def _train_one(
+    recipe: Recipe, trainer: TrainerSettings, images, labels, indices, identity: dict, work_dir: Path
+) -> None:
     i, seed = identity["teacher"], identity["seed"]
     pl.seed_everything(seed, workers=True, verbose=False)
     module = recipe.module()
@@ -193,8 +202,16 @@ def _train_one(recipe: Recipe, trainer: TrainerSettings, images, labels, indices
     fit(lightning, module, loader)
     state = {k: v.detach().cpu() for k, v in net.state_dict().items()}
     loss = lightning.callback_metrics.get("train/loss")  # absent only if no step ran
-    _save(state, identity, indices, trainer, float("nan") if loss is None else float(loss),
-          time.perf_counter() - start, "loop", work_dir)
+    _save(
+        state,
+        identity,
+        indices,
+        trainer,
+        float("nan") if loss is None else float(loss),
+        time.perf_counter() - start,
+        "loop",
+        work_dir,
+    )
 
 
 def _ensemble_size(settings: NetworkTeacherSettings, trainer: TrainerSettings) -> int:
@@ -208,8 +225,16 @@ def _ensemble_size(settings: NetworkTeacherSettings, trainer: TrainerSettings) -
     return group
 
 
-def _save(state: dict[str, torch.Tensor], identity: dict, indices: np.ndarray, trainer: TrainerSettings,
-          train_loss: float, seconds: float, engine: str, work_dir: Path) -> None:
+def _save(
+    state: dict[str, torch.Tensor],
+    identity: dict,
+    indices: np.ndarray,
+    trainer: TrainerSettings,
+    train_loss: float,
+    seconds: float,
+    engine: str,
+    work_dir: Path,
+) -> None:
     """Write teacher ``identity["teacher"]``'s file atomically, refusing parameters that are not finite."""
     i = identity["teacher"]
     if not all(torch.isfinite(v).all() for v in state.values() if v.is_floating_point()):

@@ -60,14 +60,17 @@ def _same_size_groups(ids: Sequence[int], parts: Sequence[np.ndarray]) -> list[l
     return list(by_size.values())
 
 
-def fit_heads(features: FeatureTable, labels: np.ndarray, parts: Sequence[np.ndarray], ids: Sequence[int],
-              lambdas) -> dict[str, np.ndarray]:
+def fit_heads(
+    features: FeatureTable, labels: np.ndarray, parts: Sequence[np.ndarray], ids: Sequence[int], lambdas
+) -> dict[str, np.ndarray]:
     """Fit the heads of teachers ``ids``; returns their dual form, concatenated over teachers in ``ids`` order:
     ``beta`` float32 [sum n_i, L], ``offsets`` [len(ids)+1], ``ybar``, ``lam``, ``loo_mse`` float32
     [len(ids), L]."""
     if any(len(parts[i]) < 2 for i in ids):
-        raise ValueError("teacher=heads needs at least 2 records per teacher (leave-one-out); "
-                         f"smallest part: {min(len(parts[i]) for i in ids)}")
+        raise ValueError(
+            "teacher=heads needs at least 2 records per teacher (leave-one-out); "
+            f"smallest part: {min(len(parts[i]) for i in ids)}"
+        )
     position = {i: k for k, i in enumerate(ids)}
     beta: list[np.ndarray | None] = [None] * len(ids)
     per_teacher = {name: np.zeros((len(ids), labels.shape[1]), np.float32) for name in ("ybar", "lam", "loo_mse")}
@@ -95,8 +98,14 @@ def _load_chunk(path: Path, identity: str) -> tuple[dict[str, np.ndarray] | None
     return chunk, None
 
 
-def train_head_teachers(settings: HeadTeacherSettings, features: FeatureTable, labels: np.ndarray,
-                        parts: Sequence[np.ndarray], work_dir: Path, progress: bool = True) -> None:
+def train_head_teachers(
+    settings: HeadTeacherSettings,
+    features: FeatureTable,
+    labels: np.ndarray,
+    parts: Sequence[np.ndarray],
+    work_dir: Path,
+    progress: bool = True,
+) -> None:
     """Fit every teacher's head into ``work_dir``, chunk by chunk, keeping chunks already saved there."""
     work_dir = Path(work_dir)
     size, num = settings.chunk_size, len(parts)
@@ -108,26 +117,40 @@ def train_head_teachers(settings: HeadTeacherSettings, features: FeatureTable, l
             _, problem = _load_chunk(path, _identity(settings, ids, parts))
             if problem is None:
                 continue
-            warnings.warn(f"teacher heads file {path} is not usable ({problem}); refitting teachers "
-                          f"{ids[0]}..{ids[-1]}", stacklevel=2)
+            warnings.warn(
+                f"teacher heads file {path} is not usable ({problem}); refitting teachers {ids[0]}..{ids[-1]}",
+                stacklevel=2,
+            )
         todo.append(c)
-    log.info("teacher heads: %d of %d chunks already fitted, %d to fit", len(chunks) - len(todo), len(chunks),
-             len(todo))
-    with progress_bar(total=num, initial=num - sum(len(chunks[c]) for c in todo), desc="teachers (heads)",
-                      unit="teacher", disable=not progress) as bar:
+    log.info(
+        "teacher heads: %d of %d chunks already fitted, %d to fit", len(chunks) - len(todo), len(chunks), len(todo)
+    )
+    with progress_bar(
+        total=num,
+        initial=num - sum(len(chunks[c]) for c in todo),
+        desc="teachers (heads)",
+        unit="teacher",
+        disable=not progress,
+    ) as bar:
         for c in todo:
             fitted = fit_heads(features, labels, parts, chunks[c], settings.lambdas)
             path = _chunk_path(work_dir, c)
             tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}.npz")
-            np.savez(tmp, identity=np.array(_identity(settings, chunks[c], parts)), ids=np.array(chunks[c]),
-                     **fitted)
+            np.savez(tmp, identity=np.array(_identity(settings, chunks[c], parts)), ids=np.array(chunks[c]), **fitted)
             os.replace(tmp, path)
             bar.update(len(chunks[c]))
 
 
-def head_votes(settings: HeadTeacherSettings, work_dir: Path | Artifact, features: FeatureTable,
-               parts: Sequence[np.ndarray], query_rows: np.ndarray, eval_rows: np.ndarray, eval_labels: np.ndarray,
-               progress: bool = True) -> tuple[np.ndarray, np.ndarray]:
+def head_votes(
+    settings: HeadTeacherSettings,
+    work_dir: Path | Artifact,
+    features: FeatureTable,
+    parts: Sequence[np.ndarray],
+    query_rows: np.ndarray,
+    eval_rows: np.ndarray,
+    eval_labels: np.ndarray,
+    progress: bool = True,
+) -> tuple[np.ndarray, np.ndarray]:
     """(votes bool [Q, T, L] of every teacher on the queries, mean per-attribute accuracy [T] of every teacher
     on ``eval_rows``). A vote is on iff the head's score exceeds 1/2."""
     size, num = settings.chunk_size, len(parts)
@@ -146,7 +169,7 @@ def head_votes(settings: HeadTeacherSettings, work_dir: Path | Artifact, feature
             rows = np.stack([parts[i] for i in group])
             x = features.take(rows.reshape(-1)).reshape(len(group), rows.shape[1], -1)
             k = [i - start for i in group]
-            beta = torch.from_numpy(np.stack([chunk["beta"][chunk["offsets"][j]:chunk["offsets"][j + 1]] for j in k]))
+            beta = torch.from_numpy(np.stack([chunk["beta"][chunk["offsets"][j] : chunk["offsets"][j + 1]] for j in k]))
             weights, bias = head_weights(x, beta, torch.from_numpy(chunk["ybar"][k]))
             votes[:, group] = (head_scores(queries, weights, bias) > 0.5).permute(1, 0, 2).numpy()
             accuracy[group] = ((head_scores(evaluation, weights, bias) > 0.5) == truth).double().mean((1, 2)).numpy()

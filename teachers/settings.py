@@ -23,8 +23,9 @@ from pate.privacy.checks import non_negative_int, positive_int, set_fields
 from teachers.training.recipe import Recipe
 
 # torch.optim.AdamW's own defaults for the keys the engine implements, for the keys an optimizer leaves out.
-_ADAMW_DEFAULTS = {key: inspect.signature(torch.optim.AdamW).parameters[key].default
-                   for key in ("lr", "betas", "eps", "weight_decay")}
+_ADAMW_DEFAULTS = {
+    key: inspect.signature(torch.optim.AdamW).parameters[key].default for key in ("lr", "betas", "eps", "weight_decay")
+}
 
 
 @dataclass(frozen=True)
@@ -43,8 +44,12 @@ class AdamW:
         if not set(keywords) <= set(_ADAMW_DEFAULTS):
             return None
         values = {**_ADAMW_DEFAULTS, **keywords}
-        return cls(lr=float(values["lr"]), betas=tuple(float(b) for b in values["betas"]), eps=float(values["eps"]),
-                   weight_decay=float(values["weight_decay"]))
+        return cls(
+            lr=float(values["lr"]),
+            betas=tuple(float(b) for b in values["betas"]),
+            eps=float(values["eps"]),
+            weight_decay=float(values["weight_decay"]),
+        )
 
 
 @dataclass(frozen=True)

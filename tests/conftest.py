@@ -59,14 +59,17 @@ def shared_root(tmp_path_factory) -> Path:
 def tiny_cfg(shared_root):
     def make(*overrides: str) -> DictConfig:
         return compose_config(["debug=tiny", *overrides], shared_root)
+
     return make
 
 
 @pytest.fixture
 def tiny_cnn_cfg(shared_root):
     """debug=tiny with CNN teachers and student (the Lightning path)."""
+
     def make(*overrides: str) -> DictConfig:
         return compose_config(["debug=tiny_cnn", *overrides], shared_root)
+
     return make
 
 
@@ -160,7 +163,6 @@ def pytest_collection_modifyitems(config, items):
                 cuda = torch.cuda.is_available()
             if not cuda:
                 item.add_marker(pytest.mark.skip(reason="needs a CUDA device (gpu marker)"))
-
 
 
 @pytest.fixture(autouse=True)

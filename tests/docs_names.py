@@ -19,8 +19,12 @@ EXAMPLES = "test_docs_names.py"  # its made-up pages name what does not exist: n
 
 
 def pages(root: Path = ROOT) -> list[Path]:
-    return [root / "README.md", *sorted((root / "docs").glob("*.md")), root / "benchmarks" / "README.md",
-            *sorted((root / "benchmarks" / "results").glob("*.md"))]
+    return [
+        root / "README.md",
+        *sorted((root / "docs").glob("*.md")),
+        root / "benchmarks" / "README.md",
+        *sorted((root / "benchmarks" / "results").glob("*.md")),
+    ]
 
 
 PACKAGES = ("pate", "teachers", "student")
@@ -36,8 +40,10 @@ ALLOWED = {
 FILE_SUFFIXES = {"json", "py", "yaml", "yml", "md", "csv", "npz", "npy", "pt", "pth", "txt", "png", "toml", "sh"}
 
 GENERATED = re.compile(r"^<!-- figures: \S+ -->\n.*?^<!-- end figures -->$", re.MULTILINE | re.DOTALL)
-FENCE = re.compile(r"^(?P<indent> *)(?P<fence>```+|~~~+)(?P<info>[^\n]*)\n(?P<body>.*?)^(?P=indent)(?P=fence) *$",
-                   re.MULTILINE | re.DOTALL)
+FENCE = re.compile(
+    r"^(?P<indent> *)(?P<fence>```+|~~~+)(?P<info>[^\n]*)\n(?P<body>.*?)^(?P=indent)(?P=fence) *$",
+    re.MULTILINE | re.DOTALL,
+)
 SPAN = re.compile(r"(?<!`)(`+)(?!`)(?P<text>.+?)(?<!`)\1(?!`)", re.DOTALL)
 DOTTED = re.compile(r"^(?P<name>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?:\(.*\))?$", re.DOTALL)
 CALL = re.compile(r"^(?P<name>[A-Za-z_]\w*)\(", re.DOTALL)
@@ -47,6 +53,7 @@ KEY_VALUE = re.compile(r"^(?P<key>[a-z_]+(?:\.[a-z_]\w*)+)=")  # an override of 
 
 
 # ---- what the project defines ----
+
 
 @functools.lru_cache(maxsize=None)
 def python_files(root: Path = ROOT) -> tuple[Path, ...]:
@@ -112,6 +119,7 @@ def repo_files(root: Path = ROOT) -> frozenset[str]:
 
 # ---- resolving one name ----
 
+
 def _class_has(cls: type, attr: str) -> bool:
     if hasattr(cls, attr):
         return True
@@ -156,8 +164,9 @@ def group_members(group: str, root: Path = ROOT) -> tuple[dict, ...]:
     """The members of config group ``group`` (``conf/<group>/*.yaml``) as plain dicts."""
     from omegaconf import OmegaConf
 
-    return tuple(OmegaConf.to_container(OmegaConf.load(path)) or {}
-                 for path in sorted((root / "conf" / group).glob("*.yaml")))
+    return tuple(
+        OmegaConf.to_container(OmegaConf.load(path)) or {} for path in sorted((root / "conf" / group).glob("*.yaml"))
+    )
 
 
 def config_key_exists(dotted: str, root: Path = ROOT) -> bool:
@@ -187,12 +196,14 @@ def class_attribute_exists(cls_name: str, attrs: list[str]) -> bool:
 
 # ---- the rules ----
 
+
 def expand_braces(text: str) -> list[str]:
     match = re.search(r"\{([^{}]*)\}", text)
     if not match:
         return [text]
-    return [out for alt in match[1].split(",")
-            for out in expand_braces(text[:match.start()] + alt + text[match.end():])]
+    return [
+        out for alt in match[1].split(",") for out in expand_braces(text[: match.start()] + alt + text[match.end() :])
+    ]
 
 
 def _path_pattern(token: str) -> str:
@@ -226,8 +237,11 @@ def check_path(token: str, root: Path = ROOT, here: Path | None = None) -> str |
     first = token.split("/", 1)[0]
     if "/" in token and first in TOP_DIRS:
         return None if path_exists(token, root) else f"no such file: {token}"
-    bases = [base for base in (here, root / "benchmarks") if base is not None and first not in ("", ".", "..")
-             and "/" in token and (base / first).is_dir()]
+    bases = [
+        base
+        for base in (here, root / "benchmarks")
+        if base is not None and first not in ("", ".", "..") and "/" in token and (base / first).is_dir()
+    ]
     if bases:
         return None if any(path_exists(token, base) for base in bases) else f"no such file: {token}"
     if "/" not in token and re.fullmatch(r"[\w.<>{},*-]+\.(?:py|ya?ml)", token):
@@ -263,9 +277,15 @@ def check_group(token: str, root: Path = ROOT, search: tuple[Path, ...] = ()) ->
     if not match or not (root / "conf" / match["group"]).is_dir() or token in ALLOWED:
         return None
     group = match["group"]
-    missing = [value for value in match["value"].split(",") if value and value not in ("null", "...")
-               and not re.search(r"[<>*{}$]", value) and value not in plugin_configs(group)
-               and not any((conf / group / f"{value}.yaml").is_file() for conf in (root / "conf", *search))]
+    missing = [
+        value
+        for value in match["value"].split(",")
+        if value
+        and value not in ("null", "...")
+        and not re.search(r"[<>*{}$]", value)
+        and value not in plugin_configs(group)
+        and not any((conf / group / f"{value}.yaml").is_file() for conf in (root / "conf", *search))
+    ]
     return f"no such config: {group}={','.join(missing)}" if missing else None
 
 
@@ -337,11 +357,18 @@ def check_code_block(info: str, body: str, root: Path = ROOT) -> list[str]:
             tree = None
         for node in ast.walk(tree) if tree else ():
             if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in PACKAGES:
-                problems += [None if resolves(f"{node.module}.{alias.name}") else
-                             f"no such module or attribute: {node.module}.{alias.name}" for alias in node.names]
+                problems += [
+                    None
+                    if resolves(f"{node.module}.{alias.name}")
+                    else f"no such module or attribute: {node.module}.{alias.name}"
+                    for alias in node.names
+                ]
             elif isinstance(node, ast.Import):
-                problems += [None if resolves(alias.name) else f"no such module: {alias.name}"
-                             for alias in node.names if alias.name.split(".")[0] in PACKAGES]
+                problems += [
+                    None if resolves(alias.name) else f"no such module: {alias.name}"
+                    for alias in node.names
+                    if alias.name.split(".")[0] in PACKAGES
+                ]
     return [p for p in problems if p]
 
 
@@ -386,12 +413,16 @@ def stale_names(page: Path, root: Path = ROOT) -> list[str]:
     where = page.relative_to(root) if page.is_relative_to(root) else page.name
     found = []
     for block in FENCE.finditer(without_generated):
-        found += [f"{where}:{_line_of(without_generated, block.start())}: {problem}"
-                  for problem in check_code_block(block["info"], block["body"], root)]
+        found += [
+            f"{where}:{_line_of(without_generated, block.start())}: {problem}"
+            for problem in check_code_block(block["info"], block["body"], root)
+        ]
     for number, line in command_lines(without_generated):
         found += [f"{where}:{number}: {problem}" for problem in check_command(line, root, page.parent)]
     body = prose(text)
     for span in SPAN.finditer(body):
-        found += [f"{where}:{_line_of(body, span.start())}: {problem}"
-                  for problem in check_span(span["text"], root, page.parent)]
+        found += [
+            f"{where}:{_line_of(body, span.start())}: {problem}"
+            for problem in check_span(span["text"], root, page.parent)
+        ]
     return sorted(set(found), key=lambda line: (int(line.split(":")[1]), line))

@@ -243,18 +243,27 @@ def test_code_fingerprint_ignores_docstrings_and_comments_but_not_code(tmp_path)
 def test_editing_an_imported_helper_changes_the_key_and_an_unrelated_module_does_not(tmp_path):
     """A builder's key follows what it imports, transitively (a helper two imports away, one imported inside a
     function), and the enclosing packages' __init__; a module it never imports does not count."""
-    _project(tmp_path, {
-        "pkg/__init__.py": "",
-        "pkg/build.py": "from pkg.util import scale\n\ndef build(x):\n    from pkg import late\n    return scale(x)\n",
-        "pkg/util.py": "import pkg.deep.helper\n\ndef scale(x):\n    return pkg.deep.helper.twice(x)\n",
-        "pkg/deep/__init__.py": "",
-        "pkg/deep/helper.py": "def twice(x):\n    return 2 * x\n",
-        "pkg/late.py": "VALUE = 1\n",
-        "pkg/unrelated.py": "VALUE = 1\n",
-    })
+    _project(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/build.py": "from pkg.util import scale\n\ndef build(x):\n    from pkg import late\n    return scale(x)\n",
+            "pkg/util.py": "import pkg.deep.helper\n\ndef scale(x):\n    return pkg.deep.helper.twice(x)\n",
+            "pkg/deep/__init__.py": "",
+            "pkg/deep/helper.py": "def twice(x):\n    return 2 * x\n",
+            "pkg/late.py": "VALUE = 1\n",
+            "pkg/unrelated.py": "VALUE = 1\n",
+        },
+    )
     code_closure.cache_clear()
     assert code_closure(("pkg.build",), tmp_path) == (
-        "pkg/__init__.py", "pkg/build.py", "pkg/deep/__init__.py", "pkg/deep/helper.py", "pkg/late.py", "pkg/util.py")
+        "pkg/__init__.py",
+        "pkg/build.py",
+        "pkg/deep/__init__.py",
+        "pkg/deep/helper.py",
+        "pkg/late.py",
+        "pkg/util.py",
+    )
     base = _fingerprint(("pkg.build",), tmp_path)
     (tmp_path / "pkg/unrelated.py").write_text("VALUE = 2\n")
     assert _fingerprint(("pkg.build",), tmp_path) == base
@@ -270,11 +279,17 @@ def test_editing_an_imported_helper_changes_the_key_and_an_unrelated_module_does
 def test_a_submodule_import_does_not_follow_the_package_re_exports(tmp_path):
     """``from pkg.sub import checks`` runs pkg/sub/__init__.py (it is hashed) but does not depend on what that
     __init__ re-exports; ``from pkg.sub import Name`` reads the package's namespace and follows it."""
-    _project(tmp_path, {
-        "pkg/__init__.py": "", "pkg/sub/__init__.py": "from pkg.sub.heavy import Name\n",
-        "pkg/sub/checks.py": "", "pkg/sub/heavy.py": "Name = 1\n",
-        "pkg/a.py": "from pkg.sub import checks\n", "pkg/b.py": "from pkg.sub import Name\n",
-    })
+    _project(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/sub/__init__.py": "from pkg.sub.heavy import Name\n",
+            "pkg/sub/checks.py": "",
+            "pkg/sub/heavy.py": "Name = 1\n",
+            "pkg/a.py": "from pkg.sub import checks\n",
+            "pkg/b.py": "from pkg.sub import Name\n",
+        },
+    )
     code_closure.cache_clear()
     assert "pkg/sub/heavy.py" not in code_closure(("pkg.a",), tmp_path)
     assert "pkg/sub/__init__.py" in code_closure(("pkg.a",), tmp_path)
@@ -287,22 +302,24 @@ def test_the_real_stages_cover_the_helpers_they_import():
     from pate.pipeline.graph import CODE
 
     teachers = code_closure(CODE["teachers"])
-    assert {"teachers/heads.py", "pate/privacy/checks.py", "pate/progress.py",
-            "teachers/training/trainer.py"} <= set(teachers)
+    assert {"teachers/heads.py", "pate/privacy/checks.py", "pate/progress.py", "teachers/training/trainer.py"} <= set(
+        teachers
+    )
     assert "pate/privacy/ledger.py" not in teachers  # the accountant does not retrain teachers
     assert "pate/privacy/ledger.py" in code_closure(CODE["aggregate"])
     assert not any(path.startswith(("teachers/", "teachers/training/")) for path in code_closure(CODE["partition"]))
 
 
-def test_a_users_own_package_outside_the_installation_is_fingerprinted_and_site_packages_are_not(tmp_path,
-                                                                                                    monkeypatch):
+def test_a_users_own_package_outside_the_installation_is_fingerprinted_and_site_packages_are_not(tmp_path, monkeypatch):
     """An installed package has no clone around it: a user's method in a package beside their configs is found
     where Python finds it, so editing it changes the key; the same package under site-packages is a library,
     keyed by its settings."""
     from pate.code_closure import _package_root, module_file
 
-    _project(tmp_path / "work", {"mylab/__init__.py": "", "mylab/method.py": "import mylab.util\n",
-                                 "mylab/util.py": "SCALE = 1\n"})
+    _project(
+        tmp_path / "work",
+        {"mylab/__init__.py": "", "mylab/method.py": "import mylab.util\n", "mylab/util.py": "SCALE = 1\n"},
+    )
     _project(tmp_path / "env" / "site-packages", {"theirlib/__init__.py": "", "theirlib/model.py": ""})
     monkeypatch.syspath_prepend(str(tmp_path / "work"))
     monkeypatch.syspath_prepend(str(tmp_path / "env" / "site-packages"))
@@ -330,8 +347,10 @@ def test_a_damaged_secret_noise_release_is_refused_not_drawn_again(tmp_path, dam
     same data (fresh secret noise: other labels). It is refused as a UserError (train.py: one line, exit 2) naming
     the directory and what to do, and left as it is; a seeded stage's damaged artifact is rebuilt as before (its
     redraw is the same draw). A manifest that lost the entry of a file in its directory is damage like any other."""
-    secure, other = Stage("aggregate", {"noise": "secure", "x": 1}, Counter("one")), Stage("aggregate", {"x": 2},
-                                                                                       Counter("two"))
+    secure, other = (
+        Stage("aggregate", {"noise": "secure", "x": 1}, Counter("one")),
+        Stage("aggregate", {"x": 2}, Counter("two")),
+    )
     store = ArtifactStore(tmp_path)
     path = store.get(secure).path
     if damage == "checksum":
@@ -341,8 +360,11 @@ def test_a_damaged_secret_noise_release_is_refused_not_drawn_again(tmp_path, dam
     else:
         _drop_manifest_entry(path, "out.txt")
     before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
-    with pytest.raises(UserError, match=rf"the release {path} was drawn from secret noise and is damaged .* "
-                                        r"Rebuilding it would draw a second release of the same data. Restore"):
+    with pytest.raises(
+        UserError,
+        match=rf"the release {path} was drawn from secret noise and is damaged .* "
+        r"Rebuilding it would draw a second release of the same data. Restore",
+    ):
         ArtifactStore(tmp_path).get(secure)
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before  # nothing moved or rebuilt
     seeded = Stage("aggregate", {"noise": "seeded", "seed": 0}, Counter("three"))

@@ -79,9 +79,10 @@ def private_imports(root: Path) -> list[str]:
 
 def test_the_benchmarks_import_only_public_names():
     bad = private_imports(ROOT)
-    assert not bad, ("benchmarks may import only names in a package's __all__ or a [project.scripts] entry point "
-                     "(tests/test_benchmark_imports.py); export the name from its package or use a public one:\n"
-                     + "\n".join(bad))
+    assert not bad, (
+        "benchmarks may import only names in a package's __all__ or a [project.scripts] entry point "
+        "(tests/test_benchmark_imports.py); export the name from its package or use a public one:\n" + "\n".join(bad)
+    )
 
 
 def test_a_private_import_is_caught(tmp_path):
@@ -94,10 +95,12 @@ def test_a_private_import_is_caught(tmp_path):
     (tmp_path / "pate" / "tool.py").write_text("")
     (tmp_path / "benchmarks" / "sub").mkdir(parents=True)
     (tmp_path / "benchmarks" / "ok.py").write_text(
-        "import numpy\nfrom pate.agg import Public\nfrom pate.tool import main\nimport pate.tool\nfrom pate import tool\n")
+        "import numpy\nfrom pate.agg import Public\nfrom pate.tool import main\nimport pate.tool\nfrom pate import tool\n"
+    )
     (tmp_path / "benchmarks" / "sub" / "bad.py").write_text(
         "from pate.agg.impl import Public\nfrom pate.agg import Hidden\nimport pate.agg\n"
-        "def f():\n    from student.x import _y\n")
+        "def f():\n    from student.x import _y\n"
+    )
     assert private_imports(tmp_path) == [
         "benchmarks/sub/bad.py:1: from pate.agg.impl import Public",
         "benchmarks/sub/bad.py:2: from pate.agg import Hidden",

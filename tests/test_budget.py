@@ -54,8 +54,15 @@ def test_the_total_composes_every_release_on_data_sharing_a_record(tmp_path):
     single = Ledger().compose_event(GaussianEvent(10 / np.sqrt(2), 1.0), neighbors="replace")
     assert total.releases == 2 and total.datasets == 2
     assert total.epsilon == pytest.approx(single.priced(DELTA, "rdp").epsilon, rel=1e-12)
-    other = BudgetEntry.new(DATASET, "aggregate", "c", "d",
-                            Ledger().compose_event(GaussianEvent(1.0, 1.0), neighbors="add_remove"), True, {})
+    other = BudgetEntry.new(
+        DATASET,
+        "aggregate",
+        "c",
+        "d",
+        Ledger().compose_event(GaussianEvent(1.0, 1.0), neighbors="add_remove"),
+        True,
+        {},
+    )
     mixed = ledger.total(RECORDS, DELTA, "replace", True, "rdp", [*entries, other])
     assert mixed.epsilon is None and mixed.other_relations == 1 and mixed.describe().startswith("NOT PRICED")
 
@@ -87,8 +94,10 @@ def test_a_truncated_entry_or_records_file_is_refused_naming_it(tmp_path):
 
 def _die_while_writing(root) -> None:
     """Append an entry and die (SIGKILL-like: os._exit) after the temporary file is written, before its rename."""
+
     def fsync(fd):
         os._exit(9)
+
     os.fsync = fsync
     BudgetLedger(root).append(_entry("killed"))
 
@@ -126,8 +135,9 @@ def test_runs_appending_at_once_never_pass_the_cap_together(tmp_path):
     assert one < cap < six
     context = multiprocessing.get_context("fork")
     results = context.Queue()
-    processes = [context.Process(target=_append_until_refused, args=(tmp_path, f"k{i}", cap, results))
-                 for i in range(4)]
+    processes = [
+        context.Process(target=_append_until_refused, args=(tmp_path, f"k{i}", cap, results)) for i in range(4)
+    ]
     for process in processes:
         process.start()
     for process in processes:
@@ -153,11 +163,15 @@ def test_a_private_record_is_its_file():
     base = identity()
     order = np.array([5, 3, 1, 0, 2, 4, 9, 8, 7, 6])
     assert base == identity(images=images[:, :, :2, :2]) == identity(images=images ^ 1)  # another decoding
-    assert base == identity(images=images[order], labels=labels[order], split=split[order],
-                            files=tuple(files[i] for i in order))  # another row order
+    assert base == identity(
+        images=images[order], labels=labels[order], split=split[order], files=tuple(files[i] for i in order)
+    )  # another row order
     assert base == identity(labels=1 - labels) == identity(names=("x", "y", "z"))  # relabelled
-    assert base == identity(files=tuple(f"./{f}" for f in files)) == identity(files=tuple(f.replace("/", "//")
-                                                                                       for f in files))
+    assert (
+        base
+        == identity(files=tuple(f"./{f}" for f in files))
+        == identity(files=tuple(f.replace("/", "//") for f in files))
+    )
     assert base == identity(files=tuple(f.split("/")[1] for f in files))  # data.root one folder lower
     moved = split.copy()
     moved[0] = 2

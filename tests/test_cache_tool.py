@@ -28,8 +28,13 @@ def _cache(root: Path) -> tuple[Path, dict[str, str]]:
 def test_the_listing_counts_artifacts_per_stage_and_names_every_leftover(tmp_path):
     cache, _ = _cache(tmp_path)
     kinds = sorted((entry.stage, entry.kind) for entry in scan(cache))
-    assert kinds == [("aggregate", "artifact"), ("aggregate", "artifact"), ("aggregate", "damaged"),
-                     ("votes", "artifact"), ("votes", "partial")]
+    assert kinds == [
+        ("aggregate", "artifact"),
+        ("aggregate", "artifact"),
+        ("aggregate", "damaged"),
+        ("votes", "artifact"),
+        ("votes", "partial"),
+    ]
     text = describe(scan(cache))
     assert "aggregate          2" in text and "votes              1" in text
     assert "2 leftover(s)" in text and "deadbeef.partial  partial  50 B" in text
@@ -105,14 +110,17 @@ def test_the_budget_command_lists_each_dataset_its_total_and_its_releases(tmp_pa
     dataset = ledger.add_records(records)
     cost = Ledger().compose_event(GaussianEvent(10.0, 1.0), name="G(sigma=10)", neighbors="replace")
     for key in ("k1", "k2"):
-        ledger.append(BudgetEntry.new(dataset, "aggregate", key, "d", cost, True, {"method": "x.PATE",
-                                                                                   "target_epsilon": 1.0}))
+        ledger.append(
+            BudgetEntry.new(dataset, "aggregate", key, "d", cost, True, {"method": "x.PATE", "target_epsilon": 1.0})
+        )
     both = Ledger.replay(cost.history * 2, neighbors="replace").priced(1e-5, "rdp").epsilon
     assert main(["budget", "--budget-dir", str(tmp_path / "budget"), "--delta", "1e-5", "--accountant", "rdp"]) == 0
     out = capsys.readouterr().out
     assert f"dataset {dataset}: 2 release(s) on it" in out
-    assert (f"total: epsilon = {both:.4g} at delta = 1e-05 (neighbours: replace, record-level) over 2 release(s) on "
-            f"this private data by the rdp accountant") in out
+    assert (
+        f"total: epsilon = {both:.4g} at delta = 1e-05 (neighbours: replace, record-level) over 2 release(s) on "
+        f"this private data by the rdp accountant"
+    ) in out
     assert "aggregate/k1  replace  PATE  target_epsilon=1.0  G(sigma=10)" in out
     next((tmp_path / "budget" / "entries").glob("*.json")).write_text("{")
     assert main(["budget", "--budget-dir", str(tmp_path / "budget")]) == 2

@@ -38,34 +38,65 @@ def _negative_histograms(mechanism):
 RDP_MECHANISMS = {
     GaussianPATE: [(lambda r: GaussianPATE(L, T, 9.0, r), _counts_too_high)],
     BinaryVoting: [(lambda r: BinaryVoting(L, T, 9.0, r), _counts_too_high)],
-    DataDependentBinaryVoting: [(lambda r: DataDependentBinaryVoting(L, T, 9.0, order=8.0, test_sigma=4.0,
-                                                                     test_delta=1e-7, rdp_budget=2.0, neighbors=r),
-                                 _counts_too_high)],
-    TauPATE: [(lambda r: TauPATE(L, T, 9.0, 3.0, "l2", r),
-               lambda m: m(np.zeros((2, T, L + 1), bool), np.random.default_rng(0)))],
-    StableTopK: [(lambda r: StableTopK(L, T, "gumbel", eps_select=0.5, sigma_test=6.0, delta_t=1e-8, neighbors=r),
-                  _counts_too_high),
-                 (lambda r: StableTopK(L, T, "laplace", sigma_select=4.0, test="laplace", eps_test=0.3, delta_t=1e-8,
-                                       neighbors=r),
-                  lambda m: m(-COUNTS_TOO_HIGH, np.random.default_rng(0)))],
-    PrivateKNN: [(lambda r: PrivateKNN(L, 5, 0.1, 9.0, r),
-                  lambda m: m.release(np.zeros((2, L + 1)), np.random.default_rng(0)))],
+    DataDependentBinaryVoting: [
+        (
+            lambda r: DataDependentBinaryVoting(
+                L, T, 9.0, order=8.0, test_sigma=4.0, test_delta=1e-7, rdp_budget=2.0, neighbors=r
+            ),
+            _counts_too_high,
+        )
+    ],
+    TauPATE: [
+        (
+            lambda r: TauPATE(L, T, 9.0, 3.0, "l2", r),
+            lambda m: m(np.zeros((2, T, L + 1), bool), np.random.default_rng(0)),
+        )
+    ],
+    StableTopK: [
+        (
+            lambda r: StableTopK(L, T, "gumbel", eps_select=0.5, sigma_test=6.0, delta_t=1e-8, neighbors=r),
+            _counts_too_high,
+        ),
+        (
+            lambda r: StableTopK(
+                L, T, "laplace", sigma_select=4.0, test="laplace", eps_test=0.3, delta_t=1e-8, neighbors=r
+            ),
+            lambda m: m(-COUNTS_TOO_HIGH, np.random.default_rng(0)),
+        ),
+    ],
+    PrivateKNN: [
+        (lambda r: PrivateKNN(L, 5, 0.1, 9.0, r), lambda m: m.release(np.zeros((2, L + 1)), np.random.default_rng(0)))
+    ],
     GapSelection: [(lambda r: GapSelection(L, T, "gaussian", sigma=3.0, neighbors=r), _counts_too_high)],
-    GapTest: [(lambda r: GapTest("gaussian", 1e-7, sigma=5.0, neighbors=r),
-               lambda m: GapTest("gaussian", 2.0, sigma=5.0))],
-    DistanceTest: [(lambda r: DistanceTest(sigma=4.0, delta=1e-7, order=8.0, budget=2.0),
-                    lambda m: DistanceTest(sigma=4.0, delta=2.0, order=8.0, budget=2.0))],
+    GapTest: [
+        (lambda r: GapTest("gaussian", 1e-7, sigma=5.0, neighbors=r), lambda m: GapTest("gaussian", 2.0, sigma=5.0))
+    ],
+    DistanceTest: [
+        (
+            lambda r: DistanceTest(sigma=4.0, delta=1e-7, order=8.0, budget=2.0),
+            lambda m: DistanceTest(sigma=4.0, delta=2.0, order=8.0, budget=2.0),
+        )
+    ],
     EMPeeling: [(lambda r: EMPeeling(k=3, pick_epsilon=0.2, neighbors=r), _negative_histograms)],
     PNFPeeling: [(lambda r: PNFPeeling(k=3, pick_epsilon=0.2, neighbors=r), _negative_histograms)],
     Joint: [(lambda r: Joint(k=3, epsilon=0.4, neighbors=r), _negative_histograms)],
-    StableTopKFixed: [(lambda r: StableTopKFixed(k=3, select_epsilon=0.3, test_sigma=4.0, fill_rho=0.01, delta_t=1e-8,
-                                                 neighbors=r), _negative_histograms)],
+    StableTopKFixed: [
+        (
+            lambda r: StableTopKFixed(
+                k=3, select_epsilon=0.3, test_sigma=4.0, fill_rho=0.01, delta_t=1e-8, neighbors=r
+            ),
+            _negative_histograms,
+        )
+    ],
 }
 STATEMENT_MECHANISMS = [cls for cls in priced_classes() if hasattr(cls, "dp_statement")]
 
-RDP = [pytest.param(relation, cls, index, id=f"{cls.__name__}{index}-{relation}")
-       for relation in ("replace", "add_remove") for cls, entries in RDP_MECHANISMS.items()
-       for index in range(len(entries))]
+RDP = [
+    pytest.param(relation, cls, index, id=f"{cls.__name__}{index}-{relation}")
+    for relation in ("replace", "add_remove")
+    for cls, entries in RDP_MECHANISMS.items()
+    for index in range(len(entries))
+]
 
 
 def _mechanism(relation, cls, index):
@@ -132,8 +163,10 @@ def test_every_rdp_mechanism_refuses_bad_input(relation, cls, index):
 def test_the_statement_mechanisms_keep_the_contract(cls, relation):
     """Limited Domain and Top Stable are stated as (epsilon, delta)-DP by their papers' theorems: frozen, their
     calibration meets the target and a smaller target buys a smaller per-query epsilon, bad input is refused."""
-    built = [cls.for_budget(k=3, max_k=5, epsilon=target, delta=DELTA, queries=QUERIES, neighbors=relation)
-             for target in (0.5, 2.0)]
+    built = [
+        cls.for_budget(k=3, max_k=5, epsilon=target, delta=DELTA, queries=QUERIES, neighbors=relation)
+        for target in (0.5, 2.0)
+    ]
     for mechanism, target in zip(built, (0.5, 2.0)):
         assert mechanism.spent(QUERIES, DELTA) <= target * (1 + 1e-9)
         with pytest.raises(dataclasses.FrozenInstanceError):

@@ -17,8 +17,14 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _build(config: Path, site: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config), "-d", str(site)],
-                          cwd=config.parent, capture_output=True, text=True, timeout=300, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config), "-d", str(site)],
+        cwd=config.parent,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
 
 
 def _images(html: Path) -> list[Path]:
@@ -61,8 +67,12 @@ def test_every_readme_link_points_to_a_file():
 
 def _documented_commands() -> list[str]:
     """The `python train.py ...` lines the "add a ..." pages show, as written."""
-    return [line.strip() for page in sorted((ROOT / "docs").glob("add-*.md"))
-            for line in page.read_text().splitlines() if line.startswith("    python train.py ")]
+    return [
+        line.strip()
+        for page in sorted((ROOT / "docs").glob("add-*.md"))
+        for line in page.read_text().splitlines()
+        if line.startswith("    python train.py ")
+    ]
 
 
 def test_the_pages_show_their_commands():
@@ -109,9 +119,11 @@ def test_the_documented_cluster_resume_sweep_and_weights_key_compose():
     shards = overrides[-1].split("=", 1)[1].split(",")
     assert shards == [f"{i}/16" for i in range(16)]
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        cfg = compose(config_name="train", overrides=[*overrides[:-1], f"teacher_shard={shards[-1]}"],
-                      return_hydra_config=True)
+        cfg = compose(
+            config_name="train", overrides=[*overrides[:-1], f"teacher_shard={shards[-1]}"], return_hydra_config=True
+        )
         assert cfg.hydra.launcher.timeout_min == 240 and cfg.teacher_shard == "15/16"
-        features = compose(config_name="train", overrides=["features=torchvision",
-                                                            "features.extractor.weights_path=/w/resnet50.pth"])
+        features = compose(
+            config_name="train", overrides=["features=torchvision", "features.extractor.weights_path=/w/resnet50.pth"]
+        )
         assert features.features.extractor.weights_path == "/w/resnet50.pth"

@@ -22,8 +22,12 @@ from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "benchmarks" / "README.md",
-         *sorted((ROOT / "benchmarks" / "results").glob("*.md"))]
+PAGES = [
+    ROOT / "README.md",
+    *sorted((ROOT / "docs").glob("*.md")),
+    ROOT / "benchmarks" / "README.md",
+    *sorted((ROOT / "benchmarks" / "results").glob("*.md")),
+]
 _START = re.compile(r"^(?:\$ )?(python (?:train|topk)\.py|pate-(?:train|topk)|make train)(?=\s|$)")
 _INLINE = re.compile(r"`((?:python (?:train|topk)\.py|pate-(?:train|topk)|make train)(?:\s[^`]*)?)`")
 _FLAGS = {"-m", "--multirun", "--resolve", "--help", "-h", "--info"}
@@ -89,8 +93,11 @@ def compose_command(command: Command) -> int:
     if parsed is None:
         return 0
     config, overrides = parsed
-    jobs = [list(job) for batch in BasicSweeper.split_arguments(
-        OverridesParser.create().parse_overrides(overrides), None) for job in batch]
+    jobs = [
+        list(job)
+        for batch in BasicSweeper.split_arguments(OverridesParser.create().parse_overrides(overrides), None)
+        for job in batch
+    ]
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
         for job in jobs:
             compose(config_name=config, overrides=job, return_hydra_config=True)
@@ -102,7 +109,10 @@ ALL = [command for page in PAGES for command in documented_commands(page)]
 
 def test_the_pages_show_many_commands_and_few_usage_lines():
     usage = [command.text for command in ALL if script_and_overrides(command) is None]
-    assert len(ALL) >= 50 and len(usage) <= 4, (len(ALL), usage)  # getting-started's --config-dir line: tests/test_packaging.py
+    assert len(ALL) >= 50 and len(usage) <= 4, (
+        len(ALL),
+        usage,
+    )  # getting-started's --config-dir line: tests/test_packaging.py
 
 
 @pytest.mark.slow
@@ -116,9 +126,11 @@ def test_a_misspelt_key_in_a_page_fails(tmp_path, monkeypatch):
     """The check is not vacuous: a fixture page with one good and two bad commands."""
     monkeypatch.chdir(ROOT)
     page = tmp_path / "page.md"
-    page.write_text("Run\n\n    python train.py privacy.target_epsilon=3\n\n"
-                    "or `python train.py privacy.target_epsilonn=3` and\n\n"
-                    "```bash\npython train.py -m aggregator=tau_pate,gausian_pate \\\n    seed=0\n```\n")
+    page.write_text(
+        "Run\n\n    python train.py privacy.target_epsilon=3\n\n"
+        "or `python train.py privacy.target_epsilonn=3` and\n\n"
+        "```bash\npython train.py -m aggregator=tau_pate,gausian_pate \\\n    seed=0\n```\n"
+    )
     good, typo, group = documented_commands(page)
     assert (good.line, typo.line, group.line) == (3, 5, 8) and group.text.endswith("seed=0")
     assert compose_command(good) == 1
@@ -129,8 +141,11 @@ def test_a_misspelt_key_in_a_page_fails(tmp_path, monkeypatch):
 
 
 # ------------------------------------------------------------------ keys that error messages name
-SOURCES = [path for package in ("pate", "pipeline", "teachers", "student", "training")
-           for path in sorted((ROOT / package).rglob("*.py"))] + [ROOT / "train.py", ROOT / "topk.py"]
+SOURCES = [
+    path
+    for package in ("pate", "pipeline", "teachers", "student", "training")
+    for path in sorted((ROOT / package).rglob("*.py"))
+] + [ROOT / "train.py", ROOT / "topk.py"]
 # Deliberately wrong keys that the code names as examples of what it refuses.
 EXAMPLES_OF_MISTAKES = {"privacy.target_epsilonn"}
 
@@ -178,8 +193,9 @@ def named_keys() -> dict[str, str]:
 def documented_keys() -> dict[str, str]:
     """{key: the page that names it} for every `` `group.key` `` or `` `group.key=value` `` the pages show."""
     pattern = re.compile(rf"`((?:{_GROUPS})(?:\.[A-Za-z_]\w*)+)(?:=[^`]*)?`")
-    return {key: page.name for page in PAGES for key in pattern.findall(page.read_text())
-            if not _FILE_NAMES.search(key)}
+    return {
+        key: page.name for page in PAGES for key in pattern.findall(page.read_text()) if not _FILE_NAMES.search(key)
+    }
 
 
 def test_every_key_the_code_names_exists():
@@ -187,8 +203,7 @@ def test_every_key_the_code_names_exists():
     ``features.extractor.weights_path`` is a dead end: every key the code names is a key some config file sets."""
     keys = config_keys()
     assert "features.extractor.weights_path" in keys and "features.weights_path" not in keys  # issue 26's dead end
-    missing = {key: where for key, where in named_keys().items()
-               if key not in keys and key not in EXAMPLES_OF_MISTAKES}
+    missing = {key: where for key, where in named_keys().items() if key not in keys and key not in EXAMPLES_OF_MISTAKES}
     assert len(named_keys()) >= 20 and not missing, missing
 
 
@@ -196,6 +211,8 @@ def test_every_key_the_docs_name_exists():
     """The same for the keys the pages name in code spans (`data.labels_file`, `features.extractor.key=...`)."""
     keys = config_keys()
     named = documented_keys()
-    assert {"data.labels_file", "data.split_seed", "features.extractor.key"} <= set(named)  # docs/your-data.md's own data
+    assert {"data.labels_file", "data.split_seed", "features.extractor.key"} <= set(
+        named
+    )  # docs/your-data.md's own data
     missing = {key: page for key, page in named.items() if key not in keys}
     assert len(named) >= 30 and not missing, missing

@@ -26,16 +26,33 @@ def test_every_quoted_block_is_what_its_file_renders(page):
 
 def test_the_benchmarks_figures_are_quoted_from_their_files():
     quoted = {match["file"] for page in figures.PAGES for match in figures.BLOCK.finditer(page.read_text())}
-    files = ("mechanisms", "topk_speed", "methods", "test_suite", "default_run", "topk_runs", "teachers",
-             "teachers_ssl", "synthetic_difficulty", "teacher_levers", "teacher_levers_faces", "soft_votes")
+    files = (
+        "mechanisms",
+        "topk_speed",
+        "methods",
+        "test_suite",
+        "default_run",
+        "topk_runs",
+        "teachers",
+        "teachers_ssl",
+        "synthetic_difficulty",
+        "teacher_levers",
+        "teacher_levers_faces",
+        "soft_votes",
+    )
     assert {f"benchmarks/results/{name}.json" for name in files} <= quoted
-    assert {f"benchmarks/results/{name}.json#engines" for name in ("teacher_engines", "teacher_engines_resnet18")} \
-        <= quoted
+    assert {
+        f"benchmarks/results/{name}.json#engines" for name in ("teacher_engines", "teacher_engines_resnet18")
+    } <= quoted
 
 
 def _blocks() -> list[tuple[str, list[str]]]:
-    return [(match["file"], match["body"].splitlines()) for page in figures.PAGES
-            for match in figures.BLOCK.finditer(page.read_text()) if not match["file"].endswith("#console")]
+    return [
+        (match["file"], match["body"].splitlines())
+        for page in figures.PAGES
+        for match in figures.BLOCK.finditer(page.read_text())
+        if not match["file"].endswith("#console")
+    ]
 
 
 def _machine(file: str) -> set[str]:
@@ -102,16 +119,20 @@ TYPED_TABLES_ALLOWED = {"benchmarks/results/history_20_cnn_teachers.md": "its re
 
 
 def test_every_committed_report_is_quoted_from_its_results_csv():
-    quoted = {match["file"].partition("#")[0] for page in figures.PAGES for match in
-              figures.BLOCK.finditer(page.read_text())}
+    quoted = {
+        match["file"].partition("#")[0] for page in figures.PAGES for match in figures.BLOCK.finditer(page.read_text())
+    }
     assert REPORTS and {f"benchmarks/results/{name}/results.csv" for name in REPORTS} <= quoted
 
 
 def typed_table_rows(text: str) -> list[str]:
     """The markdown table rows of ``text``, outside the rendered blocks, with two or more measured-looking figures
     (three decimals or more, or a percentage with decimals): figures typed by hand."""
-    return [line for line in figures.BLOCK.sub("", text).splitlines() if line.startswith("|")
-            and len(re.findall(r"\b\d\.\d{3,}\b|\b\d+\.\d+%", line)) >= 2]
+    return [
+        line
+        for line in figures.BLOCK.sub("", text).splitlines()
+        if line.startswith("|") and len(re.findall(r"\b\d\.\d{3,}\b|\b\d+\.\d+%", line)) >= 2
+    ]
 
 
 @pytest.mark.parametrize("page", figures.PAGES, ids=lambda page: str(page.relative_to(ROOT)))
@@ -132,33 +153,71 @@ def test_a_typed_table_is_caught_and_a_rendered_one_is_not():
 
 def _write_sweep(directory: Path, rows: list[dict], extra: tuple[str, ...] = ()) -> Path:
     directory.mkdir()
-    columns = ["job", "status", "method", "neighbors", "delta", "target_epsilon", "seed", "answered_fraction",
-               "student_accuracy", "label_accuracy", "majority_class_accuracy", "versions.git", *extra]
+    columns = [
+        "job",
+        "status",
+        "method",
+        "neighbors",
+        "delta",
+        "target_epsilon",
+        "seed",
+        "answered_fraction",
+        "student_accuracy",
+        "label_accuracy",
+        "majority_class_accuracy",
+        "versions.git",
+        *extra,
+    ]
     lines = [",".join(columns)] + [",".join(str(row.get(c, "")) for c in columns) for row in rows]
     (directory / "results.csv").write_text("\n".join(lines) + "\n")
     return directory / "results.csv"
 
 
 def _job(method, epsilon, seed, accuracy, answered=1.0, status="finished"):
-    return {"status": status, "method": method, "neighbors": "replace", "delta": "1e-06", "target_epsilon": epsilon,
-            "seed": seed, "answered_fraction": answered, "student_accuracy": accuracy,
-            "majority_class_accuracy": 0.5, "versions.git": "abc123"}
+    return {
+        "status": status,
+        "method": method,
+        "neighbors": "replace",
+        "delta": "1e-06",
+        "target_epsilon": epsilon,
+        "seed": seed,
+        "answered_fraction": answered,
+        "student_accuracy": accuracy,
+        "majority_class_accuracy": 0.5,
+        "versions.git": "abc123",
+    }
 
 
 def test_a_report_table_is_the_mean_over_seeds_with_its_gaps_said(tmp_path):
-    csv_path = _write_sweep(tmp_path / "sweep", [
-        _job("a", 1, 0, 0.70), _job("a", 1, 1, 0.80), _job("a", 2, 0, 0.90), _job("a", 2, 1, 0.90),
-        _job("b", 1, 0, "", answered=0.0), _job("b", 1, 1, "", answered=0.0),
-        _job("b", 2, 0, 0.95, answered=0.5), _job("b", 2, 1, "", answered=0.0),
-        _job("b", 2, 2, 0.10, status="failed"),  # a failed job is not a figure
-    ])
+    csv_path = _write_sweep(
+        tmp_path / "sweep",
+        [
+            _job("a", 1, 0, 0.70),
+            _job("a", 1, 1, 0.80),
+            _job("a", 2, 0, 0.90),
+            _job("a", 2, 1, 0.90),
+            _job("b", 1, 0, "", answered=0.0),
+            _job("b", 1, 1, "", answered=0.0),
+            _job("b", 2, 0, 0.95, answered=0.5),
+            _job("b", 2, 1, "", answered=0.0),
+            _job("b", 2, 2, 0.10, status="failed"),  # a failed job is not a figure
+        ],
+    )
     lines = figures.report_figures.render(csv_path, "sweep/results.csv", "")
     # a column's best is bold only among two or more means
-    assert lines == ["**Student accuracy by target epsilon**", "", "| method | 1 | 2 |", "|---|---:|---:|",
-                     "| `a` | 0.7500 | 0.9000 |", "| `b` | no answer | **0.9500** (25% answered, 1 of 2 seeds) |", "",
-                     "Source: `sweep/results.csv`, commit abc123, seeds 0, 1, sd ≤ 0.0707, replace, delta 1e-6. "
-                     "Bold: best per column. No answer: none in any seed.", "",
-                     "References (diagnostics, not covered by ε): majority class 0.5000."]
+    assert lines == [
+        "**Student accuracy by target epsilon**",
+        "",
+        "| method | 1 | 2 |",
+        "|---|---:|---:|",
+        "| `a` | 0.7500 | 0.9000 |",
+        "| `b` | no answer | **0.9500** (25% answered, 1 of 2 seeds) |",
+        "",
+        "Source: `sweep/results.csv`, commit abc123, seeds 0, 1, sd ≤ 0.0707, replace, delta 1e-6. "
+        "Bold: best per column. No answer: none in any seed.",
+        "",
+        "References (diagnostics, not covered by ε): majority class 0.5000.",
+    ]
     only = figures.report_figures.render(csv_path, "sweep/results.csv", "only=2&methods=b,a&sd=cell")
     assert only[2:5] == ["| method | 2 |", "|---|---:|", "| `b` | **0.9500** (25% answered, 1 of 2 seeds) |"]
     assert only[5] == "| `a` | 0.9000 ± 0.0000 |"
@@ -167,20 +226,32 @@ def test_a_report_table_is_the_mean_over_seeds_with_its_gaps_said(tmp_path):
 
 def test_a_methods_privacy_free_limit_is_quoted_at_its_largest_target_epsilon(tmp_path):
     limit = "reference.noise_free.student_accuracy"  # its settings follow epsilon: its limit at 1 is another's
-    csv_path = _write_sweep(tmp_path / "sweep", [
-        {**_job("d", 1, 0, 0.70), limit: 0.80}, {**_job("d", 8, 0, 0.84), limit: 0.90},
-        {**_job("d", 8, 1, 0.86), limit: 0.92}, _job("p", 1, 0, 0.60), _job("p", 8, 0, 0.85)], extra=(limit,))
+    csv_path = _write_sweep(
+        tmp_path / "sweep",
+        [
+            {**_job("d", 1, 0, 0.70), limit: 0.80},
+            {**_job("d", 8, 0, 0.84), limit: 0.90},
+            {**_job("d", 8, 1, 0.86), limit: 0.92},
+            _job("p", 1, 0, 0.60),
+            _job("p", 8, 0, 0.85),
+        ],
+        extra=(limit,),
+    )
     lines = figures.report_figures.render(csv_path, "sweep/results.csv", "")
-    assert lines[-1] == ("References (diagnostics, not covered by ε): majority class 0.5000. Each method's own "
-                         "release with noise zero: `d` 0.9100 (at ε 8).")
+    assert lines[-1] == (
+        "References (diagnostics, not covered by ε): majority class 0.5000. Each method's own "
+        "release with noise zero: `d` 0.9100 (at ε 8)."
+    )
     assert figures.report_figures.render(csv_path, "sweep/results.csv", "only=1")[-1].endswith("`d` 0.8000 (at ε 1).")
     assert "noise zero" not in figures.report_figures.render(csv_path, "sweep/results.csv", "value=label_accuracy")[-1]
 
 
 def test_a_score_on_the_answered_queries_is_best_only_among_methods_that_answered_them_all(tmp_path):
     partial = {**_job("b", 1, 0, 0.8, answered=0.2), "label_accuracy": 0.99}  # more accurate, on a fifth of them
-    csv_path = _write_sweep(tmp_path / "sweep", [{**_job("a", 1, 0, 0.7), "label_accuracy": 0.9},
-                                                 {**_job("c", 1, 0, 0.6), "label_accuracy": 0.85}, partial])
+    csv_path = _write_sweep(
+        tmp_path / "sweep",
+        [{**_job("a", 1, 0, 0.7), "label_accuracy": 0.9}, {**_job("c", 1, 0, 0.6), "label_accuracy": 0.85}, partial],
+    )
     lines = figures.report_figures.render(csv_path, "sweep/results.csv", "value=label_accuracy")
     assert lines[0] == "**Released-label accuracy on the answered queries by target epsilon**"
     assert lines[8].endswith("Bold: best per column (rows answering all).")
@@ -191,37 +262,54 @@ def test_a_score_on_the_answered_queries_is_best_only_among_methods_that_answere
 
 def test_a_table_by_the_number_of_teachers_has_a_row_per_epsilon_and_its_references_per_column(tmp_path):
     vote = "reference.majority_vote.student_accuracy"
-    rows = [{**_job(method, epsilon, seed, accuracy + 0.01 * seed), "num_teachers": teachers,
-             vote: 0.9 - teachers / 1000}
-            for method, epsilon, teachers, accuracy in [("a", 1, 100, 0.70), ("a", 1, 400, 0.80), ("a", 8, 100, 0.85),
-                                                        ("a", 8, 400, 0.82), ("b", 1, 100, 0.75), ("b", 1, 400, 0.78),
-                                                        ("b", 8, 100, 0.84), ("b", 8, 400, 0.81)]
-            for seed in (0, 1)]
+    rows = [
+        {**_job(method, epsilon, seed, accuracy + 0.01 * seed), "num_teachers": teachers, vote: 0.9 - teachers / 1000}
+        for method, epsilon, teachers, accuracy in [
+            ("a", 1, 100, 0.70),
+            ("a", 1, 400, 0.80),
+            ("a", 8, 100, 0.85),
+            ("a", 8, 400, 0.82),
+            ("b", 1, 100, 0.75),
+            ("b", 1, 400, 0.78),
+            ("b", 8, 100, 0.84),
+            ("b", 8, 400, 0.81),
+        ]
+        for seed in (0, 1)
+    ]
     csv_path = _write_sweep(tmp_path / "sweep", rows, extra=("num_teachers", vote))
     lines = figures.report_figures.render(csv_path, "sweep/results.csv", "by=num_teachers")
     assert lines[0] == "**Student accuracy by teachers T**"
-    assert lines[-1] == ("Source: `sweep/results.csv`, commit abc123, seeds 0, 1, sd ≤ 0.0071, replace, delta 1e-6. "
-                         "Bold: best per column and epsilon.")
+    assert lines[-1] == (
+        "Source: `sweep/results.csv`, commit abc123, seeds 0, 1, sd ≤ 0.0071, replace, delta 1e-6. "
+        "Bold: best per column and epsilon."
+    )
     assert lines[2:-2] == [
-        "| method, target epsilon | 100 | 400 |", "|---|---:|---:|",
-        "| `a`, epsilon 1 | 0.7050 | **0.8050** |", "| `a`, epsilon 8 | **0.8550** | **0.8250** |",
-        "| `b`, epsilon 1 | **0.7550** | 0.7850 |", "| `b`, epsilon 8 | 0.8450 | 0.8150 |",
+        "| method, target epsilon | 100 | 400 |",
+        "|---|---:|---:|",
+        "| `a`, epsilon 1 | 0.7050 | **0.8050** |",
+        "| `a`, epsilon 8 | **0.8550** | **0.8250** |",
+        "| `b`, epsilon 1 | **0.7550** | 0.7850 |",
+        "| `b`, epsilon 8 | 0.8450 | 0.8150 |",
         "| reference (not covered by ε): majority class | 0.5000 | 0.5000 |",
-        "| reference (not covered by ε): student on the teachers' non-private majority vote | 0.8000 | 0.5000 |"]
+        "| reference (not covered by ε): student on the teachers' non-private majority vote | 0.8000 | 0.5000 |",
+    ]
     one = figures.report_figures.render(csv_path, "sweep/results.csv", "by=num_teachers&methods=b&at=8&only=400")
     assert one[2:5] == ["| method, target epsilon | 400 |", "|---|---:|", "| `b`, epsilon 8 | 0.8150 |"]
     with pytest.raises(ValueError, match=r"not in the file: target epsilons \['2'\]"):
         figures.report_figures.render(csv_path, "sweep/results.csv", "by=num_teachers&at=2")
 
 
-@pytest.mark.parametrize("part, message", [
-    ("at=1", r"at='1' picks target epsilons as rows"),
-    ("value=recall", r"value='recall', expected one of"),
-    ("colour=red", r"unknown option\(s\) \['colour'\]"),
-    ("only=3", r"not in the file: target_epsilon \['3'\]; the file has target_epsilon \['1'\]"),
-    ("methods=c", r"not in the file: methods \['c'\]"),
-    ("sd", r"expected key=value pairs"),
-])
+@pytest.mark.parametrize(
+    "part, message",
+    [
+        ("at=1", r"at='1' picks target epsilons as rows"),
+        ("value=recall", r"value='recall', expected one of"),
+        ("colour=red", r"unknown option\(s\) \['colour'\]"),
+        ("only=3", r"not in the file: target_epsilon \['3'\]; the file has target_epsilon \['1'\]"),
+        ("methods=c", r"not in the file: methods \['c'\]"),
+        ("sd", r"expected key=value pairs"),
+    ],
+)
 def test_a_report_table_that_asks_for_what_the_file_lacks_is_refused(tmp_path, part, message):
     csv_path = _write_sweep(tmp_path / "sweep", [_job("a", 1, 0, 0.7)])
     with pytest.raises(ValueError, match=message):
@@ -235,30 +323,48 @@ def test_a_report_table_without_its_commit_is_refused(tmp_path):
     with pytest.raises(ValueError, match="says which commit"):
         figures.report_figures.render(csv_path, "sweep/results.csv", "")
     (tmp_path / "sweep" / "report.md").write_text("# r\n\n- Versions: git 0123abc.\n")
-    assert figures.report_figures.render(csv_path, "sweep/results.csv", "")[-3] == \
-        "Source: `sweep/results.csv`, commit 0123abc, seed 0, replace, delta 1e-6."
+    assert (
+        figures.report_figures.render(csv_path, "sweep/results.csv", "")[-3]
+        == "Source: `sweep/results.csv`, commit 0123abc, seed 0, replace, delta 1e-6."
+    )
 
 
 def test_a_topk_table_is_the_recall_of_each_cell(tmp_path):
     (tmp_path / "t").mkdir()
-    rows = ["setting,mechanism,k,neighbors,trials,recall_mean", "x,em,10,add_remove,5,0.5", "x,st,10,add_remove,5,1",
-            "y,em,10,add_remove,5,0.25", "y,st,10,add_remove,5,0.125", "y,em,50,add_remove,5,0.9"]
+    rows = [
+        "setting,mechanism,k,neighbors,trials,recall_mean",
+        "x,em,10,add_remove,5,0.5",
+        "x,st,10,add_remove,5,1",
+        "y,em,10,add_remove,5,0.25",
+        "y,st,10,add_remove,5,0.125",
+        "y,em,50,add_remove,5,0.9",
+    ]
     (tmp_path / "t" / "results.csv").write_text("\n".join(rows) + "\n")
     (tmp_path / "t" / "report.md").write_text("# t\n\nVersions: git 0123abc; pate 0.1.0.\n")
     lines = figures.report_figures.render(tmp_path / "t" / "results.csv", "t/results.csv", "where=k:10")
     assert lines[0] == "**Mean recall of the true top-k by setting (k = 10)**"
     assert lines[-1] == "Source: `t/results.csv`, commit 0123abc, add_remove, 5 trials per cell. Bold: best per column."
-    assert lines[2:-2] == ["| mechanism | x | y |", "|---|---:|---:|", "| `em` | 0.500 | **0.250** |",
-                         "| `st` | **1.000** | 0.125 |"]
+    assert lines[2:-2] == [
+        "| mechanism | x | y |",
+        "|---|---:|---:|",
+        "| `em` | 0.500 | **0.250** |",
+        "| `st` | **1.000** | 0.125 |",
+    ]
     with pytest.raises(ValueError, match="several cells"):
         figures.report_figures.render(tmp_path / "t" / "results.csv", "t/results.csv", "")
 
 
-@pytest.mark.parametrize("text,line", [
-    ("a\n<!-- figures: x.json -->\nold\n<!-- /figures -->\nprose\n<!-- figures: y.json -->\n<!-- end figures -->\n", 6),
-    ("<!-- figures: x.json -->\nold\n", 1),
-    ("prose\n<!-- end figures -->\n", 2),
-])
+@pytest.mark.parametrize(
+    "text,line",
+    [
+        (
+            "a\n<!-- figures: x.json -->\nold\n<!-- /figures -->\nprose\n<!-- figures: y.json -->\n<!-- end figures -->\n",
+            6,
+        ),
+        ("<!-- figures: x.json -->\nold\n", 1),
+        ("prose\n<!-- end figures -->\n", 2),
+    ],
+)
 def test_a_block_without_its_end_marker_is_refused_before_the_page_is_rewritten(tmp_path, text, line):
     """A misspelt end marker once let the block's pattern run on to the next block's end: a rewrite would have
     replaced the prose between them with a table. Both the check and the rewrite refuse the page, untouched."""

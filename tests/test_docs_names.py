@@ -42,6 +42,7 @@ from tests.docs_names import ROOT, pages, prose, stale_names
 
 # ---- the tests ----
 
+
 @pytest.mark.parametrize("page", pages(), ids=lambda page: str(page.relative_to(ROOT)))
 def test_every_name_a_page_gives_exists(page):
     assert stale_names(page) == []
@@ -62,7 +63,8 @@ def test_a_page_naming_what_does_not_exist_is_caught(tmp_path):
         "```bash\npython train.py -m compare=tau_pate,nope_either \\\n    data=nope_data\n```\n\n"
         "    python train.py teacher=nope_teacher\n\n"
         "```python\nfrom pate.privacy import Ledger, NoSuchLedger\n```\n\n"
-        "<!-- figures: benchmarks/results/methods.json -->\n`pate.generated_is_skipped`\n<!-- end figures -->\n")
+        "<!-- figures: benchmarks/results/methods.json -->\n`pate.generated_is_skipped`\n<!-- end figures -->\n"
+    )
     assert stale_names(page) == [
         "page.md:3: no such module or attribute: pate.privacy.no_such_function",
         "page.md:4: no such function or class: teachers_stage(",
@@ -106,8 +108,11 @@ def test_no_figure_is_typed_in_two_pages():
 
 def test_a_figure_typed_in_two_pages_is_caught(tmp_path):
     (tmp_path / "a.md").write_text("The student reaches 0.8524 (and 0.91 without noise; sd 0.005).\n")
-    (tmp_path / "b.md").write_text("```\nstudent 0.7777\n```\nAs [a](a.md) says, 0.8524; epsilon 7.999.\n\n"
-                                   "    student 0.7777   (an indented console block)\n")
+    (tmp_path / "b.md").write_text(
+        "```\nstudent 0.7777\n```\nAs [a](a.md) says, 0.8524; epsilon 7.999.\n\n"
+        "    student 0.7777   (an indented console block)\n"
+    )
     (tmp_path / "c.md").write_text("student 0.7777, sd 0.005\n")
     assert figures_typed_twice([tmp_path / "a.md", tmp_path / "b.md", tmp_path / "c.md"], tmp_path) == {
-        "0.8524": ["a.md", "b.md"]}
+        "0.8524": ["a.md", "b.md"]
+    }

@@ -7,8 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from torchmetrics.functional.classification import (binary_accuracy, binary_f1_score, multilabel_accuracy,
-                                                    multilabel_f1_score)
+from torchmetrics.functional.classification import (
+    binary_accuracy,
+    binary_f1_score,
+    multilabel_accuracy,
+    multilabel_f1_score,
+)
 
 from pate.evaluation import student_scores
 
@@ -21,8 +25,11 @@ def _torchmetrics(probs: torch.Tensor, truth: np.ndarray) -> dict:
     else:
         per_label = multilabel_accuracy(probs, target, num_labels=num_labels, average="none")
         f1 = multilabel_f1_score(probs, target, num_labels=num_labels, average="macro")
-    return {"student_accuracy": float(per_label.mean()), "student_f1": float(f1),
-            "student_per_attribute_accuracy": per_label.tolist()}
+    return {
+        "student_accuracy": float(per_label.mean()),
+        "student_f1": float(f1),
+        "student_per_attribute_accuracy": per_label.tolist(),
+    }
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -34,7 +41,7 @@ def test_the_scores_are_torchmetrics_scores(seed):
     if seed % 3 == 0:
         probs[:, 0], truth[:, 0] = 0.25, 0  # a label neither predicted nor present: its F1 is 0
     if seed % 5 == 0:
-        probs[rows // 2:] = 0.5  # exactly 1/2 is predicted absent
+        probs[rows // 2 :] = 0.5  # exactly 1/2 is predicted absent
     assert student_scores(probs, truth) == _torchmetrics(probs, truth)
 
 

@@ -10,8 +10,11 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 # what each example must print: a property of its result, not a snapshot of it
 EXPECTED = {
-    "aggregate_votes.py": ["200/200 queries answered", "epsilon = 4 at delta = 1e-06 (neighbours: replace",
-                           "one neighbour: one teacher's vote replaced"],
+    "aggregate_votes.py": [
+        "200/200 queries answered",
+        "epsilon = 4 at delta = 1e-06 (neighbours: replace",
+        "one neighbour: one teacher's vote replaced",
+    ],
 }
 
 
@@ -21,8 +24,14 @@ def test_every_example_is_run_here():
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_the_example_runs_and_prints_its_result(name):
-    done = subprocess.run([sys.executable, f"examples/{name}"], cwd=ROOT, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    done = subprocess.run(
+        [sys.executable, f"examples/{name}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     for expected in EXPECTED[name]:
         assert expected in done.stdout, (expected, done.stdout)

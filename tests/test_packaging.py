@@ -30,10 +30,15 @@ def _setuptools() -> dict:
 def test_the_wheel_lists_every_package_of_the_layout_and_every_config_group():
     """pyproject.toml spells the packages out (conf/ is mapped to pate.conf, which discovery cannot do): a new
     package or config group that is not listed would be missing from the wheel."""
-    code = {".".join(path.parent.relative_to(ROOT).parts) for name in TOP_LEVEL_PACKAGES
-            for path in (ROOT / name).glob("**/__init__.py")}
-    groups = {".".join(("pate.conf", *path.relative_to(ROOT / "conf").parts)).rstrip(".")
-              for path in [ROOT / "conf", *(p for p in (ROOT / "conf").glob("**/*") if p.is_dir())]}
+    code = {
+        ".".join(path.parent.relative_to(ROOT).parts)
+        for name in TOP_LEVEL_PACKAGES
+        for path in (ROOT / name).glob("**/__init__.py")
+    }
+    groups = {
+        ".".join(("pate.conf", *path.relative_to(ROOT / "conf").parts)).rstrip(".")
+        for path in [ROOT / "conf", *(p for p in (ROOT / "conf").glob("**/*") if p.is_dir())]
+    }
     assert sorted(_setuptools()["packages"]) == sorted(code | groups)
     assert _setuptools()["package-dir"] == {"pate.conf": "conf"}
 
@@ -53,8 +58,10 @@ def test_an_installed_package_puts_data_cache_and_logs_under_the_working_directo
         paths.settle_project_root({"PROJECT_ROOT": " "})
 
 
-@pytest.mark.parametrize(("argv0", "expected"), [("/env/bin/pate-report", "pate-report"),
-                                                 ("/x/pate/report/__main__.py", "python -m pate.report")])
+@pytest.mark.parametrize(
+    ("argv0", "expected"),
+    [("/env/bin/pate-report", "pate-report"), ("/x/pate/report/__main__.py", "python -m pate.report")],
+)
 def test_a_usage_line_names_the_command_that_ran(monkeypatch, argv0, expected):
     monkeypatch.setattr(sys, "argv", [argv0])
     assert command_name("pate-report", "pate.report") == expected
@@ -71,16 +78,50 @@ def _install(tmp_path: Path) -> Path:
         shutil.copy2(ROOT / name, source / name)
     for name in (*TOP_LEVEL_PACKAGES, "conf"):
         shutil.copytree(ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__"))
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "-w",
-                    str(wheels), str(source)], check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(wheels),
+            str(source),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True, timeout=120)
     python = env / "bin" / "python"
-    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                          check=True, capture_output=True, text=True).stdout.strip()
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     Path(site, "project_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     (wheel,) = wheels.glob("*.whl")
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps",
-                    "--no-index", str(wheel)], check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-index",
+            str(wheel),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     return env
 
 
@@ -97,9 +138,14 @@ def test_the_installed_console_script_runs_from_an_unrelated_directory_with_a_us
     (work / "my_conf" / "experiment").mkdir(parents=True)
     (work / "my_conf" / "experiment" / "mine.yaml").write_text("# @package _global_\nseed: 7\n")
     environ = {key: value for key, value in os.environ.items() if key not in ("PROJECT_ROOT", "PYTHONPATH")}
-    result = subprocess.run([str(env / "bin" / "pate-train"), "--config-dir", "my_conf", "debug=tiny",
-                             "experiment=mine", "progress=false"],
-                            cwd=work, env=environ, capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        [str(env / "bin" / "pate-train"), "--config-dir", "my_conf", "debug=tiny", "experiment=mine", "progress=false"],
+        cwd=work,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     (metrics_file,) = (work / "logs" / "debug").glob("runs/*/metrics.json")  # logs, cache, data: in the cwd
     metrics = json.loads(metrics_file.read_text())

@@ -48,10 +48,16 @@ def repo(tmp_path: Path) -> Path:
 
 
 def run(repo: Path, only: str, fail: str = "", land: Path | None = None) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PY=str(repo / "fake_python"), CALLS=str(repo / "calls"), FAIL_SWEEP=fail,
-               **({"LAND_DIR": str(land)} if land else {}))
-    return subprocess.run(["bash", "benchmarks/pate_reports.sh", only], cwd=repo, env=env, capture_output=True,
-                          text=True)
+    env = dict(
+        os.environ,
+        PY=str(repo / "fake_python"),
+        CALLS=str(repo / "calls"),
+        FAIL_SWEEP=fail,
+        **({"LAND_DIR": str(land)} if land else {}),
+    )
+    return subprocess.run(
+        ["bash", "benchmarks/pate_reports.sh", only], cwd=repo, env=env, capture_output=True, text=True
+    )
 
 
 def calls(repo: Path) -> list[str]:
@@ -81,8 +87,11 @@ def test_a_report_of_another_commit_is_refused(repo):
     assert run(repo, "eps_sweep_replace").returncode == 0
     # the copied report is committed: a new commit, and the sweep directory still holds the old one's report
     subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false", "commit",
-                    "-qm", "two"], cwd=repo, check=True)
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false", "commit", "-qm", "two"],
+        cwd=repo,
+        check=True,
+    )
     again = run(repo, "eps_sweep_replace")
     assert again.returncode == 1
     assert "holds a report of another commit" in again.stderr and "move it away" in again.stderr
@@ -100,8 +109,11 @@ def test_land_dir_keeps_each_finished_sweep_when_a_later_one_is_cut_short(repo, 
     land = tmp_path / "landed"
     cut = run(repo, "eps_sweep", fail="eps_sweep_add_remove", land=land)
     assert cut.returncode != 0
-    assert sorted(p.name for p in (land / "eps_sweep_replace").iterdir()) == ["accuracy.png", "report.md",
-                                                                             "results.csv"]
+    assert sorted(p.name for p in (land / "eps_sweep_replace").iterdir()) == [
+        "accuracy.png",
+        "report.md",
+        "results.csv",
+    ]
     assert not (land / "eps_sweep_add_remove").exists()
     assert not (repo / "benchmarks" / "results").exists()  # the tree stays clean for the next sweep
 

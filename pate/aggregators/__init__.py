@@ -17,5 +17,14 @@ from pate.aggregators.stable_topk import StableTopK, StableTopKResult
 from pate.aggregators.tau_pate import TauPATE
 from pate.votes import PackedVotes
 
-__all__ = ["AggregationResult", "Aggregator", "BinaryVoting", "DataDependentBinaryVoting", "GaussianPATE", "PackedVotes",
-           "StableTopK", "StableTopKResult", "TauPATE"]
+__all__ = [
+    "AggregationResult",
+    "Aggregator",
+    "BinaryVoting",
+    "DataDependentBinaryVoting",
+    "GaussianPATE",
+    "PackedVotes",
+    "StableTopK",
+    "StableTopKResult",
+    "TauPATE",
+]

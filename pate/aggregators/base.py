@@ -93,8 +93,9 @@ class Aggregator(Protocol):
     @abstractmethod
     def noise_parameters(self) -> dict[str, float]: ...
 
-    def calibrated(self, target_epsilon: float, delta: float, num_queries: int,
-                   accountant: str = "tightest") -> tuple["Aggregator", float]:
+    def calibrated(
+        self, target_epsilon: float, delta: float, num_queries: int, accountant: str = "tightest"
+    ) -> tuple["Aggregator", float]:
         """The aggregator whose noise meets ``target_epsilon`` at ``delta`` over ``num_queries`` queries by
         ``accountant`` (``pate.privacy.ACCOUNTANTS``), and the noise multiplier: by default the generic search over
         ``scale_noise`` (``pate.privacy.calibrate_noise``). A release priced as one batch overrides it with its own

@@ -58,15 +58,17 @@ def _label_scale(sigma: float, neighbors) -> float:
     return sigma * math.sqrt(2.0) / binary_vote_l2_sensitivity(1, neighbors)
 
 
-def _data_dependent_event(counts: np.ndarray, num_teachers: int, sigma: float, scale: float,
-                          screen: tuple[float, float] | None, source: str) -> RdpCurveEvent:
+def _data_dependent_event(
+    counts: np.ndarray, num_teachers: int, sigma: float, scale: float, screen: tuple[float, float] | None, source: str
+) -> RdpCurveEvent:
     """The raw data-dependent bound of a batch of yes-counts on the default orders, summed over its labels
     (per-label composition, module docstring; each distinct count is priced once), as a cost event marked
     data-dependent: a diagnostic, never a run's epsilon."""
     values, multiplicity = np.unique(counts, return_counts=True)
     per_value = binary_label_rdp(values, num_teachers - values, DEFAULT_ORDERS, sigma, scale, screen)
-    return RdpCurveEvent(orders=tuple(DEFAULT_ORDERS), epsilons=tuple(multiplicity @ per_value),
-                         data_dependent_bound=True, source=source)
+    return RdpCurveEvent(
+        orders=tuple(DEFAULT_ORDERS), epsilons=tuple(multiplicity @ per_value), data_dependent_bound=True, source=source
+    )
 
 
 @dataclass(frozen=True)
@@ -97,17 +99,28 @@ class BinaryVoting(NoisyThresholdCost, Aggregator):
         """The raw data-dependent bound of a batch of vote counts [Q, L] (PATE 2018, Theorem 6 with Proposition 7's q,
         per label, summed): not itself private."""
         counts = check_vote_counts(votes, self.num_labels, self.num_teachers)
-        return _data_dependent_event(counts, self.num_teachers, self.sigma, _label_scale(self.sigma, self.neighbors),
-                                     None, "binary GNMax, PATE 2018 Theorem 6 per label")
+        return _data_dependent_event(
+            counts,
+            self.num_teachers,
+            self.sigma,
+            _label_scale(self.sigma, self.neighbors),
+            None,
+            "binary GNMax, PATE 2018 Theorem 6 per label",
+        )
 
     def __call__(self, votes, rng: np.random.Generator) -> AggregationResult:
         counts = check_vote_counts(votes, self.num_labels, self.num_teachers)
         check_rng(rng)
         labels = binary_gnmax(counts, self.num_teachers, self.sigma, rng)
-        return AggregationResult(labels=labels, answered=np.ones(counts.shape[0], dtype=bool),
-                                 k=np.count_nonzero(labels, axis=1),
-                                 details={"data_dependent": self.data_dependent_event(counts),
-                                          "data_independent": SelfComposedEvent(self.dp_event, counts.shape[0])})
+        return AggregationResult(
+            labels=labels,
+            answered=np.ones(counts.shape[0], dtype=bool),
+            k=np.count_nonzero(labels, axis=1),
+            details={
+                "data_dependent": self.data_dependent_event(counts),
+                "data_independent": SelfComposedEvent(self.dp_event, counts.shape[0]),
+            },
+        )
 
 
 @dataclass(frozen=True)
@@ -174,8 +187,10 @@ class DataDependentBinaryVoting(PricedByEvent, Aggregator):
     @property
     def test(self) -> DistanceTest:
         if self.rdp_budget is None:
-            raise ValueError(f"{self.name} has no proposal yet: set rdp_budget or calibrate it to a target epsilon "
-                             f"(privacy.target_epsilon)")
+            raise ValueError(
+                f"{self.name} has no proposal yet: set rdp_budget or calibrate it to a target epsilon "
+                f"(privacy.target_epsilon)"
+            )
         return DistanceTest(sigma=self.test_sigma, delta=self.test_delta, order=self.order, budget=self.rdp_budget)
 
     @property
@@ -198,20 +213,32 @@ class DataDependentBinaryVoting(PricedByEvent, Aggregator):
         which moves by <= 1: ``count_l2_sensitivity``) and GNMax on the 2L counts (``BinaryVoting``'s event), over
         ``num_queries`` queries."""
         gnmax = self.data_independent.dp_event
-        per_query = gnmax if self.screen is None else ComposedEvent(
-            (GaussianEvent(self.screen_sigma, count_l2_sensitivity(self.num_labels, self.neighbors)), gnmax))
+        per_query = (
+            gnmax
+            if self.screen is None
+            else ComposedEvent(
+                (GaussianEvent(self.screen_sigma, count_l2_sensitivity(self.num_labels, self.neighbors)), gnmax)
+            )
+        )
         return SelfComposedEvent(per_query, num_queries)
 
     @property
     def name(self) -> str:
         screen = "" if self.screen is None else f", screen_sigma={self.screen_sigma:g} at {self.screen_threshold:g}T"
         budget = "unset" if self.rdp_budget is None else f"{self.rdp_budget:.4g}"
-        return (f"DataDependentBinaryVoting(sigma={self.sigma:g}{screen}, proposal {budget} at order {self.order:g}, "
-                f"neighbors={self.neighbors})")
+        return (
+            f"DataDependentBinaryVoting(sigma={self.sigma:g}{screen}, proposal {budget} at order {self.order:g}, "
+            f"neighbors={self.neighbors})"
+        )
 
     def noise_parameters(self) -> dict[str, float]:
-        parameters = {"sigma": self.sigma, "order": self.order, "rdp_budget": self.rdp_budget,
-                      "test_sigma": self.test_sigma, "test_delta": self.test_delta}
+        parameters = {
+            "sigma": self.sigma,
+            "order": self.order,
+            "rdp_budget": self.rdp_budget,
+            "test_sigma": self.test_sigma,
+            "test_delta": self.test_delta,
+        }
         return parameters if self.screen is None else {**parameters, "screen_sigma": self.screen_sigma}
 
     def scale_noise(self, multiplier: float) -> "DataDependentBinaryVoting":
@@ -220,8 +247,9 @@ class DataDependentBinaryVoting(PricedByEvent, Aggregator):
         screen = None if self.screen_sigma is None else self.screen_sigma * multiplier
         return dataclasses.replace(self, sigma=self.sigma * multiplier, screen_sigma=screen)
 
-    def calibrated(self, target_epsilon: float, delta: float, num_queries: int,
-                   accountant: str = "tightest") -> tuple["DataDependentBinaryVoting", float]:
+    def calibrated(
+        self, target_epsilon: float, delta: float, num_queries: int, accountant: str = "tightest"
+    ) -> tuple["DataDependentBinaryVoting", float]:
         """The proposal for a target (epsilon, delta), fixed by public rules before any vote is seen, by RDP
         whatever ``accountant`` (checked) says: the release's approximate RDP (propose-test-release) has no tighter
         accountant here, and its rules below are stated in RDP orders:
@@ -236,18 +264,27 @@ class DataDependentBinaryVoting(PricedByEvent, Aggregator):
         Returns (aggregator, the noise multiplier applied to sigma). ``ValueError`` naming the target when no
         proposal can meet it."""
         check_accountant(accountant)
-        calibrated_reference, data_independent = calibrate_noise(self.data_independent, target_epsilon, delta,
-                                                                 num_queries)
+        calibrated_reference, data_independent = calibrate_noise(
+            self.data_independent, target_epsilon, delta, num_queries
+        )
         order = Ledger(neighbors=self.neighbors).compose(calibrated_reference, count=num_queries).epsilon(delta)[1]
         left = target_epsilon - math.log(1.0 / delta) / (order - 1.0)
         if left <= 0:
-            raise ValueError(f"target_epsilon={target_epsilon!r} at delta={delta!r} leaves no RDP budget at order "
-                             f"{order:g} for a data-dependent proposal")
+            raise ValueError(
+                f"target_epsilon={target_epsilon!r} at delta={delta!r} leaves no RDP budget at order "
+                f"{order:g} for a data-dependent proposal"
+            )
         multiplier = self.noise_ratio * data_independent
-        proposal = dataclasses.replace(self.scale_noise(multiplier), order=order,
-                                       test_sigma=math.sqrt(order / (2.0 * self.test_share * left)))
-        inverse_budget = calibrate(lambda m: dataclasses.replace(proposal, rdp_budget=1.0 / m).dp_event, target_epsilon,
-                                   delta, 1, neighbors=self.neighbors)
+        proposal = dataclasses.replace(
+            self.scale_noise(multiplier), order=order, test_sigma=math.sqrt(order / (2.0 * self.test_share * left))
+        )
+        inverse_budget = calibrate(
+            lambda m: dataclasses.replace(proposal, rdp_budget=1.0 / m).dp_event,
+            target_epsilon,
+            delta,
+            1,
+            neighbors=self.neighbors,
+        )
         return dataclasses.replace(proposal, rdp_budget=1.0 / inverse_budget), multiplier
 
     # ------------------------------------------------------------ mechanism
@@ -256,8 +293,11 @@ class DataDependentBinaryVoting(PricedByEvent, Aggregator):
         check_rng(rng)
         test = self.test
         t = self.num_teachers
-        screened = (np.ones(counts.shape, dtype=bool) if self.screen is None
-                    else screen_labels(counts, t, self.screen_sigma, self.screen[1], rng))
+        screened = (
+            np.ones(counts.shape, dtype=bool)
+            if self.screen is None
+            else screen_labels(counts, t, self.screen_sigma, self.screen[1], rng)
+        )
         labels = binary_gnmax(counts, t, self.sigma, rng)
         scale = _label_scale(self.sigma, self.neighbors)
         table = cost_table(t + test.max_distance + 1, self.order, self.sigma, scale, self.screen)
@@ -266,14 +306,27 @@ class DataDependentBinaryVoting(PricedByEvent, Aggregator):
         passed = test.passes(distance, rng)
         released = screened & passed
         answered = released.any(axis=1)
-        raw = _data_dependent_event(counts, t, self.sigma, scale, self.screen,
-                                    "binary GNMax and its screen, PATE 2018 Theorem 6 per label")
+        raw = _data_dependent_event(
+            counts, t, self.sigma, scale, self.screen, "binary GNMax and its screen, PATE 2018 Theorem 6 per label"
+        )
         return AggregationResult(
-            labels=labels & released, answered=answered,
+            labels=labels & released,
+            answered=answered,
             k=np.where(answered, np.count_nonzero(labels & released, axis=1), -1),
             released=released,
-            details={"data_dependent": raw, "data_independent": self.data_independent_event(counts.shape[0]),
-                     "test": {"passed": passed, "order": self.order, "rdp_budget": test.budget,
-                              "threshold": test.threshold,
-                              "not_itself_private": {"distance": distance, "rdp_at_order": float(within[0]),
-                                                     "rdp_within_one_step": float(within[1])}}})
+            details={
+                "data_dependent": raw,
+                "data_independent": self.data_independent_event(counts.shape[0]),
+                "test": {
+                    "passed": passed,
+                    "order": self.order,
+                    "rdp_budget": test.budget,
+                    "threshold": test.threshold,
+                    "not_itself_private": {
+                        "distance": distance,
+                        "rdp_at_order": float(within[0]),
+                        "rdp_within_one_step": float(within[1]),
+                    },
+                },
+            },
+        )

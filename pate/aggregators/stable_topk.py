@@ -86,25 +86,50 @@ class StableTopK(PricedByEvent, Aggregator):
         # eps_select, sigma_test / eps_test), so it is checked here, under these names, before the parts exist.
         check_selection(self.selection)
         select_value = noise_parameter(
-            self.selection == "gumbel", self.sigma_select, self.eps_select, "sigma_select", "eps_select",
+            self.selection == "gumbel",
+            self.sigma_select,
+            self.eps_select,
+            "sigma_select",
+            "eps_select",
             f"selection={self.selection!r}",
         )
         check_test(self.test)
         test_value = noise_parameter(
             self.test == "laplace", self.sigma_test, self.eps_test, "sigma_test", "eps_test", f"test={self.test!r}"
         )
-        checks.set_fields(self, **{"eps_select" if self.selection == "gumbel" else "sigma_select": select_value,
-                                   "eps_test" if self.test == "laplace" else "sigma_test": test_value})
-        selection = GapSelection(
-            num_labels=self.num_labels, num_teachers=self.num_teachers, selection=self.selection,
-            sigma=self.sigma_select, epsilon=self.eps_select, neighbors=self.neighbors,
-            regularizer=self.regularizer, max_k=self.max_k,
-        )
-        test = GapTest(test=self.test, delta_t=self.delta_t, sigma=self.sigma_test, epsilon=self.eps_test,
-                       neighbors=selection.neighbors)
         checks.set_fields(
-            self, num_labels=selection.num_labels, num_teachers=selection.num_teachers, neighbors=selection.neighbors,
-            regularizer=selection.regularizer, max_k=selection.max_k, delta_t=test.delta_t, _selection=selection,
+            self,
+            **{
+                "eps_select" if self.selection == "gumbel" else "sigma_select": select_value,
+                "eps_test" if self.test == "laplace" else "sigma_test": test_value,
+            },
+        )
+        selection = GapSelection(
+            num_labels=self.num_labels,
+            num_teachers=self.num_teachers,
+            selection=self.selection,
+            sigma=self.sigma_select,
+            epsilon=self.eps_select,
+            neighbors=self.neighbors,
+            regularizer=self.regularizer,
+            max_k=self.max_k,
+        )
+        test = GapTest(
+            test=self.test,
+            delta_t=self.delta_t,
+            sigma=self.sigma_test,
+            epsilon=self.eps_test,
+            neighbors=selection.neighbors,
+        )
+        checks.set_fields(
+            self,
+            num_labels=selection.num_labels,
+            num_teachers=selection.num_teachers,
+            neighbors=selection.neighbors,
+            regularizer=selection.regularizer,
+            max_k=selection.max_k,
+            delta_t=test.delta_t,
+            _selection=selection,
             _test=test,
         )
 

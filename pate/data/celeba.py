@@ -37,12 +37,46 @@ from pate.data.tensor_cache import check_decode_args, decoded_images
 from pate.io import decode_text, read_text
 
 ATTRIBUTE_NAMES: tuple[str, ...] = (
-    "5_o_Clock_Shadow", "Arched_Eyebrows", "Attractive", "Bags_Under_Eyes", "Bald", "Bangs", "Big_Lips",
-    "Big_Nose", "Black_Hair", "Blond_Hair", "Blurry", "Brown_Hair", "Bushy_Eyebrows", "Chubby", "Double_Chin",
-    "Eyeglasses", "Goatee", "Gray_Hair", "Heavy_Makeup", "High_Cheekbones", "Male", "Mouth_Slightly_Open",
-    "Mustache", "Narrow_Eyes", "No_Beard", "Oval_Face", "Pale_Skin", "Pointy_Nose", "Receding_Hairline",
-    "Rosy_Cheeks", "Sideburns", "Smiling", "Straight_Hair", "Wavy_Hair", "Wearing_Earrings", "Wearing_Hat",
-    "Wearing_Lipstick", "Wearing_Necklace", "Wearing_Necktie", "Young",
+    "5_o_Clock_Shadow",
+    "Arched_Eyebrows",
+    "Attractive",
+    "Bags_Under_Eyes",
+    "Bald",
+    "Bangs",
+    "Big_Lips",
+    "Big_Nose",
+    "Black_Hair",
+    "Blond_Hair",
+    "Blurry",
+    "Brown_Hair",
+    "Bushy_Eyebrows",
+    "Chubby",
+    "Double_Chin",
+    "Eyeglasses",
+    "Goatee",
+    "Gray_Hair",
+    "Heavy_Makeup",
+    "High_Cheekbones",
+    "Male",
+    "Mouth_Slightly_Open",
+    "Mustache",
+    "Narrow_Eyes",
+    "No_Beard",
+    "Oval_Face",
+    "Pale_Skin",
+    "Pointy_Nose",
+    "Receding_Hairline",
+    "Rosy_Cheeks",
+    "Sideburns",
+    "Smiling",
+    "Straight_Hair",
+    "Wavy_Hair",
+    "Wearing_Earrings",
+    "Wearing_Hat",
+    "Wearing_Lipstick",
+    "Wearing_Necklace",
+    "Wearing_Necktie",
+    "Young",
 )
 
 ATTRIBUTE_FILE, PARTITION_FILE = TEXT_FILES  # the original archive's file names (the synthetic set writes these)
@@ -119,7 +153,7 @@ def read_attributes(root: str | os.PathLike, expected: Sequence[str] | None = No
     valid = ((length == 1) & (first == one)) | ((length == 2) & ((first == plus) | (first == minus)) & (second == one))
     if not valid.all():
         r, c = np.argwhere(~valid)[0]
-        token = body[starts[r, c + 1]:ends[r, c + 1]].decode(errors="replace")
+        token = body[starts[r, c + 1] : ends[r, c + 1]].decode(errors="replace")
         raise ValueError(f"{path}, line {r + 3}: value {token!r} for {names[c]}; expected +1 (or 1) or -1")
     check_unique(filenames, path, first_line=3)
     return filenames, (first != minus).astype(np.uint8)
@@ -205,16 +239,26 @@ def load_celeba(
     if check_splits is not None:
         check_splits(split)
     first_line = 2 if layout.csv else 3  # after Kaggle's header; after CelebA's count and names lines
-    files = resolve_image_files(filenames, layout.images, Path(root), layout.attributes,
-                                range(first_line, first_line + len(filenames)))
+    files = resolve_image_files(
+        filenames, layout.images, Path(root), layout.attributes, range(first_line, first_line + len(filenames))
+    )
     attr_stat = layout.attributes.stat()
-    source = {"layout": layout.kind, "attribute_file_bytes": attr_stat.st_size,
-              "attribute_file_mtime_ns": attr_stat.st_mtime_ns}
-    images, checksum = decoded_images("celeba", str(path), files, int(image_size), cache_dir, source, num_workers,
-                                      progress)
-    return LabelledImages(images=images, labels=labels, split=split, filenames=tuple(filenames),
-                        label_names=read_label_names(path),
-                        fingerprint=content_fingerprint(labels, split, filenames, checksum))
+    source = {
+        "layout": layout.kind,
+        "attribute_file_bytes": attr_stat.st_size,
+        "attribute_file_mtime_ns": attr_stat.st_mtime_ns,
+    }
+    images, checksum = decoded_images(
+        "celeba", str(path), files, int(image_size), cache_dir, source, num_workers, progress
+    )
+    return LabelledImages(
+        images=images,
+        labels=labels,
+        split=split,
+        filenames=tuple(filenames),
+        label_names=read_label_names(path),
+        fingerprint=content_fingerprint(labels, split, filenames, checksum),
+    )
 
 
 def content_fingerprint(labels: np.ndarray, split: np.ndarray, filenames: Sequence[str], images_checksum: str) -> str:

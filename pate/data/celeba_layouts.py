@@ -23,8 +23,15 @@ import numpy as np
 
 from pate.io import read_text
 
-__all__ = ["CelebALayout", "check_label_names", "check_unique", "find_celeba_layout", "read_csv_attributes", "read_csv_label_names",
-           "read_csv_splits"]
+__all__ = [
+    "CelebALayout",
+    "check_label_names",
+    "check_unique",
+    "find_celeba_layout",
+    "read_csv_attributes",
+    "read_csv_label_names",
+    "read_csv_splits",
+]
 
 IMAGE_DIR = "img_align_celeba"
 TEXT_FILES = ("list_attr_celeba.txt", "list_eval_partition.txt")
@@ -74,13 +81,19 @@ def find_celeba_layout(root: str | os.PathLike) -> CelebALayout:
             return layout
     found = sorted(entry.name + ("/" if entry.is_dir() else "") for entry in path.iterdir())
     shown = ", ".join(found[:12]) + (f" and {len(found) - 12} more" if len(found) > 12 else "") or "nothing"
-    lacks = [str(path / name) for name, present in ((IMAGE_DIR, (path / IMAGE_DIR).is_dir()),
-                                                     *((name, (path / name).is_file()) for name in TEXT_FILES))
-             if not present]
+    lacks = [
+        str(path / name)
+        for name, present in (
+            (IMAGE_DIR, (path / IMAGE_DIR).is_dir()),
+            *((name, (path / name).is_file()) for name in TEXT_FILES),
+        )
+        if not present
+    ]
     raise FileNotFoundError(
         f"CelebA root {str(path)!r} lacks {', '.join(lacks)} and matches none of the layouts looked for: "
         f"{IMAGE_DIR}/ with {' and '.join(TEXT_FILES)} (the original archive), the same under celeba/ (torchvision), "
-        f"or {IMAGE_DIR}/[{IMAGE_DIR}/] with {' and '.join(CSV_FILES)} (Kaggle); found {shown}; {_HOW_TO_POINT}")
+        f"or {IMAGE_DIR}/[{IMAGE_DIR}/] with {' and '.join(CSV_FILES)} (Kaggle); found {shown}; {_HOW_TO_POINT}"
+    )
 
 
 def check_label_names(path: Path, line: int, names: tuple[str, ...], expected: Sequence[str] | None) -> tuple[str, ...]:
@@ -88,7 +101,9 @@ def check_label_names(path: Path, line: int, names: tuple[str, ...], expected: S
     if not names:
         raise ValueError(f"{path}, line {line}: expected the label names, found none")
     if expected is not None and names != tuple(expected):
-        raise ValueError(f"{path}, line {line}: expected the label names {tuple(expected)}, in that order, found {names}")
+        raise ValueError(
+            f"{path}, line {line}: expected the label names {tuple(expected)}, in that order, found {names}"
+        )
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:
         raise ValueError(f"{path}, line {line}: label names must be distinct, found {repeated} more than once")
@@ -132,8 +147,10 @@ def read_csv_attributes(path: Path, expected: Sequence[str] | None = None) -> tu
     body = rows[1:]
     short = [i for i, row in enumerate(body) if len(row) != 1 + len(names)]
     if short:
-        raise ValueError(f"{path}, line {short[0] + 2}: expected a file name and {len(names)} values, found "
-                         f"{len(body[short[0]])} fields")
+        raise ValueError(
+            f"{path}, line {short[0] + 2}: expected a file name and {len(names)} values, found "
+            f"{len(body[short[0]])} fields"
+        )
     values = np.array([[value.strip() for value in row[1:]] for row in body], dtype=str).reshape(len(body), len(names))
     valid = np.isin(values, ("1", "+1", "-1"))
     if not valid.all():
@@ -149,8 +166,10 @@ def read_csv_splits(path: Path) -> dict[str, int]:
     codes: dict[str, int] = {}
     for i, row in enumerate(_rows(path, "image_id")[1:]):
         if len(row) != 2 or row[1].strip() not in ("0", "1", "2"):
-            raise ValueError(f"{path}, line {i + 2}: expected '<file name>,<code>' with code in ['0', '1', '2'], "
-                             f"found {','.join(row)!r}")
+            raise ValueError(
+                f"{path}, line {i + 2}: expected '<file name>,<code>' with code in ['0', '1', '2'], "
+                f"found {','.join(row)!r}"
+            )
         if row[0].strip() in codes:
             raise ValueError(f"{path}, line {i + 2}: image {row[0].strip()!r} listed twice")
         codes[row[0].strip()] = int(row[1])

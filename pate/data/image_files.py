@@ -56,8 +56,14 @@ def _resolve(path: str, parents: dict[str, str]) -> str:
     return candidate
 
 
-def resolve_image_files(names: Sequence[str], base: str | os.PathLike, root: str | os.PathLike,
-                        listed_in: str | os.PathLike, lines: Sequence[int], column: str = "") -> ImageFiles:
+def resolve_image_files(
+    names: Sequence[str],
+    base: str | os.PathLike,
+    root: str | os.PathLike,
+    listed_in: str | os.PathLike,
+    lines: Sequence[int],
+    column: str = "",
+) -> ImageFiles:
     """The files ``names`` (relative to ``base``, a directory under ``root``) resolved and checked as the module
     docstring says. ``listed_in`` is the label file, ``lines[i]`` the (1-based) line of row i in it and ``column``
     what errors add after the line (e.g. ", column 1 (file)"); ``root`` is ``data.root``. ``ValueError`` on the
@@ -75,8 +81,10 @@ def resolve_image_files(names: Sequence[str], base: str | os.PathLike, root: str
         path = _resolve(os.path.join(base, name), parents)
         paths.append(path)
         if path != root and not path.startswith(inside):  # root itself: not a file, said below
-            raise ValueError(f"{where} leads to {path}, outside data.root={root!r}; expected a file inside it "
-                             f"(a '..' or a symlink that leaves it is refused; data.root may itself be a symlink)")
+            raise ValueError(
+                f"{where} leads to {path}, outside data.root={root!r}; expected a file inside it "
+                f"(a '..' or a symlink that leaves it is refused; data.root may itself be a symlink)"
+            )
         try:
             st = os.stat(path)
         except (FileNotFoundError, NotADirectoryError):
@@ -88,19 +96,25 @@ def resolve_image_files(names: Sequence[str], base: str | os.PathLike, root: str
             raise ValueError(f"{where} is {path}, not a file; expected an image file")
         seen = first_row.setdefault((st.st_dev, st.st_ino), i)
         if seen != i:
-            raise ValueError(_one_file_twice(listed_in, column, (lines[seen], names[seen], paths[seen]),
-                                             (lines[i], name, path)))
+            raise ValueError(
+                _one_file_twice(listed_in, column, (lines[seen], names[seen], paths[seen]), (lines[i], name, path))
+            )
         stats[i] = st.st_size, st.st_mtime_ns
     if missing:
-        raise ValueError(f"{paths[missing[0]]}: no such image file, listed in {listed_in} on line "
-                         f"{lines[missing[0]]}{column} ({len(missing)} of the {len(names)} listed images are missing)")
+        raise ValueError(
+            f"{paths[missing[0]]}: no such image file, listed in {listed_in} on line "
+            f"{lines[missing[0]]}{column} ({len(missing)} of the {len(names)} listed images are missing)"
+        )
     return ImageFiles(tuple(paths), stats)
 
 
-def _one_file_twice(listed_in: str | os.PathLike, column: str, first: tuple[int, str, str],
-                    again: tuple[int, str, str]) -> str:
+def _one_file_twice(
+    listed_in: str | os.PathLike, column: str, first: tuple[int, str, str], again: tuple[int, str, str]
+) -> str:
     """The error for two rows that are one file: both lines, both spellings, and why it is refused."""
     (line_a, name_a, path_a), (line_b, name_b, path_b) = first, again
     same = f"one file, {path_a}" if path_a == path_b else f"hard links to one file ({path_a} and {path_b})"
-    return (f"{listed_in}, lines {line_a} and {line_b}{column}: {name_a!r} and {name_b!r} are {same}; expected "
-            f"each image listed once (one image is one record: listed twice, it could be private and public at once)")
+    return (
+        f"{listed_in}, lines {line_a} and {line_b}{column}: {name_a!r} and {name_b!r} are {same}; expected "
+        f"each image listed once (one image is one record: listed twice, it could be private and public at once)"
+    )

@@ -40,8 +40,14 @@ from pate.data.image_files import ImageFiles, resolve_image_files
 from pate.data.tensor_cache import check_decode_args, decoded_images
 from pate.io import read_text
 
-__all__ = ["LabelTable", "MultilabelFolder", "check_split_fractions", "read_label_names", "read_label_table",
-           "seeded_split"]
+__all__ = [
+    "LabelTable",
+    "MultilabelFolder",
+    "check_split_fractions",
+    "read_label_names",
+    "read_label_table",
+    "seeded_split",
+]
 
 SPLIT_COLUMN = "split"
 _SPLIT_VALUES = {**SPLITS, **{str(code): code for code in SPLITS.values()}}
@@ -63,8 +69,10 @@ class LabelTable:
 def _header(path: Path, header: list[str]) -> tuple[tuple[str, ...], int | None]:
     """(label names, index of the split column or None) from the CSV header."""
     if len(header) < 2:
-        raise ValueError(f"{path}, line 1: expected a header 'file,<label>,...' with at least one label column, "
-                         f"found {','.join(header)!r}")
+        raise ValueError(
+            f"{path}, line 1: expected a header 'file,<label>,...' with at least one label column, "
+            f"found {','.join(header)!r}"
+        )
     columns = [name.strip() for name in header[1:]]
     split_at = columns.index(SPLIT_COLUMN) + 1 if SPLIT_COLUMN in columns else None
     names = tuple(name for name in columns if name != SPLIT_COLUMN)
@@ -105,11 +113,16 @@ def read_label_table(path: str | os.PathLike) -> LabelTable:
     file system's to say: ``MultilabelFolder.image_files``."""
     path = Path(path)
     lines = read_text(path, "the label CSV file").splitlines()
-    rows = [(number, row) for number, row in enumerate(csv.reader(lines), start=1)
-            if row and any(cell.strip() for cell in row)]
+    rows = [
+        (number, row)
+        for number, row in enumerate(csv.reader(lines), start=1)
+        if row and any(cell.strip() for cell in row)
+    ]
     if not rows or rows[0][0] != 1:
-        raise ValueError(f"{path}, line 1: expected a header 'file,<label>,...', found "
-                         f"{'an empty file' if not rows else 'a blank line'}")
+        raise ValueError(
+            f"{path}, line 1: expected a header 'file,<label>,...', found "
+            f"{'an empty file' if not rows else 'a blank line'}"
+        )
     names, split_at = _header(path, rows[0][1])
     body = rows[1:]
     if not body:
@@ -117,14 +130,18 @@ def read_label_table(path: str | os.PathLike) -> LabelTable:
     width = len(rows[0][1])
     for number, row in body:
         if len(row) != width:
-            raise ValueError(f"{path}, line {number}: expected {width} comma-separated fields (a file name, "
-                             f"{len(names)} labels{' and the split' if split_at else ''}), found {len(row)}")
+            raise ValueError(
+                f"{path}, line {number}: expected {width} comma-separated fields (a file name, "
+                f"{len(names)} labels{' and the split' if split_at else ''}), found {len(row)}"
+            )
     table = np.array([[cell.strip() for cell in row] for _, row in body], dtype=str)
     numbers = [number for number, _ in body]
 
     def fail(r: int, c: int, expected: str) -> ValueError:
-        return ValueError(f"{path}, line {numbers[r]}, column {c + 1} ({_column_name(c, names, split_at)}): "
-                          f"{str(table[r, c])!r}; expected {expected}")
+        return ValueError(
+            f"{path}, line {numbers[r]}, column {c + 1} ({_column_name(c, names, split_at)}): "
+            f"{str(table[r, c])!r}; expected {expected}"
+        )
 
     label_columns = [c for c in range(1, width) if c != split_at]
     values = table[:, label_columns]
@@ -136,8 +153,12 @@ def read_label_table(path: str | os.PathLike) -> LabelTable:
     if zeros.any() and minus.any():  # the negative seen first (row by row) sets the file's convention
         first, other = ("0", minus) if np.argmax(zeros) < np.argmax(minus) else ("-1", zeros)
         r, c = divmod(int(np.argmax(other)), values.shape[1])
-        raise fail(r, label_columns[c], f"the file's negative value {first!r} (seen first): one convention per "
-                                        f"file, 0/1 or -1/1 (is -1 an 'uncertain' label? map it first)")
+        raise fail(
+            r,
+            label_columns[c],
+            f"the file's negative value {first!r} (seen first): one convention per "
+            f"file, 0/1 or -1/1 (is -1 an 'uncertain' label? map it first)",
+        )
     labels = np.isin(values, _POSITIVE).astype(np.uint8)
 
     split = None
@@ -161,8 +182,10 @@ def check_split_fractions(fractions: Sequence[float]) -> tuple[float, float, flo
     except (TypeError, ValueError):
         values = ()
     if len(values) != 3 or min(values) < 0 or abs(sum(values) - 1) > 1e-9:
-        raise ValueError(f"data.split_fractions={list(fractions) if isinstance(fractions, Sequence) else fractions!r};"
-                         f" expected three non-negative fractions (train, val, test) summing to 1")
+        raise ValueError(
+            f"data.split_fractions={list(fractions) if isinstance(fractions, Sequence) else fractions!r};"
+            f" expected three non-negative fractions (train, val, test) summing to 1"
+        )
     return values
 
 
@@ -174,7 +197,7 @@ def seeded_split(num_rows: int, fractions: Sequence[float], seed: int) -> np.nda
     train, val = int(train_share * num_rows), int(val_share * num_rows)
     split = np.full(num_rows, SPLITS["test"], dtype=np.int8)
     split[order[:train]] = SPLITS["train"]
-    split[order[train:train + val]] = SPLITS["val"]
+    split[order[train : train + val]] = SPLITS["val"]
     return split
 
 
@@ -199,11 +222,15 @@ class MultilabelFolder:
     def check(self) -> None:
         root = Path(self.root).expanduser()
         if not root.is_dir():
-            raise FileNotFoundError(f"data.root={self.root!r} is not a directory; expected the directory of the "
-                                    f"images (data=multilabel_folder data.root=/path/to/images)")
+            raise FileNotFoundError(
+                f"data.root={self.root!r} is not a directory; expected the directory of the "
+                f"images (data=multilabel_folder data.root=/path/to/images)"
+            )
         if not self.csv_path.is_file():
-            raise FileNotFoundError(f"{self.csv_path}: no such label file; expected a CSV file 'file,<label>,...' "
-                                    f"(data.labels_file, relative to data.root unless absolute)")
+            raise FileNotFoundError(
+                f"{self.csv_path}: no such label file; expected a CSV file 'file,<label>,...' "
+                f"(data.labels_file, relative to data.root unless absolute)"
+            )
         check_decode_args(self.image_size, self.num_workers)
         check_split_fractions(self.split_fractions)
 
@@ -223,20 +250,30 @@ class MultilabelFolder:
         root = Path(self.root).expanduser()
         return resolve_image_files(table.filenames, root, root, self.csv_path, table.lines, ", column 1 (file)")
 
-    def load(self, cache_dir: Path, progress: bool = True,
-             check_splits: Callable[[np.ndarray], None] | None = None) -> LabelledImages:
+    def load(
+        self, cache_dir: Path, progress: bool = True, check_splits: Callable[[np.ndarray], None] | None = None
+    ) -> LabelledImages:
         self.check()
         table = read_label_table(self.csv_path)
-        split = table.split if table.split is not None else seeded_split(len(table.filenames), self.split_fractions,
-                                                                          self.split_seed)
+        split = (
+            table.split
+            if table.split is not None
+            else seeded_split(len(table.filenames), self.split_fractions, self.split_seed)
+        )
         if check_splits is not None:
             check_splits(split)
         files = self.image_files(table)
         root = Path(self.root).expanduser().resolve()
         stat = self.csv_path.stat()
         source = {"labels_file": str(self.csv_path.resolve()), "bytes": stat.st_size, "mtime_ns": stat.st_mtime_ns}
-        images, checksum = decoded_images("folder", str(root), files, int(self.image_size), cache_dir, source,
-                                          int(self.num_workers), progress)
-        return LabelledImages(images=images, labels=table.labels, split=split, filenames=table.filenames,
-                            label_names=table.label_names,
-                            fingerprint=content_fingerprint(table.labels, split, table.filenames, checksum))
+        images, checksum = decoded_images(
+            "folder", str(root), files, int(self.image_size), cache_dir, source, int(self.num_workers), progress
+        )
+        return LabelledImages(
+            images=images,
+            labels=table.labels,
+            split=split,
+            filenames=table.filenames,
+            label_names=table.label_names,
+            fingerprint=content_fingerprint(table.labels, split, table.filenames, checksum),
+        )

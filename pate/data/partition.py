@@ -97,30 +97,43 @@ def split_public(heldout_indices: np.ndarray, pool_size: int, num_queries: int, 
             f"with 1 <= num_queries <= {pool_size} (raise data.pool_fraction for more)"
         )
     shuffled = arr[np.random.default_rng(seed).permutation(arr.size)]
-    return PublicSplit(pool=np.sort(shuffled[:pool_size]), queries=np.sort(shuffled[:num_queries]),
-                       evaluation=np.sort(shuffled[pool_size:]))
+    return PublicSplit(
+        pool=np.sort(shuffled[:pool_size]),
+        queries=np.sort(shuffled[:num_queries]),
+        evaluation=np.sort(shuffled[pool_size:]),
+    )
 
 
 def pool_size(num_heldout: int, pool_fraction: float) -> int:
     """``round(pool_fraction * num_heldout)``; ``pool_fraction`` must lie in (0, 1)."""
     if not isinstance(pool_fraction, (int, float)) or isinstance(pool_fraction, bool) or not 0 < pool_fraction < 1:
-        raise ValueError(f"data.pool_fraction={pool_fraction!r}; expected a number in (0, 1): the share of the "
-                         f"held-out split that forms the student's public pool (the rest evaluates it)")
+        raise ValueError(
+            f"data.pool_fraction={pool_fraction!r}; expected a number in (0, 1): the share of the "
+            f"held-out split that forms the student's public pool (the rest evaluates it)"
+        )
     return int(round(pool_fraction * num_heldout))
 
 
 # ------------------------------------------------------------------ the partition and queries artifacts
-def check_partition_config(split: np.ndarray, num_teachers: int, num_queries: int, pool_fraction: float,
-                           records_per_teacher: int = 1, why: str = "") -> None:
+def check_partition_config(
+    split: np.ndarray,
+    num_teachers: int,
+    num_queries: int,
+    pool_fraction: float,
+    records_per_teacher: int = 1,
+    why: str = "",
+) -> None:
     """Fail before any decode or training when the split sizes (``split``: CelebA's split code per image, as
     read from list_eval_partition.txt) cannot satisfy the config: every teacher's part (the parts differ by at most
     one record) must hold ``records_per_teacher`` records, what the teachers need to fit (``why``)."""
     sizes = {name: int(np.count_nonzero(np.asarray(split) == code)) for name, code in SPLITS.items()}
     for name in ("train", "test"):
         if sizes[name] == 0:
-            raise ValueError(f"the {name} split is empty: no image has split code {SPLITS[name]} ({name}; CelebA's "
-                             f"list_eval_partition.txt, a folder's split column or data.split_fractions); the "
-                             f"pipeline needs private training records and held-out public records")
+            raise ValueError(
+                f"the {name} split is empty: no image has split code {SPLITS[name]} ({name}; CelebA's "
+                f"list_eval_partition.txt, a folder's split column or data.split_fractions); the "
+                f"pipeline needs private training records and held-out public records"
+            )
     n_train = sizes["train"]
     most = n_train // records_per_teacher
     if most == 0:
@@ -168,8 +181,7 @@ def build_queries(work: Path, data: LabelledImages, pool_fraction: float, num_qu
     (``eval_indices``, the rest). Its own stage, so that changing the queries keeps the teachers."""
     heldout = data.indices("test")
     split = split_public(heldout, pool_size(len(heldout), pool_fraction), num_queries, seed)
-    np.savez(work / "queries.npz", query_indices=split.queries, pool_indices=split.pool,
-             eval_indices=split.evaluation)
+    np.savez(work / "queries.npz", query_indices=split.queries, pool_indices=split.pool, eval_indices=split.evaluation)
 
 
 def read_queries(art: Artifact) -> PublicSplit:
@@ -178,5 +190,14 @@ def read_queries(art: Artifact) -> PublicSplit:
         return PublicSplit(pool=z["pool_indices"], queries=z["query_indices"], evaluation=z["eval_indices"])
 
 
-__all__ = ["PublicSplit", "build_partition", "build_queries", "check_partition_config", "partition_teachers",
-           "pool_size", "read_queries", "read_teacher_parts", "split_public"]
+__all__ = [
+    "PublicSplit",
+    "build_partition",
+    "build_queries",
+    "check_partition_config",
+    "partition_teachers",
+    "pool_size",
+    "read_queries",
+    "read_teacher_parts",
+    "split_public",
+]

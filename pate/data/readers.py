@@ -32,8 +32,9 @@ class DatasetReader(Protocol):
 
     def label_names(self) -> tuple[str, ...]: ...
 
-    def load(self, cache_dir: Path, progress: bool = True,
-             check_splits: Callable[[np.ndarray], None] | None = None) -> LabelledImages: ...
+    def load(
+        self, cache_dir: Path, progress: bool = True, check_splits: Callable[[np.ndarray], None] | None = None
+    ) -> LabelledImages: ...
 
 
 @dataclass(frozen=True)
@@ -54,11 +55,18 @@ class CelebAFormat:
     def label_names(self) -> tuple[str, ...]:
         return read_label_names(Path(self.root).expanduser(), self.expected_labels)
 
-    def load(self, cache_dir: Path, progress: bool = True,
-             check_splits: Callable[[np.ndarray], None] | None = None) -> LabelledImages:
-        return load_celeba(Path(self.root).expanduser(), image_size=int(self.image_size), cache_dir=cache_dir,
-                           num_workers=int(self.num_workers), progress=progress, check_splits=check_splits,
-                           expected_labels=self.expected_labels)
+    def load(
+        self, cache_dir: Path, progress: bool = True, check_splits: Callable[[np.ndarray], None] | None = None
+    ) -> LabelledImages:
+        return load_celeba(
+            Path(self.root).expanduser(),
+            image_size=int(self.image_size),
+            cache_dir=cache_dir,
+            num_workers=int(self.num_workers),
+            progress=progress,
+            check_splits=check_splits,
+            expected_labels=self.expected_labels,
+        )
 
 
 @dataclass(frozen=True)
@@ -72,19 +80,26 @@ class SyntheticCelebA(CelebAFormat):
     seed: int = 0
 
     def check(self) -> None:
-        check_synthetic_params(self.num_images, self.synthetic_image_size, tuple(self.split_fractions), self.seed,
-                               self.num_workers)
+        check_synthetic_params(
+            self.num_images, self.synthetic_image_size, tuple(self.split_fractions), self.seed, self.num_workers
+        )
 
     def label_names(self) -> tuple[str, ...]:
         """The generator draws CelebA's 40 attributes."""
         return ATTRIBUTE_NAMES
 
-    def load(self, cache_dir: Path, progress: bool = True,
-             check_splits: Callable[[np.ndarray], None] | None = None) -> LabelledImages:
-        generate_synthetic_celeba(Path(self.root).expanduser(), num_images=int(self.num_images),
-                                  image_size=int(self.synthetic_image_size),
-                                  split_fractions=tuple(self.split_fractions), seed=int(self.seed),
-                                  num_workers=int(self.num_workers), progress=progress)
+    def load(
+        self, cache_dir: Path, progress: bool = True, check_splits: Callable[[np.ndarray], None] | None = None
+    ) -> LabelledImages:
+        generate_synthetic_celeba(
+            Path(self.root).expanduser(),
+            num_images=int(self.num_images),
+            image_size=int(self.synthetic_image_size),
+            split_fractions=tuple(self.split_fractions),
+            seed=int(self.seed),
+            num_workers=int(self.num_workers),
+            progress=progress,
+        )
         return super().load(cache_dir, progress, check_splits)
 
 

@@ -87,8 +87,11 @@ def generate_synthetic_celeba(
             if damage is None:
                 log.info("reusing the synthetic CelebA in %s", root)
                 return root
-            log.warning("the synthetic CelebA in %s is damaged (%s); regenerating it (deterministic: the same "
-                        "files as before)", root, damage)
+            log.warning(
+                "the synthetic CelebA in %s is damaged (%s); regenerating it (deterministic: the same files as before)",
+                root,
+                damage,
+            )
             marker.unlink()
         elif not (root / IN_PROGRESS).exists():
             strangers = sorted(p.name for p in root.iterdir() if p.name != _LOCK)
@@ -110,8 +113,11 @@ def generate_synthetic_celeba(
 def _fingerprint(root: Path) -> dict:
     """What a complete set holds: the SHA-256 of the two text files, the image names and their total size."""
     images = sorted(os.scandir(root / IMAGE_DIR), key=lambda entry: entry.name)
-    return {**{name: hashlib.sha256((root / name).read_bytes()).hexdigest() for name in (ATTRIBUTE_FILE, PARTITION_FILE)},
-            "images": len(images), "image_bytes": sum(entry.stat().st_size for entry in images)}
+    return {
+        **{name: hashlib.sha256((root / name).read_bytes()).hexdigest() for name in (ATTRIBUTE_FILE, PARTITION_FILE)},
+        "images": len(images),
+        "image_bytes": sum(entry.stat().st_size for entry in images),
+    }
 
 
 def _damage(root: Path, recorded: dict | None, num_images: int) -> str | None:
@@ -124,7 +130,11 @@ def _damage(root: Path, recorded: dict | None, num_images: int) -> str | None:
         return f"{IMAGE_DIR}/ is missing"
     current = _fingerprint(root)
     if recorded is None:  # a set from before fingerprints were recorded: check the count only
-        return None if current["images"] == num_images else f"{IMAGE_DIR}/ holds {current['images']} of {num_images} images"
+        return (
+            None
+            if current["images"] == num_images
+            else f"{IMAGE_DIR}/ holds {current['images']} of {num_images} images"
+        )
     changed = [key for key in recorded if recorded[key] != current.get(key)]
     return None if not changed else "changed: " + ", ".join(changed)
 
@@ -150,8 +160,13 @@ def check_synthetic_params(num_images, image_size, split_fractions, seed, num_wo
     empty = [name for name, f, n in zip(SPLITS, fractions, counts) if f > 0 and n == 0]
     if empty:
         raise ValueError(f"num_images={num_images} leaves the {empty} split(s) empty with split_fractions={fractions}")
-    return {"num_images": int(num_images), "image_size": int(image_size), "split_fractions": fractions,
-            "seed": int(seed), "generator_version": GENERATOR_VERSION}
+    return {
+        "num_images": int(num_images),
+        "image_size": int(image_size),
+        "split_fractions": fractions,
+        "seed": int(seed),
+        "generator_version": GENERATOR_VERSION,
+    }
 
 
 def _split_counts(num_images: int, fractions: Sequence[float]) -> list[int]:
@@ -176,11 +191,23 @@ def _generate(root: Path, params: dict, num_workers: int, progress: bool) -> Non
     names = _file_names(n)
     image_dir = root / IMAGE_DIR
     image_dir.mkdir()
-    jobs = [(str(image_dir), names[i:i + _CHUNK], i, sample.true[i:i + _CHUNK], sample.latents[i:i + _CHUNK],
-             size, seed) for i in range(0, n, _CHUNK)]
-    with progress_bar(total=n, desc=f"rendering synthetic CelebA ({size}px)", unit="img", disable=not progress) as bar, \
-            process_pool(num_workers) as pool:
-        for done in (pool.imap_unordered(_render_chunk, jobs) if pool is not None else map(_render_chunk, jobs)):
+    jobs = [
+        (
+            str(image_dir),
+            names[i : i + _CHUNK],
+            i,
+            sample.true[i : i + _CHUNK],
+            sample.latents[i : i + _CHUNK],
+            size,
+            seed,
+        )
+        for i in range(0, n, _CHUNK)
+    ]
+    with (
+        progress_bar(total=n, desc=f"rendering synthetic CelebA ({size}px)", unit="img", disable=not progress) as bar,
+        process_pool(num_workers) as pool,
+    ):
+        for done in pool.imap_unordered(_render_chunk, jobs) if pool is not None else map(_render_chunk, jobs):
             bar.update(done)
 
     split = np.repeat(list(SPLITS.values()), _split_counts(n, params["split_fractions"]))

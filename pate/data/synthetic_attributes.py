@@ -40,15 +40,46 @@ from pate.data.celeba import ATTRIBUTE_NAMES
 # (Liu et al., ICCV 2015), as commonly reported (e.g. in the class-imbalance literature on CelebA); rounded
 # to four digits. This is the only source of the synthetic marginals.
 PREVALENCE: Mapping[str, float] = {
-    "5_o_Clock_Shadow": 0.1111, "Arched_Eyebrows": 0.2670, "Attractive": 0.5125, "Bags_Under_Eyes": 0.2046,
-    "Bald": 0.0224, "Bangs": 0.1516, "Big_Lips": 0.2408, "Big_Nose": 0.2345, "Black_Hair": 0.2393,
-    "Blond_Hair": 0.1480, "Blurry": 0.0509, "Brown_Hair": 0.2052, "Bushy_Eyebrows": 0.1422, "Chubby": 0.0576,
-    "Double_Chin": 0.0467, "Eyeglasses": 0.0651, "Goatee": 0.0628, "Gray_Hair": 0.0419, "Heavy_Makeup": 0.3870,
-    "High_Cheekbones": 0.4550, "Male": 0.4168, "Mouth_Slightly_Open": 0.4834, "Mustache": 0.0415,
-    "Narrow_Eyes": 0.1152, "No_Beard": 0.8349, "Oval_Face": 0.2842, "Pale_Skin": 0.0429, "Pointy_Nose": 0.2772,
-    "Receding_Hairline": 0.0798, "Rosy_Cheeks": 0.0657, "Sideburns": 0.0565, "Smiling": 0.4821,
-    "Straight_Hair": 0.2084, "Wavy_Hair": 0.3196, "Wearing_Earrings": 0.1889, "Wearing_Hat": 0.0485,
-    "Wearing_Lipstick": 0.4724, "Wearing_Necklace": 0.1230, "Wearing_Necktie": 0.0727, "Young": 0.7736,
+    "5_o_Clock_Shadow": 0.1111,
+    "Arched_Eyebrows": 0.2670,
+    "Attractive": 0.5125,
+    "Bags_Under_Eyes": 0.2046,
+    "Bald": 0.0224,
+    "Bangs": 0.1516,
+    "Big_Lips": 0.2408,
+    "Big_Nose": 0.2345,
+    "Black_Hair": 0.2393,
+    "Blond_Hair": 0.1480,
+    "Blurry": 0.0509,
+    "Brown_Hair": 0.2052,
+    "Bushy_Eyebrows": 0.1422,
+    "Chubby": 0.0576,
+    "Double_Chin": 0.0467,
+    "Eyeglasses": 0.0651,
+    "Goatee": 0.0628,
+    "Gray_Hair": 0.0419,
+    "Heavy_Makeup": 0.3870,
+    "High_Cheekbones": 0.4550,
+    "Male": 0.4168,
+    "Mouth_Slightly_Open": 0.4834,
+    "Mustache": 0.0415,
+    "Narrow_Eyes": 0.1152,
+    "No_Beard": 0.8349,
+    "Oval_Face": 0.2842,
+    "Pale_Skin": 0.0429,
+    "Pointy_Nose": 0.2772,
+    "Receding_Hairline": 0.0798,
+    "Rosy_Cheeks": 0.0657,
+    "Sideburns": 0.0565,
+    "Smiling": 0.4821,
+    "Straight_Hair": 0.2084,
+    "Wavy_Hair": 0.3196,
+    "Wearing_Earrings": 0.1889,
+    "Wearing_Hat": 0.0485,
+    "Wearing_Lipstick": 0.4724,
+    "Wearing_Necklace": 0.1230,
+    "Wearing_Necktie": 0.0727,
+    "Young": 0.7736,
 }
 
 LATENT_NAMES: tuple[str, ...] = ("age", "glam", "build", "mood", "beauty")
@@ -78,15 +109,21 @@ class Choice:
 # "Beard" is internal (any facial hair); the published No_Beard is its complement. Male is drawn first.
 GRAPH: tuple[Node | Choice, ...] = (
     Node("Young", {"age": -2.0}),
-    Choice(("Bald", "Black_Hair", "Blond_Hair", "Brown_Hair", "Gray_Hair"), {
-        "Bald": {"sex": 3.0, "age": 1.5},
-        "Black_Hair": {"sex": 0.2},
-        "Blond_Hair": {"sex": -1.2, "glam": 0.4},
-        "Brown_Hair": {},
-        "Gray_Hair": {"age": 2.0, "Young": -1.5},
-    }),
-    Choice(("Straight_Hair", "Wavy_Hair"), {"Straight_Hair": {"sex": 0.3}, "Wavy_Hair": {"sex": -1.0, "glam": 0.5}},
-           excludes=("Bald",)),
+    Choice(
+        ("Bald", "Black_Hair", "Blond_Hair", "Brown_Hair", "Gray_Hair"),
+        {
+            "Bald": {"sex": 3.0, "age": 1.5},
+            "Black_Hair": {"sex": 0.2},
+            "Blond_Hair": {"sex": -1.2, "glam": 0.4},
+            "Brown_Hair": {},
+            "Gray_Hair": {"age": 2.0, "Young": -1.5},
+        },
+    ),
+    Choice(
+        ("Straight_Hair", "Wavy_Hair"),
+        {"Straight_Hair": {"sex": 0.3}, "Wavy_Hair": {"sex": -1.0, "glam": 0.5}},
+        excludes=("Bald",),
+    ),
     Node("Bangs", {"sex": -0.6, "age": -0.4}, excludes=("Bald",)),
     Node("Receding_Hairline", {"sex": 0.8, "age": 1.2}, excludes=("Bald",)),
     Node("Wearing_Hat", {"sex": 0.2}, excludes=("Bald",)),
@@ -117,8 +154,20 @@ GRAPH: tuple[Node | Choice, ...] = (
     Node("Wearing_Necklace", {"sex": -2.0, "glam": 0.8}),
     Node("Wearing_Necktie", {"sex": 2.5, "age": 0.8}),
     Node("Blurry", {}),
-    Node("Attractive", {"beauty": 1.5, "Young": 1.2, "sex": -0.6, "Heavy_Makeup": 0.6, "Chubby": -1.0,
-                        "Bags_Under_Eyes": -0.6, "Oval_Face": 0.5, "Eyeglasses": -0.4, "Blurry": -0.5}),
+    Node(
+        "Attractive",
+        {
+            "beauty": 1.5,
+            "Young": 1.2,
+            "sex": -0.6,
+            "Heavy_Makeup": 0.6,
+            "Chubby": -1.0,
+            "Bags_Under_Eyes": -0.6,
+            "Oval_Face": 0.5,
+            "Eyeglasses": -0.4,
+            "Blurry": -0.5,
+        },
+    ),
 )
 
 # Target prevalence of every graph variable: CelebA's, with the internal Beard = 1 - No_Beard.
@@ -149,10 +198,28 @@ HARD_CONSTRAINTS: tuple[tuple[str, tuple[str, ...]], ...] = (
 # same expected number of labels of the commoner value is flipped the other way, so prevalences are kept.
 # Only attributes outside HARD_CONSTRAINTS get noise, so that the published rows still satisfy them.
 ANNOTATION_NOISE: Mapping[str, float] = {
-    **{name: 0.05 for name in (
-        "Attractive", "Oval_Face", "Big_Lips", "Big_Nose", "Pointy_Nose", "Arched_Eyebrows", "Bushy_Eyebrows",
-        "High_Cheekbones", "Narrow_Eyes", "Bags_Under_Eyes", "Young", "Chubby", "Double_Chin", "Rosy_Cheeks",
-        "Pale_Skin", "Blurry", "Mouth_Slightly_Open")},
+    **{
+        name: 0.05
+        for name in (
+            "Attractive",
+            "Oval_Face",
+            "Big_Lips",
+            "Big_Nose",
+            "Pointy_Nose",
+            "Arched_Eyebrows",
+            "Bushy_Eyebrows",
+            "High_Cheekbones",
+            "Narrow_Eyes",
+            "Bags_Under_Eyes",
+            "Young",
+            "Chubby",
+            "Double_Chin",
+            "Rosy_Cheeks",
+            "Pale_Skin",
+            "Blurry",
+            "Mouth_Slightly_Open",
+        )
+    },
     **{name: 0.01 for name in ("Smiling", "Eyeglasses", "Wearing_Earrings", "Wearing_Necklace", "Wearing_Necktie")},
 }
 

@@ -30,8 +30,21 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFilter
 
 from pate.data.synthetic_face import (
-    Canvas, Head, bald_scalp, body_and_neckwear, draw_hat, ears_and_face, eyeglasses, eyes_and_brows, facial_hair,
-    jitter, mix, mouth, nose, random_color, scalp_hair,
+    Canvas,
+    Head,
+    bald_scalp,
+    body_and_neckwear,
+    draw_hat,
+    ears_and_face,
+    eyeglasses,
+    eyes_and_brows,
+    facial_hair,
+    jitter,
+    mix,
+    mouth,
+    nose,
+    random_color,
+    scalp_hair,
 )
 
 _SUPERSAMPLE = 2
@@ -48,8 +61,9 @@ _UNLABELLED_HAIR = ((150, 62, 32), (72, 48, 34), (165, 125, 75), (95, 70, 55), (
 _SKIN_LIGHT, _SKIN_DARK, _SKIN_PALE = (234, 198, 170), (112, 74, 50), (246, 228, 218)
 
 
-def render_face(attributes: Mapping[str, bool], latents: Mapping[str, float], image_size: int,
-                rng: np.random.Generator) -> Image.Image:
+def render_face(
+    attributes: Mapping[str, bool], latents: Mapping[str, float], image_size: int, rng: np.random.Generator
+) -> Image.Image:
     """An RGB ``image_size`` x ``image_size`` face showing ``attributes`` (name -> present).
 
     ``latents`` gives the continuous ``age`` and ``build`` of ``synthetic_attributes`` (faint wrinkles, face
@@ -118,9 +132,26 @@ def _head(a, latents, head: np.random.Generator, hair: np.random.Generator) -> H
         hair_color = jitter(_UNLABELLED_HAIR[int(hair.integers(len(_UNLABELLED_HAIR)))], 12, hair)
     facial_hair_color = hair_color or jitter((70, 60, 55) if age < 0.8 else (150, 148, 145), 12, hair)
     long_hair = hair_color is not None and hair.uniform() < (0.12 if male else 0.85)
-    return Head(cx, cy, fw, fh, skin, mix(skin, (60, 30, 20), 0.22), stubble_alpha, cy - 0.11 * fh, cy - 0.28 * fh,
-                 0.42 * fw, cy + 0.26 * fh, cy + 0.52 * fh, age, hair_color, facial_hair_color, a["Wavy_Hair"],
-                 a["Straight_Hair"], long_hair)
+    return Head(
+        cx,
+        cy,
+        fw,
+        fh,
+        skin,
+        mix(skin, (60, 30, 20), 0.22),
+        stubble_alpha,
+        cy - 0.11 * fh,
+        cy - 0.28 * fh,
+        0.42 * fw,
+        cy + 0.26 * fh,
+        cy + 0.52 * fh,
+        age,
+        hair_color,
+        facial_hair_color,
+        a["Wavy_Hair"],
+        a["Straight_Hair"],
+        long_hair,
+    )
 
 
 def _photograph(img: Image.Image, a, bg, image_size: int, scene: np.random.Generator) -> Image.Image:
@@ -134,8 +165,14 @@ def _photograph(img: Image.Image, a, bg, image_size: int, scene: np.random.Gener
     shift_x, shift_y = u(-0.06, 0.06, size=2) * image_size
     cos, sin = math.cos(angle) / scale, math.sin(angle) / scale
     c = image_size / 2.0
-    coeffs = (cos, sin, c - cos * (c + shift_x) - sin * (c + shift_y),
-              -sin, cos, c + sin * (c + shift_x) - cos * (c + shift_y))
+    coeffs = (
+        cos,
+        sin,
+        c - cos * (c + shift_x) - sin * (c + shift_y),
+        -sin,
+        cos,
+        c + sin * (c + shift_x) - cos * (c + shift_y),
+    )
     img = img.transform(img.size, Image.Transform.AFFINE, coeffs, resample=Image.Resampling.BILINEAR, fillcolor=bg)
     radius = (u(1.0, 1.8) if a["Blurry"] else u(0.0, 0.55)) * image_size / 64.0
     if radius > 0.05:

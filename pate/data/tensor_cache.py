@@ -65,14 +65,17 @@ def decode_image(path: str | os.PathLike, image_size: int) -> tuple[np.ndarray, 
             side = min(w, h)
             left, top = (w - side) // 2, (h - side) // 2
             # crop, then resize: resize(box=...) would let the filter reach outside the square
-            img = img.crop((left, top, left + side, top + side)).resize((image_size, image_size),
-                                                                        Image.Resampling.LANCZOS)
+            img = img.crop((left, top, left + side, top + side)).resize(
+                (image_size, image_size), Image.Resampling.LANCZOS
+            )
             return np.asarray(img, dtype=np.uint8).transpose(2, 0, 1), mode, depth
     except UnscalableImage:
         raise
     except (OSError, ValueError, Image.DecompressionBombError) as err:  # truncated, corrupt, not an image
-        raise ValueError(f"{path}: cannot decode this image ({' '.join(str(err).split())}); replace it with a "
-                         f"readable copy of the original file") from None
+        raise ValueError(
+            f"{path}: cannot decode this image ({' '.join(str(err).split())}); replace it with a "
+            f"readable copy of the original file"
+        ) from None
 
 
 class UnscalableImage(ValueError):
@@ -104,9 +107,11 @@ def _eight_bits(img: Image.Image, stored: str, path: str | os.PathLike) -> tuple
     if img.mode in ("I", "F") or img.mode.startswith("I;"):
         kind = "a floating-point" if img.mode == "F" else "an integer"
         stored_as = f", stored as {stored}" if stored else ""
-        raise UnscalableImage(f"{path}: {kind} image (PIL mode {img.mode}{stored_as}) has no fixed range to scale "
-                              f"to 8 bits; expected 1, 8 or 16 bits per channel: convert it first (e.g. window it "
-                              f"into 16-bit or 8-bit integers)")
+        raise UnscalableImage(
+            f"{path}: {kind} image (PIL mode {img.mode}{stored_as}) has no fixed range to scale "
+            f"to 8 bits; expected 1, 8 or 16 bits per channel: convert it first (e.g. window it "
+            f"into 16-bit or 8-bit integers)"
+        )
     if ";16" in stored:
         return img, f"16-bit {img.mode} ({stored}): PIL's decoder kept each value's high byte (v // 256)"
     return img, ""
@@ -115,8 +120,11 @@ def _eight_bits(img: Image.Image, stored: str, path: str | os.PathLike) -> tuple
 def _decode_chunk(args: tuple[list[str], int]) -> tuple[np.ndarray, Counter, Counter]:
     paths, image_size = args
     decoded = [decode_image(p, image_size) for p in paths]
-    return (np.stack([pixels for pixels, _, _ in decoded]), Counter(mode for _, mode, _ in decoded),
-            Counter(depth for _, _, depth in decoded if depth))
+    return (
+        np.stack([pixels for pixels, _, _ in decoded]),
+        Counter(mode for _, mode, _ in decoded),
+        Counter(depth for _, _, depth in decoded if depth),
+    )
 
 
 def check_decode_args(image_size, num_workers) -> None:
@@ -133,8 +141,16 @@ def _stats_digest(names: Sequence[str], stats: np.ndarray) -> str:
     return h.hexdigest()[:32]
 
 
-def decoded_images(name: str, location: str, files: ImageFiles, image_size: int, cache_dir: str | os.PathLike,
-                   source: dict, num_workers: int = 0, progress: bool = True) -> tuple[np.memmap, str]:
+def decoded_images(
+    name: str,
+    location: str,
+    files: ImageFiles,
+    image_size: int,
+    cache_dir: str | os.PathLike,
+    source: dict,
+    num_workers: int = 0,
+    progress: bool = True,
+) -> tuple[np.memmap, str]:
     """(read-only uint8 memmap [len(files.paths), 3, S, S] of the files in order, its BLAKE2b checksum), from the
     cache (module docstring) or decoded now. ``location`` (the data's resolved directory) and ``image_size`` key
     the file; ``source`` (what else identifies the data: the label file's size and time) and the image files'
@@ -169,8 +185,10 @@ def _say_conversions(modes: Counter, depths: Counter) -> None:
         log.warning("%d image(s) were %s", count, note)
     converted = {mode: count for mode, count in sorted(modes.items()) if mode != "RGB"}
     if converted:
-        log.warning("converted %s to RGB (grayscale replicated to 3 channels, alpha dropped)",
-                    ", ".join(f"{count} {mode} image(s)" for mode, count in converted.items()))
+        log.warning(
+            "converted %s to RGB (grayscale replicated to 3 channels, alpha dropped)",
+            ", ".join(f"{count} {mode} image(s)" for mode, count in converted.items()),
+        )
 
 
 def _checksum(path: Path, chunk: int = 1 << 24) -> str:
@@ -193,13 +211,20 @@ def _changed_file(stats_file: Path, names: Sequence[str], stats: np.ndarray) -> 
     if not changed.size:
         return "the image files were renamed or reordered since they were decoded"
     i = int(changed[0])
-    what = (f"size {old[i, 0]} -> {stats[i, 0]} bytes" if old[i, 0] != stats[i, 0] else "modification time changed")
+    what = f"size {old[i, 0]} -> {stats[i, 0]} bytes" if old[i, 0] != stats[i, 0] else "modification time changed"
     more = f" and {changed.size - 1} other image(s)" if changed.size > 1 else ""
     return f"{names[i]} changed since it was decoded ({what}){more}"
 
 
-def _cache_problem(data_file: Path, sidecar: Path, stats_file: Path, identity: dict, shape: tuple[int, ...],
-                   names: Sequence[str], stats: np.ndarray) -> str | None:
+def _cache_problem(
+    data_file: Path,
+    sidecar: Path,
+    stats_file: Path,
+    identity: dict,
+    shape: tuple[int, ...],
+    names: Sequence[str],
+    stats: np.ndarray,
+) -> str | None:
     """None when the cache is complete, intact and describes the files on disk, else a short reason ('absent' when
     never built)."""
     if not data_file.exists() and not sidecar.exists():
@@ -209,8 +234,11 @@ def _cache_problem(data_file: Path, sidecar: Path, stats_file: Path, identity: d
     except (OSError, ValueError) as err:
         return f"unreadable sidecar {sidecar.name}: {err}"
     recorded = meta.get("identity", {})
-    if isinstance(recorded, dict) and {**recorded, "files": identity["files"]} == identity \
-            and recorded.get("files") != identity["files"]:
+    if (
+        isinstance(recorded, dict)
+        and {**recorded, "files": identity["files"]} == identity
+        and recorded.get("files") != identity["files"]
+    ):
         return _changed_file(stats_file, names, stats)
     if recorded != identity or tuple(meta.get("shape", ())) != shape or meta.get("dtype") != "uint8":
         return f"sidecar describes {meta.get('shape')} {meta.get('dtype')} for {recorded}"
@@ -223,8 +251,17 @@ def _cache_problem(data_file: Path, sidecar: Path, stats_file: Path, identity: d
     return None
 
 
-def _build(data_file: Path, sidecar: Path, stats_file: Path, identity: dict, names: Sequence[str],
-           stats: np.ndarray, shape: tuple[int, ...], num_workers: int, progress: bool) -> None:
+def _build(
+    data_file: Path,
+    sidecar: Path,
+    stats_file: Path,
+    identity: dict,
+    names: Sequence[str],
+    stats: np.ndarray,
+    shape: tuple[int, ...],
+    num_workers: int,
+    progress: bool,
+) -> None:
     sidecar.unlink(missing_ok=True)  # from here on, a crash leaves a cache that is detected as damaged
     # A killed decode leaves its full-size temporary file (GBs for real CelebA). The caller holds the cache's
     # lock, so no other process is writing one now: every temporary file here is such a leftover.
@@ -237,13 +274,14 @@ def _build(data_file: Path, sidecar: Path, stats_file: Path, identity: dict, nam
     try:
         out = open_npy_for_writing(tmp, np.uint8, shape)  # a full disk: an error here, not SIGBUS later
         size = shape[-1]
-        jobs = [(list(names[i:i + _CHUNK]), size) for i in range(0, len(names), _CHUNK)]
+        jobs = [(list(names[i : i + _CHUNK]), size) for i in range(0, len(names), _CHUNK)]
         bar = progress_bar(total=len(names), desc=f"decoding images to {size}px", unit="img", disable=not progress)
         with bar, process_pool(num_workers) as pool:
             start = 0
-            for block, block_modes, block_depths in (pool.imap(_decode_chunk, jobs) if pool is not None
-                                                     else map(_decode_chunk, jobs)):
-                out[start:start + len(block)] = block
+            for block, block_modes, block_depths in (
+                pool.imap(_decode_chunk, jobs) if pool is not None else map(_decode_chunk, jobs)
+            ):
+                out[start : start + len(block)] = block
                 start += len(block)
                 modes.update(block_modes)
                 depths.update(block_depths)
@@ -257,8 +295,13 @@ def _build(data_file: Path, sidecar: Path, stats_file: Path, identity: dict, nam
     buffer = io.BytesIO()
     np.save(buffer, stats)
     atomic_write_bytes(stats_file, buffer.getvalue())
-    meta = {"identity": identity, "shape": list(shape), "dtype": "uint8", "bytes": data_file.stat().st_size,
-            "blake2b": _checksum(data_file)}
+    meta = {
+        "identity": identity,
+        "shape": list(shape),
+        "dtype": "uint8",
+        "bytes": data_file.stat().st_size,
+        "blake2b": _checksum(data_file),
+    }
     atomic_write_json(sidecar, meta)
 
 

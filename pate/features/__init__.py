@@ -11,10 +11,30 @@ from pate.features.extractors import (
 )
 from pate.features.ridge import RidgeHeads, fit_ridge_heads, head_scores, head_weights
 from pate.features.ssl import SimCLRFeatures
-from pate.features.stage import FeatureTable, build_features, choose_fit_rows, fit_extractor, read_features, write_features
+from pate.features.stage import (
+    FeatureTable,
+    build_features,
+    choose_fit_rows,
+    fit_extractor,
+    read_features,
+    write_features,
+)
 
 __all__ = [
-    "Extractor", "FeatureTable", "PixelFeatures", "RandomConvFeatures", "RandomPatchFeatures", "RidgeHeads",
-    "SimCLRFeatures", "TorchvisionFeatures", "build_features", "choose_fit_rows", "fit_extractor", "fit_ridge_heads",
-    "head_scores", "head_weights", "read_features", "write_features",
+    "Extractor",
+    "FeatureTable",
+    "PixelFeatures",
+    "RandomConvFeatures",
+    "RandomPatchFeatures",
+    "RidgeHeads",
+    "SimCLRFeatures",
+    "TorchvisionFeatures",
+    "build_features",
+    "choose_fit_rows",
+    "fit_extractor",
+    "fit_ridge_heads",
+    "head_scores",
+    "head_weights",
+    "read_features",
+    "write_features",
 ]

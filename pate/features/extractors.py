@@ -36,8 +36,10 @@ def check_uint8_images(images, name: str = "images") -> None:
     """``images`` must be a uint8 numpy array [N, 3, S, S] with N >= 1."""
     shape = getattr(images, "shape", None)
     if not isinstance(images, np.ndarray) or images.dtype != np.uint8 or images.ndim != 4 or images.shape[1] != 3:
-        raise ValueError(f"{name} must be a uint8 numpy array [N, 3, S, S], got {type(images).__name__} "
-                         f"with dtype {getattr(images, 'dtype', None)} and shape {shape}")
+        raise ValueError(
+            f"{name} must be a uint8 numpy array [N, 3, S, S], got {type(images).__name__} "
+            f"with dtype {getattr(images, 'dtype', None)} and shape {shape}"
+        )
     if images.shape[0] < 1:
         raise ValueError(f"{name} must hold at least one image, got shape {shape}")
 
@@ -96,8 +98,7 @@ class Extractor(ABC):
         """Whether ``fit`` has set the standardisation (the views stage refits an extractor that has not)."""
         return self._mean is not None
 
-    def fit(self, public_images: np.ndarray, seed: int = 0, progress: Callable[[int], None] | None = None
-            ) -> Extractor:
+    def fit(self, public_images: np.ndarray, seed: int = 0, progress: Callable[[int], None] | None = None) -> Extractor:
         """Fit on public images only (no labels exist in this signature), then the standardisation
         (:meth:`_standardise_on`) on their features."""
         check_uint8_images(public_images, "public_images")
@@ -138,13 +139,15 @@ class Extractor(ABC):
         hold in the stored float16 -- checked before any stage is built, where the extractor can tell without
         computing the features (default: nothing to check; precomputed embeddings are checked)."""
 
-    def fit_rows(self, images: np.ndarray, rows: np.ndarray, seed: int = 0,
-                 progress: Callable[[int], None] | None = None) -> Extractor:
+    def fit_rows(
+        self, images: np.ndarray, rows: np.ndarray, seed: int = 0, progress: Callable[[int], None] | None = None
+    ) -> Extractor:
         """:meth:`fit` on ``images[rows]`` (public rows; the caller checks that)."""
         return self.fit(np.asarray(images[rows]), seed=seed, progress=progress)
 
-    def encode_rows(self, images: np.ndarray, rows: np.ndarray,
-                    view: Callable[[torch.Tensor], torch.Tensor] | None = None) -> torch.Tensor:
+    def encode_rows(
+        self, images: np.ndarray, rows: np.ndarray, view: Callable[[torch.Tensor], torch.Tensor] | None = None
+    ) -> torch.Tensor:
         """Standardised float32 features [len(rows), D] of ``images[rows]`` (of ``view(images[rows])``, a uint8 ->
         uint8 map, when given), on the CPU.
 
@@ -163,7 +166,7 @@ class Extractor(ABC):
             padding = self.batch_size - len(batch)
             if padding:
                 batch = torch.cat([batch, batch.new_zeros((padding, *batch.shape[1:]))])
-            encoded.append(self.transform(batch)[:part.stop - part.start])
+            encoded.append(self.transform(batch)[: part.stop - part.start])
         return torch.cat(encoded)
 
     @torch.inference_mode()
@@ -242,8 +245,17 @@ class RandomPatchFeatures(Extractor):
     with the contrast normalisation computed by box filters.
     """
 
-    def __init__(self, num_filters: int = 256, patch: int = 5, stride: int = 1, pool: int = 3, alpha: float = 0.25,
-                 zca_eps: float = 0.1, num_fit_patches: int = 100_000, seed: int = 0):
+    def __init__(
+        self,
+        num_filters: int = 256,
+        patch: int = 5,
+        stride: int = 1,
+        pool: int = 3,
+        alpha: float = 0.25,
+        zca_eps: float = 0.1,
+        num_fit_patches: int = 100_000,
+        seed: int = 0,
+    ):
         super().__init__()
         self.stride = positive_int("stride", stride)
         self.num_filters = positive_int("num_filters", num_filters)
@@ -257,16 +269,25 @@ class RandomPatchFeatures(Extractor):
         self._bias: torch.Tensor | None = None  # [K]: D W m
 
     def settings(self) -> dict[str, Any]:
-        return {"num_filters": self.num_filters, "patch": self.patch, "stride": self.stride, "pool": self.pool,
-                "alpha": self.alpha,
-                "zca_eps": self.zca_eps, "num_fit_patches": self.num_fit_patches, "seed": self.seed}
+        return {
+            "num_filters": self.num_filters,
+            "patch": self.patch,
+            "stride": self.stride,
+            "pool": self.pool,
+            "alpha": self.alpha,
+            "zca_eps": self.zca_eps,
+            "num_fit_patches": self.num_fit_patches,
+            "seed": self.seed,
+        }
 
     _CONTRAST = 10.0 / 255.0**2
 
     def check_image_size(self, image_size: int) -> None:
         if image_size < self.patch:
-            raise ValueError(f"data.image_size={image_size} is smaller than the extractor's patch="
-                             f"{self.patch} (features.extractor.patch): no patch fits in an image")
+            raise ValueError(
+                f"data.image_size={image_size} is smaller than the extractor's patch="
+                f"{self.patch} (features.extractor.patch): no patch fits in an image"
+            )
 
     def _fit_raw(self, images: np.ndarray, rng: np.random.Generator) -> None:
         n, _, size, _ = images.shape
@@ -277,8 +298,12 @@ class RandomPatchFeatures(Extractor):
         col = rng.integers(0, size - p + 1, self.num_fit_patches)[:, None, None, None]
         offsets = np.arange(p)
         pixels = np.asarray(images[np.unique(img)])  # each sampled public image read once
-        patches = pixels[np.searchsorted(np.unique(img), img)[:, None, None, None], np.arange(3)[None, :, None, None],
-                         row + offsets[None, None, :, None], col + offsets[None, None, None, :]]
+        patches = pixels[
+            np.searchsorted(np.unique(img), img)[:, None, None, None],
+            np.arange(3)[None, :, None, None],
+            row + offsets[None, None, :, None],
+            col + offsets[None, None, None, :],
+        ]
         x = patches.reshape(self.num_fit_patches, -1).astype(np.float64) / 255.0
         x = (x - x.mean(1, keepdims=True)) / np.sqrt(x.var(1, keepdims=True) + self._CONTRAST)
         m = x.mean(0)
@@ -328,9 +353,10 @@ def imagenet_weights(arch: str, weights_path: str | None, key: str) -> Path:
     if not path.is_file():
         raise FileNotFoundError(
             f"ImageNet weights for {arch} not found at {str(path)!r}, and runs never download. On a machine with "
-            f"network access run: python -c \"import torchvision; torchvision.models.{arch}("
+            f'network access run: python -c "import torchvision; torchvision.models.{arch}('
             f"weights='{IMAGENET_WEIGHTS[arch]}')\", then copy {cached.name} into {cached.parent} here, or pass "
-            f"{key}.weights_path=/path/to/{cached.name}")
+            f"{key}.weights_path=/path/to/{cached.name}"
+        )
     return path
 
 
@@ -347,8 +373,9 @@ class TorchvisionFeatures(Extractor):
     _IMAGENET_MEAN = (0.485, 0.456, 0.406)
     _IMAGENET_STD = (0.229, 0.224, 0.225)
 
-    def __init__(self, arch: str = "resnet50", weights_path: str | None = None, input_size: int = 224,
-                 batch_size: int = 64):
+    def __init__(
+        self, arch: str = "resnet50", weights_path: str | None = None, input_size: int = 224, batch_size: int = 64
+    ):
         super().__init__()
         import torchvision
 
@@ -366,13 +393,24 @@ class TorchvisionFeatures(Extractor):
         return {"arch": self.arch, "input_size": self.input_size, "weights_sha256": self.weights_sha256}
 
     def _raw(self, images: torch.Tensor) -> torch.Tensor:
-        x = F.interpolate(to_unit_interval(images), size=self.input_size, mode="bilinear", align_corners=False,
-                          antialias=True)
+        x = F.interpolate(
+            to_unit_interval(images), size=self.input_size, mode="bilinear", align_corners=False, antialias=True
+        )
         mean = torch.tensor(self._IMAGENET_MEAN, device=x.device)[None, :, None, None]
         std = torch.tensor(self._IMAGENET_STD, device=x.device)[None, :, None, None]
         with torch.inference_mode():
             return self.net((x - mean) / std).float()
 
 
-__all__ = ["IMAGENET_WEIGHTS", "Extractor", "PixelFeatures", "RandomConvFeatures", "RandomPatchFeatures",
-           "TorchvisionFeatures", "batches", "check_uint8_images", "imagenet_weights", "to_unit_interval"]
+__all__ = [
+    "IMAGENET_WEIGHTS",
+    "Extractor",
+    "PixelFeatures",
+    "RandomConvFeatures",
+    "RandomPatchFeatures",
+    "TorchvisionFeatures",
+    "batches",
+    "check_uint8_images",
+    "imagenet_weights",
+    "to_unit_interval",
+]

@@ -45,8 +45,10 @@ def _check_magic(path: Path) -> None:
         head = handle.read(6)
     if not head.startswith(_MAGIC[path.suffix]):
         made_by = "numpy.save" if path.suffix == ".npy" else "numpy.savez"
-        raise ValueError(f"features.extractor.path={str(path)!r} is not a NumPy {path.suffix} file (it starts with "
-                         f"{head!r}, not {_MAGIC[path.suffix][0]!r}); expected an array written by {made_by}")
+        raise ValueError(
+            f"features.extractor.path={str(path)!r} is not a NumPy {path.suffix} file (it starts with "
+            f"{head!r}, not {_MAGIC[path.suffix][0]!r}); expected an array written by {made_by}"
+        )
 
 
 def _load(path: Path, key: str | None) -> np.ndarray:
@@ -57,8 +59,10 @@ def _load(path: Path, key: str | None) -> np.ndarray:
     with np.load(path, allow_pickle=False) as archive:
         names = list(archive.files)
         if key is None and len(names) != 1:
-            raise ValueError(f"features.extractor.path={str(path)!r} holds {len(names)} arrays {names}; name one "
-                             f"with features.extractor.key")
+            raise ValueError(
+                f"features.extractor.path={str(path)!r} holds {len(names)} arrays {names}; name one "
+                f"with features.extractor.key"
+            )
         name = key if key is not None else names[0]
         if name not in names:
             raise ValueError(f"features.extractor.key={key!r} is not in {str(path)!r}; it holds {names}")
@@ -75,16 +79,21 @@ def _check_values(table: np.ndarray, where: str) -> None:
         bad = ~np.isfinite(chunk).all(axis=1)
         if bad.any():
             row = part.start + int(np.flatnonzero(bad)[0])
-            raise ValueError(f"{where}: row {row} holds a non-finite value (nan or inf); "
-                             f"{int(bad.sum())} such row(s) among rows {part.start}..{part.stop - 1}")
+            raise ValueError(
+                f"{where}: row {row} holds a non-finite value (nan or inf); "
+                f"{int(bad.sum())} such row(s) among rows {part.start}..{part.stop - 1}"
+            )
         varies |= (chunk != first).any(axis=0)
     if not varies.any():
-        raise ValueError(f"{where}: every column is constant over all {len(table)} rows (in float64), so the "
-                         f"embeddings carry no information; expected rows that differ")
+        raise ValueError(
+            f"{where}: every column is constant over all {len(table)} rows (in float64), so the "
+            f"embeddings carry no information; expected rows that differ"
+        )
 
 
-def _moments(table: np.ndarray, rows: np.ndarray, progress: Callable[[int], None] | None
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _moments(
+    table: np.ndarray, rows: np.ndarray, progress: Callable[[int], None] | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Mean, standard deviation and constancy of every column over ``table[rows]``, in float64, merging batches with
     Chan, Golub & LeVeque's update of the centred sums: the textbook E[x^2] - E[x]^2 cancels catastrophically when
     the mean dwarfs the spread (at 1e9, float64's spacing of x^2 is 128, which would swallow a unit variance). A
@@ -144,8 +153,10 @@ class PrecomputedFeatures(Extractor):
 
     def check_rows(self, num_rows: int) -> None:
         if len(self.table) != num_rows:
-            raise ValueError(f"features.extractor.path={str(self.path)!r} holds {len(self.table)} rows, the data "
-                             f"{num_rows} images; expected one row per image, in the data's order")
+            raise ValueError(
+                f"features.extractor.path={str(self.path)!r} holds {len(self.table)} rows, the data "
+                f"{num_rows} images; expected one row per image, in the data's order"
+            )
 
     def check_encoding(self, fit_rows: np.ndarray, rows: np.ndarray) -> None:
         """Fit on ``fit_rows`` and refuse, before any stage is built, embeddings whose standardised ``rows`` the
@@ -153,9 +164,11 @@ class PrecomputedFeatures(Extractor):
         than 65504 fit-row standard deviations from the fit rows' mean (it would overflow to inf)."""
         self.fit_rows(None, fit_rows)
         if self._constant.all():
-            raise ValueError(f"{self.where}: every column is constant over the {len(fit_rows)} public fit rows "
-                             f"(features.fit_split), so every standardised feature would be 0; expected embeddings "
-                             f"that vary over the public rows")
+            raise ValueError(
+                f"{self.where}: every column is constant over the {len(fit_rows)} public fit rows "
+                f"(features.fit_split), so every standardised feature would be 0; expected embeddings "
+                f"that vary over the public rows"
+            )
         rows = np.asarray(rows, dtype=np.int64)
         for part in batches(len(rows), _CHECK_ROWS):
             scaled = np.abs(self._standardised(rows[part]))
@@ -165,7 +178,8 @@ class PrecomputedFeatures(Extractor):
                     f"{self.where}: row {int(rows[part][row])}, column {int(column)} standardises to "
                     f"{scaled[row, column]:.3g} in magnitude with the public fit rows' mean and standard deviation, "
                     f"beyond float16's largest value {_STORED_MAX:g} (the stored features' precision); expected "
-                    f"every row on the fit rows' scale")
+                    f"every row on the fit rows' scale"
+                )
 
     def _raw(self, images: torch.Tensor) -> torch.Tensor:
         raise TypeError("PrecomputedFeatures are looked up by image row (encode_rows), not computed from pixels")
@@ -175,19 +189,23 @@ class PrecomputedFeatures(Extractor):
         table = np.asarray(self.table[np.asarray(rows, dtype=np.int64)], dtype=np.float64)
         return (table - self._mean) / self._std
 
-    def fit_rows(self, images: np.ndarray, rows: np.ndarray, seed: int = 0,
-                 progress: Callable[[int], None] | None = None) -> PrecomputedFeatures:
+    def fit_rows(
+        self, images: np.ndarray, rows: np.ndarray, seed: int = 0, progress: Callable[[int], None] | None = None
+    ) -> PrecomputedFeatures:
         """The standardisation on ``rows`` (public), kept in float64; a column constant there gets standard
         deviation 1 and its value as mean, so it maps to exactly 0."""
         mean, std, self._constant = _moments(self.table, np.asarray(rows, dtype=np.int64), progress)
         self._mean, self._std = mean, np.where(self._constant, 1.0, std)  # numpy float64: never moved nor cast
         return self
 
-    def encode_rows(self, images: np.ndarray, rows: np.ndarray,
-                    view: Callable[[torch.Tensor], torch.Tensor] | None = None) -> torch.Tensor:
+    def encode_rows(
+        self, images: np.ndarray, rows: np.ndarray, view: Callable[[torch.Tensor], torch.Tensor] | None = None
+    ) -> torch.Tensor:
         if view is not None:
-            raise ValueError("features=precomputed has no features of augmented views; student.semi.method="
-                             "consistency needs an extractor that reads the images")
+            raise ValueError(
+                "features=precomputed has no features of augmented views; student.semi.method="
+                "consistency needs an extractor that reads the images"
+            )
         if not self.fitted:
             raise RuntimeError("PrecomputedFeatures.encode_rows called before fit_rows(public rows)")
         return torch.from_numpy(self._standardised(rows).astype(np.float32))

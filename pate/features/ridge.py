@@ -65,8 +65,10 @@ def fit_ridge_heads(features: torch.Tensor, targets: torch.Tensor, lambdas) -> R
     """
     grid = check_lambdas(lambdas)
     if features.ndim != 3 or targets.ndim != 3 or features.shape[:2] != targets.shape[:2]:
-        raise ValueError(f"features [G, n, D] and targets [G, n, L] must agree on G and n, got "
-                         f"{tuple(features.shape)} and {tuple(targets.shape)}")
+        raise ValueError(
+            f"features [G, n, D] and targets [G, n, L] must agree on G and n, got "
+            f"{tuple(features.shape)} and {tuple(targets.shape)}"
+        )
     n = features.shape[1]
     if n < 2:
         raise ValueError(f"each head needs at least 2 training rows for leave-one-out, got n={n}")
@@ -86,14 +88,18 @@ def fit_ridge_heads(features: torch.Tensor, targets: torch.Tensor, lambdas) -> R
     resid = torch.einsum("gij,gjc,gjl->gcil", u, shrink, z)
     leverage = 1.0 / n + torch.einsum("gij,gjc->gci", u * u, 1 - shrink)  # H_ii, [G, C, n]
     e_loo = resid / (1 - leverage).clamp_min(1e-12)[..., None]  # [G, C, n, L]
-    mse = (e_loo ** 2).mean(2)  # [G, C, L]
+    mse = (e_loo**2).mean(2)  # [G, C, L]
     best = mse.argmin(1)  # [G, L]
     chosen = torch.gather(lam, 1, best)  # [G, L]
     beta = torch.bmm(u, z / (s[:, :, None] + chosen[:, None, :]))  # [G, n, L]
     e_chosen = torch.gather(e_loo, 1, best[:, None, None, :].expand(-1, 1, n, -1))[:, 0]  # [G, n, L]
-    return RidgeHeads(beta=beta.float(), ybar=ybar.float(), lam=(chosen / scale[:, None]).float(),
-                      loo_mse=torch.gather(mse, 1, best[:, None, :])[:, 0].float(),
-                      loo_scores=(y - e_chosen).float())
+    return RidgeHeads(
+        beta=beta.float(),
+        ybar=ybar.float(),
+        lam=(chosen / scale[:, None]).float(),
+        loo_mse=torch.gather(mse, 1, best[:, None, :])[:, 0].float(),
+        loo_scores=(y - e_chosen).float(),
+    )
 
 
 def head_weights(features: torch.Tensor, beta: torch.Tensor, ybar: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

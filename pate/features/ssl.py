@@ -68,11 +68,13 @@ def augment(x: torch.Tensor, gen: torch.Generator, min_scale: float, jitter: flo
 def _encoder(width: int) -> nn.Sequential:
     """Three conv-BN-ReLU stages of w, 2w, 4w channels with a 2x2 max-pool between them: [B, 3, S, S] ->
     [B, 4w, S/4, S/4]. Small on purpose: it trains on a CPU in minutes."""
+
     def block(cin: int, cout: int) -> list[nn.Module]:
         return [nn.Conv2d(cin, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True)]
 
-    return nn.Sequential(*block(3, width), nn.MaxPool2d(2),
-                         *block(width, 2 * width), nn.MaxPool2d(2), *block(2 * width, 4 * width))
+    return nn.Sequential(
+        *block(3, width), nn.MaxPool2d(2), *block(width, 2 * width), nn.MaxPool2d(2), *block(2 * width, 4 * width)
+    )
 
 
 class SimCLRFeatures(Extractor):
@@ -81,9 +83,18 @@ class SimCLRFeatures(Extractor):
     pairs, Adam at ``lr``, temperature ``temperature``. Deterministic for a given fit seed (initialisation,
     batch order and augmentations all come from it)."""
 
-    def __init__(self, width: int = 32, pool: int = 3, epochs: int = 10, train_batch_size: int = 256,
-                 lr: float = 1e-3, temperature: float = 0.2, min_scale: float = 0.5, jitter: float = 0.3,
-                 projection_dim: int = 64):
+    def __init__(
+        self,
+        width: int = 32,
+        pool: int = 3,
+        epochs: int = 10,
+        train_batch_size: int = 256,
+        lr: float = 1e-3,
+        temperature: float = 0.2,
+        min_scale: float = 0.5,
+        jitter: float = 0.3,
+        projection_dim: int = 64,
+    ):
         super().__init__()
         self.width, self.pool = positive_int("width", width), positive_int("pool", pool)
         self.epochs = positive_int("epochs", epochs)
@@ -99,9 +110,17 @@ class SimCLRFeatures(Extractor):
         self.losses: list[float] = []  # mean NT-Xent loss of each epoch, for the log and the tests
 
     def settings(self) -> dict[str, Any]:
-        return {"width": self.width, "pool": self.pool, "epochs": self.epochs,
-                "train_batch_size": self.train_batch_size, "lr": self.lr, "temperature": self.temperature,
-                "min_scale": self.min_scale, "jitter": self.jitter, "projection_dim": self.projection_dim}
+        return {
+            "width": self.width,
+            "pool": self.pool,
+            "epochs": self.epochs,
+            "train_batch_size": self.train_batch_size,
+            "lr": self.lr,
+            "temperature": self.temperature,
+            "min_scale": self.min_scale,
+            "jitter": self.jitter,
+            "projection_dim": self.projection_dim,
+        }
 
     def _fit_raw(self, images: np.ndarray, rng: np.random.Generator) -> None:
         if len(images) < 2:
@@ -111,8 +130,11 @@ class SimCLRFeatures(Extractor):
         with torch.random.fork_rng(devices=[]):  # initialise from the fit seed without touching global state
             torch.manual_seed(seed)
             encoder = _encoder(self.width)
-            head = nn.Sequential(nn.Linear(4 * self.width, 4 * self.width), nn.ReLU(inplace=True),
-                                 nn.Linear(4 * self.width, self.projection_dim))
+            head = nn.Sequential(
+                nn.Linear(4 * self.width, 4 * self.width),
+                nn.ReLU(inplace=True),
+                nn.Linear(4 * self.width, self.projection_dim),
+            )
         encoder, head = encoder.to(self.device), head.to(self.device)  # trained on the extractor's device
         params = [*encoder.parameters(), *head.parameters()]
         optimiser = torch.optim.Adam(params, lr=self.lr)
@@ -124,7 +146,7 @@ class SimCLRFeatures(Extractor):
             order = torch.from_numpy(rng.permutation(len(images)))
             total, count = 0.0, 0
             for start in range(0, len(order) - batch + 1, batch):  # full batches: a tiny last batch is a poor contrast
-                x = pixels[order[start:start + batch]].to(self.device)
+                x = pixels[order[start : start + batch]].to(self.device)
                 views = torch.cat([augment(x, gen, self.min_scale, self.jitter) for _ in range(2)])
                 z = head(encoder(views).mean(dim=(2, 3)))
                 loss = nt_xent_loss(z[:batch], z[batch:], self.temperature)
@@ -133,8 +155,14 @@ class SimCLRFeatures(Extractor):
                 optimiser.step()
                 total, count = total + loss.item(), count + 1
             self.losses.append(total / count)
-            log.info("features: SimCLR epoch %d/%d on %d public images, NT-Xent loss %.4f (chance %.4f)",
-                     epoch + 1, self.epochs, len(images), self.losses[-1], math.log(2 * batch - 1))
+            log.info(
+                "features: SimCLR epoch %d/%d on %d public images, NT-Xent loss %.4f (chance %.4f)",
+                epoch + 1,
+                self.epochs,
+                len(images),
+                self.losses[-1],
+                math.log(2 * batch - 1),
+            )
         self.encoder = encoder.eval()
 
     def _raw(self, images: torch.Tensor) -> torch.Tensor:

@@ -39,23 +39,39 @@ def choose_fit_rows(public_rows: np.ndarray, num_fit_images: int, seed: int) -> 
     return np.sort(np.random.default_rng(seed).choice(public_rows, take, replace=False))
 
 
-def fit_extractor(extractor: Extractor, images: np.ndarray, fit_rows: np.ndarray, private_rows: np.ndarray,
-                  fit_seed: int, progress: bool = True) -> None:
+def fit_extractor(
+    extractor: Extractor,
+    images: np.ndarray,
+    fit_rows: np.ndarray,
+    private_rows: np.ndarray,
+    fit_seed: int,
+    progress: bool = True,
+) -> None:
     """Fit ``extractor`` on ``images[fit_rows]`` (public). ``private_rows`` are the training split's rows: a fit
     row among them is refused before anything runs."""
     check_uint8_images(images)
     fit_rows = np.asarray(fit_rows, dtype=np.int64)
     leaked = np.intersect1d(fit_rows, private_rows)
     if leaked.size:
-        raise ValueError(f"the extractor's fit rows include {leaked.size} private training rows (e.g. "
-                         f"{leaked[:5].tolist()}); it may only be fitted on public images")
-    with progress_bar(total=len(fit_rows), desc="features: fit on public images", unit="img", disable=not progress) as bar:
+        raise ValueError(
+            f"the extractor's fit rows include {leaked.size} private training rows (e.g. "
+            f"{leaked[:5].tolist()}); it may only be fitted on public images"
+        )
+    with progress_bar(
+        total=len(fit_rows), desc="features: fit on public images", unit="img", disable=not progress
+    ) as bar:
         extractor.fit_rows(images, fit_rows, seed=fit_seed, progress=bar.update)
 
 
-def write_features(work: Path, extractor: Extractor, images: np.ndarray, rows: np.ndarray, progress: bool = True,
-                   view: Callable[[torch.Tensor], torch.Tensor] | None = None, desc: str = "features: extract"
-                   ) -> int:
+def write_features(
+    work: Path,
+    extractor: Extractor,
+    images: np.ndarray,
+    rows: np.ndarray,
+    progress: bool = True,
+    view: Callable[[torch.Tensor], torch.Tensor] | None = None,
+    desc: str = "features: extract",
+) -> int:
     """Write the fitted ``extractor``'s features of ``images[rows]`` (of ``view(batch)``, a uint8 -> uint8 map,
     when given) as ``features.npy`` float16 [len(rows), D] and ``rows.npy`` int64; ``rows`` must be sorted
     and distinct. Batches are taken in row order, so a seeded ``view`` gives the same file every time. Returns
@@ -70,8 +86,10 @@ def write_features(work: Path, extractor: Extractor, images: np.ndarray, rows: n
         for part in batches(len(rows), 1024):
             encoded = extractor.encode_rows(images, rows[part], view).numpy().astype(np.float16)
             if not np.isfinite(encoded).all():  # checked per chunk: re-reading the whole file would cost a pass
-                raise RuntimeError(f"{type(extractor).__name__} produced non-finite features for image rows "
-                                   f"{rows[part][:5].tolist()}... (float16 overflow?)")
+                raise RuntimeError(
+                    f"{type(extractor).__name__} produced non-finite features for image rows "
+                    f"{rows[part][:5].tolist()}... (float16 overflow?)"
+                )
             out[part] = encoded
             bar.update(part.stop - part.start)
     out.flush()
@@ -81,8 +99,16 @@ def write_features(work: Path, extractor: Extractor, images: np.ndarray, rows: n
     return dim
 
 
-def build_features(work: Path, extractor: Extractor, images: np.ndarray, fit_rows: np.ndarray,
-                   rows: np.ndarray, private_rows: np.ndarray, fit_seed: int, progress: bool = True) -> None:
+def build_features(
+    work: Path,
+    extractor: Extractor,
+    images: np.ndarray,
+    fit_rows: np.ndarray,
+    rows: np.ndarray,
+    private_rows: np.ndarray,
+    fit_seed: int,
+    progress: bool = True,
+) -> None:
     """Fit ``extractor`` on ``images[fit_rows]`` (public, :func:`fit_extractor`), then write the features of
     ``images[rows]`` (:func:`write_features`) and ``extractor.json``."""
     fit_extractor(extractor, images, fit_rows, private_rows, fit_seed, progress)
@@ -110,8 +136,10 @@ class FeatureTable:
         pos = np.searchsorted(self.rows, indices).clip(0, len(self.rows) - 1)
         missing = indices[self.rows[pos] != indices]
         if missing.size:
-            raise KeyError(f"the feature artifact has no features for image rows {missing[:5].tolist()} "
-                           f"({missing.size} in all); it covers the training and test splits only")
+            raise KeyError(
+                f"the feature artifact has no features for image rows {missing[:5].tolist()} "
+                f"({missing.size} in all); it covers the training and test splits only"
+            )
         order = np.argsort(pos, kind="stable")  # read the memory map in ascending order
         out = np.empty((len(indices), self.dim), dtype=np.float32)
         out[order] = self.features[pos[order]]
@@ -120,9 +148,11 @@ class FeatureTable:
 
 def read_features(art: Artifact) -> FeatureTable:
     """The features artifact as a :class:`FeatureTable` (the features memory-mapped, opened through the manifest)."""
-    return FeatureTable(features=np.load(art.file(FEATURES_FILE), mmap_mode="r"),
-                        rows=np.load(art.file(ROWS_FILE)),
-                        identity=json.loads(art.file("extractor.json").read_text()))
+    return FeatureTable(
+        features=np.load(art.file(FEATURES_FILE), mmap_mode="r"),
+        rows=np.load(art.file(ROWS_FILE)),
+        identity=json.loads(art.file("extractor.json").read_text()),
+    )
 
 
 __all__ = ["FeatureTable", "build_features", "choose_fit_rows", "fit_extractor", "read_features", "write_features"]

@@ -37,24 +37,47 @@ def check_reproduces(extractor: Extractor, images: np.ndarray, cached: FeatureTa
     expected = cached.take(sample)
     excess = ((fresh - expected).abs() - REPRODUCTION_TOLERANCE * (1 + expected.abs())).max()
     if excess > 0:
-        raise RuntimeError(f"the refitted {type(extractor).__name__} does not reproduce the cached features of the "
-                           f"pool (off by {excess.item():.3g} beyond the tolerance): strong views would come from "
-                           f"another extractor than the weak ones. Delete the features cache and run again.")
+        raise RuntimeError(
+            f"the refitted {type(extractor).__name__} does not reproduce the cached features of the "
+            f"pool (off by {excess.item():.3g} beyond the tolerance): strong views would come from "
+            f"another extractor than the weak ones. Delete the features cache and run again."
+        )
 
 
-def build_views(work, extractor: Extractor, images: np.ndarray, pool_rows: np.ndarray, cached: FeatureTable,
-                seed: int, min_scale: float, jitter: float, progress: bool = True) -> None:
+def build_views(
+    work,
+    extractor: Extractor,
+    images: np.ndarray,
+    pool_rows: np.ndarray,
+    cached: FeatureTable,
+    seed: int,
+    min_scale: float,
+    jitter: float,
+    progress: bool = True,
+) -> None:
     """Write the features of one strong view (seeded by ``seed``) of each of ``images[pool_rows]`` in the
     features stage's format (``features.npy``, ``rows.npy``; read back with
     :func:`pate.features.read_features`), after :func:`check_reproduces`. ``extractor`` must be fitted."""
     pool_rows = np.unique(np.asarray(pool_rows, dtype=np.int64))
     check_reproduces(extractor, images, cached, pool_rows)
     gen = torch.Generator().manual_seed(int(seed))
-    dim = write_features(work, extractor, images, pool_rows, progress,
-                         view=lambda batch: strong_view(batch, gen, min_scale, jitter),
-                         desc="views: strong augmentation")
-    atomic_write_json(work / "extractor.json", {**extractor.identity(), "dim": dim, "strong_view": {
-        "seed": int(seed), "min_scale": float(min_scale), "jitter": float(jitter)}})
+    dim = write_features(
+        work,
+        extractor,
+        images,
+        pool_rows,
+        progress,
+        view=lambda batch: strong_view(batch, gen, min_scale, jitter),
+        desc="views: strong augmentation",
+    )
+    atomic_write_json(
+        work / "extractor.json",
+        {
+            **extractor.identity(),
+            "dim": dim,
+            "strong_view": {"seed": int(seed), "min_scale": float(min_scale), "jitter": float(jitter)},
+        },
+    )
 
 
 __all__ = ["build_views", "check_reproduces", "strong_view"]

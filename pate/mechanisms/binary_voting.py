@@ -28,8 +28,9 @@ def binary_gnmax(yes: np.ndarray, num_teachers: int, sigma: float, rng: np.rando
     return noisy_yes > noisy_no
 
 
-def screen_labels(yes: np.ndarray, num_teachers: int, sigma: float, threshold: float,
-                  rng: np.random.Generator) -> np.ndarray:
+def screen_labels(
+    yes: np.ndarray, num_teachers: int, sigma: float, threshold: float, rng: np.random.Generator
+) -> np.ndarray:
     """bool, shape of ``yes``: max(yes, T - yes) + N(0, sigma^2) >= threshold (the label is confident enough to
     be released)."""
     noisy = sample_noise("gaussian", sigma, yes.shape, rng) + larger_counts(yes, num_teachers)

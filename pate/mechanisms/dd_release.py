@@ -67,13 +67,13 @@ def binary_label_rdp(yes, no, orders, sigma: float, scale: float, screen: tuple[
     larger = np.maximum(yes, no)
     log_pass = threshold_log_pass(larger, threshold, screen_sigma)
     log_low = threshold_log_pass(larger - 1.0, threshold, screen_sigma)
-    screen_rdp = threshold_data_dependent_rdp(log_pass, screen_sigma, orders,
-                                              log_fail=threshold_log_fail(larger, threshold, screen_sigma))
+    screen_rdp = threshold_data_dependent_rdp(
+        log_pass, screen_sigma, orders, log_fail=threshold_log_fail(larger, threshold, screen_sigma)
+    )
     return screened_rdp(screen_rdp, log_pass[..., None], log_low[..., None], release, orders)
 
 
-def cost_table(size: int, order: float, sigma: float, scale: float,
-               screen: tuple[float, float] | None) -> np.ndarray:
+def cost_table(size: int, order: float, sigma: float, scale: float, screen: tuple[float, float] | None) -> np.ndarray:
     """c[yes, no] = ``binary_label_rdp`` at ``order`` for 0 <= yes, no < ``size``: float64 [size, size]."""
     size = checks.positive_int("size", size)
     counts = np.arange(size, dtype=np.float64)
@@ -86,8 +86,10 @@ def costs_within(table: np.ndarray, yes: np.ndarray, no: np.ndarray, max_distanc
     [max_distance + 1]. The table must extend ``max_distance`` beyond every count (checked)."""
     yes, no = np.asarray(yes, np.int64).ravel(), np.asarray(no, np.int64).ravel()
     if yes.size and (min(yes.min(), no.min()) < 0 or max(yes.max(), no.max()) + max_distance >= table.shape[0]):
-        raise ValueError(f"the cost table of size {table.shape[0]} must extend max_distance={max_distance} beyond every "
-                         f"count (largest {max(yes.max(), no.max())}); counts must be >= 0")
+        raise ValueError(
+            f"the cost table of size {table.shape[0]} must extend max_distance={max_distance} beyond every "
+            f"count (largest {max(yes.max(), no.max())}); counts must be >= 0"
+        )
     sums, current = [], table
     for distance in range(max_distance + 1):
         if distance:
@@ -144,5 +146,6 @@ class DistanceTest(PricedByEvent):
     @property
     def dp_event(self) -> ComposedEvent:
         """The test's Gaussian (sensitivity 1) and, delta-approximately, the proposal B at lambda (module docstring)."""
-        return ComposedEvent((GaussianEvent(self.sigma, 1.0),
-                              ApproximateEvent(RdpAtOrderEvent(self.order, self.budget), self.delta)))
+        return ComposedEvent(
+            (GaussianEvent(self.sigma, 1.0), ApproximateEvent(RdpAtOrderEvent(self.order, self.budget), self.delta))
+        )

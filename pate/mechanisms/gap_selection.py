@@ -153,9 +153,7 @@ class GapSelection(PricedByEvent):
         if self.regularizer is not None:
             allowed &= np.isfinite(self.regularizer)
         if not allowed.any():
-            raise ValueError(
-                f"regularizer={self.regularizer!r} with max_k={self.max_k!r} leaves no k to choose from"
-            )
+            raise ValueError(f"regularizer={self.regularizer!r} with max_k={self.max_k!r} leaves no k to choose from")
         columns = np.flatnonzero(allowed[::-1])  # column i <-> j = L - i
         contiguous = columns[-1] - columns[0] + 1 == columns.size
         checks.set_fields(self, _columns=slice(int(columns[0]), int(columns[-1]) + 1) if contiguous else columns)
@@ -213,8 +211,9 @@ class GapSelection(PricedByEvent):
         shift = 2.0 * self.sensitivity  # Theorem 8's scalar sensitivity
         if self.selection == "gaussian":
             return ReportNoisyMaxEvent(GaussianEvent(self.sigma, shift), self.num_candidates)
-        return TightestOfEvent((ReportNoisyMaxEvent(LaplaceEvent(self.sigma, shift), self.num_candidates),
-                                PureDpEvent(shift / self.sigma)))
+        return TightestOfEvent(
+            (ReportNoisyMaxEvent(LaplaceEvent(self.sigma, shift), self.num_candidates), PureDpEvent(shift / self.sigma))
+        )
 
     # ------------------------------------------------------------ mechanism
     def draw_noise(self, num_queries: int, rng: np.random.Generator) -> np.ndarray:

@@ -23,17 +23,18 @@ SAMPLE_BITS = 53  # a record's inclusion is decided by a uniform integer in [0, 
 def _inclusion_threshold(sampling_rate: float) -> int:
     """ceil(q 2^53): a record is kept when its uniform integer in [0, 2^53) is below this (exact in float64, where
     multiplying by a power of two is exact)."""
-    return math.ceil(sampling_rate * 2.0 ** SAMPLE_BITS)
+    return math.ceil(sampling_rate * 2.0**SAMPLE_BITS)
 
 
 def realised_sampling_rate(sampling_rate: float) -> float:
     """The probability with which ``poisson_subsample`` keeps a record: ceil(q 2^53) / 2^53, the least multiple of
     2^-53 at or above q; q itself when it is such a multiple (0.5, 0.25, 1). This, not q, is what is priced."""
-    return _inclusion_threshold(sampling_rate) / 2.0 ** SAMPLE_BITS
+    return _inclusion_threshold(sampling_rate) / 2.0**SAMPLE_BITS
 
 
 def poisson_subsample(shape: tuple[int, ...], sampling_rate: float, generator: torch.Generator) -> torch.Tensor:
     """bool ``shape`` on the CPU: each entry True independently with probability
     ``realised_sampling_rate(sampling_rate)``, exactly."""
-    return (torch.randint(0, 2 ** SAMPLE_BITS, shape, generator=generator, dtype=torch.int64)
-            < _inclusion_threshold(sampling_rate))
+    return torch.randint(0, 2**SAMPLE_BITS, shape, generator=generator, dtype=torch.int64) < _inclusion_threshold(
+        sampling_rate
+    )

@@ -28,8 +28,14 @@ from pate.privacy import PoissonSampledGaussianEvent, PricedByEvent, check_relat
 from pate.privacy import checks
 from pate.privacy.checks import positive, positive_int
 
-__all__ = ["PrivateKNN", "SIMILARITY_BITS", "exact_similarities", "grid_directions", "nearest_mask",
-           "subsampled_knn_votes"]
+__all__ = [
+    "PrivateKNN",
+    "SIMILARITY_BITS",
+    "exact_similarities",
+    "grid_directions",
+    "nearest_mask",
+    "subsampled_knn_votes",
+]
 
 SIMILARITY_BITS = 24  # a unit-norm feature vector is rounded to multiples of 2^-24 per coordinate
 _BLOCK_ROWS = 8192  # rows turned to float64 at a time (memory: 8,192 x D x 8 bytes)
@@ -41,9 +47,15 @@ def grid_directions(features: torch.Tensor) -> torch.Tensor:
     that row alone."""
     # contiguous: a column-major block would be summed along another path than a lone row (an audit built a row
     # whose norm then differs in its last bit with N)
-    return torch.cat([torch.round(torch.nn.functional.normalize(
-        features[start:start + _BLOCK_ROWS].double().contiguous(), dim=1) * 2.0 ** SIMILARITY_BITS).float()
-        for start in range(0, features.shape[0], _BLOCK_ROWS)])
+    return torch.cat(
+        [
+            torch.round(
+                torch.nn.functional.normalize(features[start : start + _BLOCK_ROWS].double().contiguous(), dim=1)
+                * 2.0**SIMILARITY_BITS
+            ).float()
+            for start in range(0, features.shape[0], _BLOCK_ROWS)
+        ]
+    )
 
 
 def exact_similarities(queries: torch.Tensor, private: torch.Tensor) -> torch.Tensor:
@@ -58,12 +70,24 @@ def exact_similarities(queries: torch.Tensor, private: torch.Tensor) -> torch.Te
     chunk, MKL's matrix-vector path), and with them the k nearest, moving the votes by 2 sqrt(L) where the
     accounting prices sqrt(L)."""
     queries = queries.double()
-    return torch.cat([queries @ private[start:start + _BLOCK_ROWS].double().T
-                      for start in range(0, private.shape[0], _BLOCK_ROWS)], dim=1)
+    return torch.cat(
+        [
+            queries @ private[start : start + _BLOCK_ROWS].double().T
+            for start in range(0, private.shape[0], _BLOCK_ROWS)
+        ],
+        dim=1,
+    )
 
 
-def subsampled_knn_votes(private: torch.Tensor, labels: torch.Tensor, queries: torch.Tensor, k: int,
-                         sampling_rate: float, generator: torch.Generator, chunk: int = 64) -> np.ndarray:
+def subsampled_knn_votes(
+    private: torch.Tensor,
+    labels: torch.Tensor,
+    queries: torch.Tensor,
+    k: int,
+    sampling_rate: float,
+    generator: torch.Generator,
+    chunk: int = 64,
+) -> np.ndarray:
     """int64 [Q, L]: per query, the label counts of its k nearest records (cosine similarity) among a Poisson
     subsample of the rows of ``private`` (each row kept independently with probability
     ``realised_sampling_rate(sampling_rate)``, ``poisson_subsample``; a new subsample per query). Fewer than k
@@ -88,7 +112,7 @@ def subsampled_knn_votes(private: torch.Tensor, labels: torch.Tensor, queries: t
     k = min(k, private.shape[0])
     votes = []
     for start in range(0, queries.shape[0], chunk):
-        similarity = exact_similarities(queries[start:start + chunk], private)
+        similarity = exact_similarities(queries[start : start + chunk], private)
         sampled = poisson_subsample(tuple(similarity.shape), sampling_rate, generator)
         similarity = similarity.masked_fill(~sampled, -torch.inf)
         votes.append(nearest_mask(similarity, k).to(torch.float32) @ labels)
@@ -139,8 +163,10 @@ class PrivateKNN(PricedByEvent):
 
     @property
     def name(self) -> str:
-        return (f"PrivateKNN(k={self.k}, sampling_rate={self.sampling_rate:g}, sigma={self.sigma:g}, "
-                f"neighbors={self.neighbors})")
+        return (
+            f"PrivateKNN(k={self.k}, sampling_rate={self.sampling_rate:g}, sigma={self.sigma:g}, "
+            f"neighbors={self.neighbors})"
+        )
 
     @property
     def dp_event(self) -> PoissonSampledGaussianEvent:

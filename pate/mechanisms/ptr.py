@@ -123,8 +123,11 @@ class GapTest(PricedByEvent):
     def dp_event(self) -> ApproximateEvent:
         """One query: q_hat's Gaussian (alpha s^2 / (2 sigma^2)) or Laplace (scale s / eps) release, delta_t-approximate
         (Lemma 18)."""
-        noisy_bound = (GaussianEvent(self.sigma, self.sensitivity) if self.test == "gaussian"
-                       else LaplaceEvent(self.noise_scale, self.sensitivity))
+        noisy_bound = (
+            GaussianEvent(self.sigma, self.sensitivity)
+            if self.test == "gaussian"
+            else LaplaceEvent(self.noise_scale, self.sensitivity)
+        )
         return ApproximateEvent(noisy_bound, self.delta_t)
 
     # ------------------------------------------------------------ mechanism

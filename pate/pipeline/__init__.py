@@ -24,12 +24,21 @@ import importlib
 
 # name -> the module that defines it, imported on first use: the command line's --help and its config checks need
 # none of torch or Lightning, which the runner imports (seconds)
-_HOMES = {"ArtifactStore": "pate.artifacts", "majority_class_accuracy": "pate.evaluation",
-          "instantiate": "pate.pipeline.checks", "Dataset": "pate.pipeline.graph",
-          "features_stage": "pate.pipeline.graph", "plain": "pate.pipeline.graph", "queries_stage": "pate.pipeline.graph",
-          "run": "pate.pipeline.runner", "set_num_labels": "pate.pipeline.runner", "summary": "pate.pipeline.runner",
-          "head_teacher_settings": "pate.pipeline.settings", "network_teacher_settings": "pate.pipeline.settings",
-          "trainer_settings": "pate.pipeline.settings"}
+_HOMES = {
+    "ArtifactStore": "pate.artifacts",
+    "majority_class_accuracy": "pate.evaluation",
+    "instantiate": "pate.pipeline.checks",
+    "Dataset": "pate.pipeline.graph",
+    "features_stage": "pate.pipeline.graph",
+    "plain": "pate.pipeline.graph",
+    "queries_stage": "pate.pipeline.graph",
+    "run": "pate.pipeline.runner",
+    "set_num_labels": "pate.pipeline.runner",
+    "summary": "pate.pipeline.runner",
+    "head_teacher_settings": "pate.pipeline.settings",
+    "network_teacher_settings": "pate.pipeline.settings",
+    "trainer_settings": "pate.pipeline.settings",
+}
 
 
 def __getattr__(name: str):
@@ -38,6 +47,18 @@ def __getattr__(name: str):
     return getattr(importlib.import_module(_HOMES[name]), name)
 
 
-__all__ = ["ArtifactStore", "Dataset", "features_stage", "head_teacher_settings", "instantiate",
-           "majority_class_accuracy", "network_teacher_settings", "plain", "queries_stage", "run", "set_num_labels",
-           "summary", "trainer_settings"]
+__all__ = [
+    "ArtifactStore",
+    "Dataset",
+    "features_stage",
+    "head_teacher_settings",
+    "instantiate",
+    "majority_class_accuracy",
+    "network_teacher_settings",
+    "plain",
+    "queries_stage",
+    "run",
+    "set_num_labels",
+    "summary",
+    "trainer_settings",
+]

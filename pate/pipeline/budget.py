@@ -44,10 +44,12 @@ log = logging.getLogger("train")
 
 __all__ = ["BudgetGuard", "PinnedStage", "budget_metrics", "plan_release"]
 
-SECOND = ("this run draws a SECOND release of the same private data and settings: %d earlier release(s) of the same "
-          "quantity are recorded (the last at %s, cache key %s; a code change, an upgrade or a deleted artifact "
-          "re-draws a release). Both are counted: the total on this private data becomes %s. "
-          "privacy.reuse_release=true reuses an earlier release instead, while it is in the cache.")
+SECOND = (
+    "this run draws a SECOND release of the same private data and settings: %d earlier release(s) of the same "
+    "quantity are recorded (the last at %s, cache key %s; a code change, an upgrade or a deleted artifact "
+    "re-draws a release). Both are counted: the total on this private data becomes %s. "
+    "privacy.reuse_release=true reuses an earlier release instead, while it is in the cache."
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,8 +101,9 @@ class BudgetGuard:
 
     def total(self, planned: Ledger | None = None, entries=None) -> BudgetTotal:
         """The ledger's total for this run's data now (with ``planned``, a release about to be drawn, added)."""
-        return self.ledger.total(self.records, self.delta, self.neighbors, self.record_level, self.accountant,
-                                 entries, planned)
+        return self.ledger.total(
+            self.records, self.delta, self.neighbors, self.record_level, self.accountant, entries, planned
+        )
 
     def check_cap(self, entries) -> BudgetTotal:
         """The total with this run's release added; ``UserError`` if it passes the cap, or if it cannot be priced
@@ -114,7 +117,8 @@ class BudgetGuard:
                 f"privacy.dataset_budget={self.cap:g}: this release would take the total spent on this private data "
                 f"to {'an unpriced total' if after.epsilon is None else f'epsilon {after.epsilon:.4g}'} (delta "
                 f"{self.delta:g}, neighbours: {self.neighbors}); spent so far: {before.describe()}; refused before "
-                f"any compute (`pate-cache budget` lists the ledger)")
+                f"any compute (`pate-cache budget` lists the ledger)"
+            )
         return after
 
     def announce(self, entries, after: BudgetTotal) -> None:
@@ -136,18 +140,26 @@ class BudgetGuard:
         if stage.key != self.release.key:
             if "reference" in stage.config:
                 return
-            raise RuntimeError(f"{stage.name}/{stage.key} draws secret noise but is neither the run's release nor a "
-                               f"reference: its cost would be in no ledger")
+            raise RuntimeError(
+                f"{stage.name}/{stage.key} draws secret noise but is neither the run's release nor a "
+                f"reference: its cost would be in no ledger"
+            )
         with self.ledger.locked():
             entries = self.ledger.entries()
             after = self.check_cap(entries)
             self.announce(entries, after)
             dataset = self.ledger.add_records(self.records)
-            path = self.ledger.append(BudgetEntry.new(dataset, stage.name, stage.key, stage.definition, self.cost,
-                                                      self.record_level, self.config))
+            path = self.ledger.append(
+                BudgetEntry.new(
+                    dataset, stage.name, stage.key, stage.definition, self.cost, self.record_level, self.config
+                )
+            )
         self.drawn = True
-        log.info("privacy budget: this release is recorded in %s; the total on this private data is now %s", path,
-                 after.describe())
+        log.info(
+            "privacy budget: this release is recorded in %s; the total on this private data is now %s",
+            path,
+            after.describe(),
+        )
 
     def after_draw(self, stage: Stage, work: Path) -> None:
         """The cost events the release wrote must be those recorded before the draw: a method that declares one
@@ -156,36 +168,58 @@ class BudgetGuard:
             return
         written = [event.to_dict() for event in Ledger.load(work / LEDGER_FILE).history]
         if written != [event.to_dict() for event in self.cost.history]:
-            raise RuntimeError(f"{stage.name}: the release wrote cost events {written!r:.300} to {LEDGER_FILE}, but "
-                               f"the method declared {[e.to_dict() for e in self.cost.history]!r:.300} "
-                               f"(Release.cost), which the privacy budget recorded")
+            raise RuntimeError(
+                f"{stage.name}: the release wrote cost events {written!r:.300} to {LEDGER_FILE}, but "
+                f"the method declared {[e.to_dict() for e in self.cost.history]!r:.300} "
+                f"(Release.cost), which the privacy budget recorded"
+            )
 
 
-def plan_release(cfg: DictConfig, data: Dataset, release: Release, noise: NoiseSource,
-                 record_level: bool) -> tuple[Release, BudgetGuard | None]:
+def plan_release(
+    cfg: DictConfig, data: Dataset, release: Release, noise: NoiseSource, record_level: bool
+) -> tuple[Release, BudgetGuard | None]:
     """The run's release as it will be read, and the guard of its data's ledger (None for a seeded run): see the
     module docstring. Raises ``UserError`` before any compute for a damaged ledger, a release of secret noise that
     declares no cost, or a cap the release would pass."""
     cap = cfg.privacy.get("dataset_budget")
     if noise.mode != "secure":
         if cap is not None:
-            log.info("privacy.dataset_budget=%g does not apply: this run's noise is seeded (privacy.noise), so its "
-                     "release can be replayed and spends no budget", cap)
+            log.info(
+                "privacy.dataset_budget=%g does not apply: this run's noise is seeded (privacy.noise), so its "
+                "release can be replayed and spends no budget",
+                cap,
+            )
         return release, None
     if release.cost is None:
-        raise UserError(f"method {cfg.method._target_}: its release draws secret noise but declares no cost "
-                        f"(Release.cost), so the privacy budget of the data could not count it; a method must say "
-                        f"what its release costs (docs/add-a-method.md)")
+        raise UserError(
+            f"method {cfg.method._target_}: its release draws secret noise but declares no cost "
+            f"(Release.cost), so the privacy budget of the data could not count it; a method must say "
+            f"what its release costs (docs/add-a-method.md)"
+        )
     stage = release.labels
     ledger = BudgetLedger(cfg.paths.get("budget_dir") or default_budget_dir())
     with ledger.locked():  # a reader without the lock could see an entry before the head that counts it
         entries = ledger.entries()
-    settings = {"neighbors": str(cfg.privacy.neighbors), "delta": float(cfg.privacy.delta),
-                "target_epsilon": cfg.privacy.target_epsilon, "budget_epsilon": cfg.privacy.budget_epsilon,
-                "accountant": str(cfg.privacy.accountant), "method": str(cfg.method._target_)}
-    guard = BudgetGuard(ledger, private_records(data.arrays), stage, release.cost, None if cap is None else float(cap),
-                        float(cfg.privacy.delta), str(cfg.privacy.accountant), str(cfg.privacy.neighbors),
-                        record_level, settings)
+    settings = {
+        "neighbors": str(cfg.privacy.neighbors),
+        "delta": float(cfg.privacy.delta),
+        "target_epsilon": cfg.privacy.target_epsilon,
+        "budget_epsilon": cfg.privacy.budget_epsilon,
+        "accountant": str(cfg.privacy.accountant),
+        "method": str(cfg.method._target_),
+    }
+    guard = BudgetGuard(
+        ledger,
+        private_records(data.arrays),
+        stage,
+        release.cost,
+        None if cap is None else float(cap),
+        float(cfg.privacy.delta),
+        str(cfg.privacy.accountant),
+        str(cfg.privacy.neighbors),
+        record_level,
+        settings,
+    )
     cache = Path(cfg.paths.cache_dir)
     if (cache / stage.name / stage.key / MANIFEST).is_file():
         return release, guard  # reused (the store verifies it when read): nothing new is drawn
@@ -195,18 +229,27 @@ def plan_release(cfg: DictConfig, data: Dataset, release: Release, noise: NoiseS
         for entry in reversed(same):
             pinned = _pinned(cache, entry, stage)
             if pinned is not None:
-                log.warning("privacy.reuse_release=true: reusing the earlier release %s of the same data and settings "
-                            "(recorded %s), built by another code version; nothing new is drawn", pinned.key,
-                            entry.time)
+                log.warning(
+                    "privacy.reuse_release=true: reusing the earlier release %s of the same data and settings "
+                    "(recorded %s), built by another code version; nothing new is drawn",
+                    pinned.key,
+                    entry.time,
+                )
                 return _with_release(release, pinned), dataclasses.replace(guard, release=pinned)
-        log.warning("privacy.reuse_release=true, but no earlier release of the same data and settings is left in "
-                    "the cache with the cost recorded for it (%d recorded in %s): this run draws a new one", len(same),
-                    ledger.root)
+        log.warning(
+            "privacy.reuse_release=true, but no earlier release of the same data and settings is left in "
+            "the cache with the cost recorded for it (%d recorded in %s): this run draws a new one",
+            len(same),
+            ledger.root,
+        )
     after = guard.check_cap(entries)
     guard.announce(entries, after)
     if entries and not same:
-        log.info("this run draws a new release on private data with %d earlier release(s); the total becomes %s",
-                 len(entries), after.describe())
+        log.info(
+            "this run draws a new release on private data with %d earlier release(s); the total becomes %s",
+            len(entries),
+            after.describe(),
+        )
     return release, guard
 
 
@@ -223,19 +266,28 @@ def _pinned(cache: Path, entry: BudgetEntry, stage: Stage) -> PinnedStage | None
     manifest = json.loads((art.path / MANIFEST).read_text())
 
     def gone(work: Path, _) -> None:
-        raise UserError(f"privacy.reuse_release=true: the earlier release {cache / name / key} disappeared or was "
-                        f"damaged while this run went on; run again (without privacy.reuse_release to draw anew)")
+        raise UserError(
+            f"privacy.reuse_release=true: the earlier release {cache / name / key} disappeared or was "
+            f"damaged while this run went on; run again (without privacy.reuse_release to draw anew)"
+        )
 
-    return PinnedStage(name, manifest["config"], gone, pinned_key=key, pinned_upstream=manifest["upstream"],
-                       pinned_definition=stage.definition)
+    return PinnedStage(
+        name,
+        manifest["config"],
+        gone,
+        pinned_key=key,
+        pinned_upstream=manifest["upstream"],
+        pinned_definition=stage.definition,
+    )
 
 
 def _with_release(release: Release, pinned: Stage) -> Release:
     """``release`` with its releasing stage replaced by ``pinned`` wherever it appears."""
     old = release.labels
     stages = {name: pinned if stage is old else stage for name, stage in release.stages.items()}
-    return dataclasses.replace(release, labels=pinned, stages=stages,
-                               model=pinned if release.model is old else release.model)
+    return dataclasses.replace(
+        release, labels=pinned, stages=stages, model=pinned if release.model is old else release.model
+    )
 
 
 def budget_metrics(guard: BudgetGuard | None, unit_text: str) -> dict[str, Any]:
@@ -245,9 +297,17 @@ def budget_metrics(guard: BudgetGuard | None, unit_text: str) -> dict[str, Any]:
         return {"dataset_epsilon": None, "dataset_budget": None}
     with guard.ledger.locked():
         total = guard.total()
-    this = ("reused_earlier" if isinstance(guard.release, PinnedStage) else "drawn" if guard.drawn else "reused")
-    return {"dataset_epsilon": total.epsilon,
-            "dataset_privacy": f"{total.describe()}; one neighbour: {unit_text}",
-            "dataset_budget": {"dataset": guard.dataset, "ledger": str(guard.ledger.root.resolve()),
-                               "releases": total.releases, "datasets": total.datasets,
-                               "other_relations": total.other_relations, "cap": guard.cap, "this_release": this}}
+    this = "reused_earlier" if isinstance(guard.release, PinnedStage) else "drawn" if guard.drawn else "reused"
+    return {
+        "dataset_epsilon": total.epsilon,
+        "dataset_privacy": f"{total.describe()}; one neighbour: {unit_text}",
+        "dataset_budget": {
+            "dataset": guard.dataset,
+            "ledger": str(guard.ledger.root.resolve()),
+            "releases": total.releases,
+            "datasets": total.datasets,
+            "other_relations": total.other_relations,
+            "cap": guard.cap,
+            "this_release": this,
+        },
+    }

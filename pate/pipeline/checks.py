@@ -55,30 +55,48 @@ def _require(ok: bool, key: str, value, expected: str) -> None:
 
 def check_config(cfg: DictConfig) -> None:
     """The plain keys of a run (seeds, sizes, the privacy node); raises :class:`UserError` on the first bad one."""
-    for key, low in (("seed", 0), ("partition.seed", 0), ("data.query_seed", 0), ("data.num_queries", 1),
-                     ("partition.num_teachers", 1), ("data.image_size", 1), ("features.num_fit_images", 1),
-                     ("features.fit_seed", 0)):
+    for key, low in (
+        ("seed", 0),
+        ("partition.seed", 0),
+        ("data.query_seed", 0),
+        ("data.num_queries", 1),
+        ("partition.num_teachers", 1),
+        ("data.image_size", 1),
+        ("features.num_fit_images", 1),
+        ("features.fit_seed", 0),
+    ):
         value = OmegaConf.select(cfg, key)
-        _require(isinstance(value, int) and not isinstance(value, bool) and value >= low, key, value,
-                 f"an integer >= {low}")
+        _require(
+            isinstance(value, int) and not isinstance(value, bool) and value >= low, key, value, f"an integer >= {low}"
+        )
     group = OmegaConf.select(cfg, "teacher.ensemble_size", default=1)
-    _require(isinstance(group, int) and not isinstance(group, bool) and group >= 1, "teacher.ensemble_size", group,
-             "an integer >= 1")
+    _require(
+        isinstance(group, int) and not isinstance(group, bool) and group >= 1,
+        "teacher.ensemble_size",
+        group,
+        "an integer >= 1",
+    )
     fraction = cfg.data.pool_fraction
-    _require(_is_number(fraction) and 0 < fraction <= 1, "data.pool_fraction", fraction,
-             "a number in (0, 1]: the share of the held-out split the student may train on")
+    _require(
+        _is_number(fraction) and 0 < fraction <= 1,
+        "data.pool_fraction",
+        fraction,
+        "a number in (0, 1]: the share of the held-out split the student may train on",
+    )
     privacy = cfg.privacy
     _require(privacy.neighbors in RELATIONS, "privacy.neighbors", privacy.neighbors, f"one of {RELATIONS}")
     accountant = privacy.get("accountant")
     _require(accountant in ACCOUNTANTS, "privacy.accountant", accountant, f"one of {ACCOUNTANTS}")
-    _require(_is_number(privacy.delta) and 0 < privacy.delta < 1, "privacy.delta", privacy.delta,
-             "a number in (0, 1)")
+    _require(_is_number(privacy.delta) and 0 < privacy.delta < 1, "privacy.delta", privacy.delta, "a number in (0, 1)")
     for key in ("target_epsilon", "budget_epsilon", "dataset_budget"):
         value = privacy[key]
-        _require(value is None or (_is_number(value) and value > 0), f"privacy.{key}", value,
-                 "a number > 0, or null")
-    _require(isinstance(privacy.get("reuse_release", False), bool), "privacy.reuse_release",
-             privacy.get("reuse_release"), "true or false")
+        _require(value is None or (_is_number(value) and value > 0), f"privacy.{key}", value, "a number > 0, or null")
+    _require(
+        isinstance(privacy.get("reuse_release", False), bool),
+        "privacy.reuse_release",
+        privacy.get("reuse_release"),
+        "true or false",
+    )
     with building(None):  # privacy.noise: its one reader names the key
         noise_source(cfg)
     _require(isinstance(cfg.get("verbose", False), bool), "verbose", cfg.get("verbose"), "true or false")
@@ -90,18 +108,25 @@ def check_fit_split(split: np.ndarray, fit_split) -> None:
     read before any image is decoded): a public split that holds images. An empty one would fail only after the
     decode and the partition; the private train split would be refused there too."""
     public = [name for name in SPLITS if name != "train"]
-    _require(fit_split in public, "features.fit_split", fit_split,
-             f"one of {public}: a public split (train is the teachers' private one)")
+    _require(
+        fit_split in public,
+        "features.fit_split",
+        fit_split,
+        f"one of {public}: a public split (train is the teachers' private one)",
+    )
     if not np.any(np.asarray(split) == SPLITS[fit_split]):
-        raise UserError(f"features.fit_split={fit_split!r} but the {fit_split} split is empty: no image has split "
-                        f"code {SPLITS[fit_split]} (a folder's split column, data.split_fractions or CelebA's "
-                        f"list_eval_partition.txt); expected public images to fit the extractor on, or another "
-                        f"features.fit_split")
+        raise UserError(
+            f"features.fit_split={fit_split!r} but the {fit_split} split is empty: no image has split "
+            f"code {SPLITS[fit_split]} (a folder's split column, data.split_fractions or CelebA's "
+            f"list_eval_partition.txt); expected public images to fit the extractor on, or another "
+            f"features.fit_split"
+        )
 
 
 def _appended_overrides() -> list[str]:
     """The command line's ``+key=value`` overrides (none outside a Hydra run)."""
     from hydra.core.hydra_config import HydraConfig
+
     if not HydraConfig.initialized():
         return []
     return [item for item in HydraConfig.get().overrides.task if item.startswith("+") and not item.startswith("++")]
@@ -121,8 +146,10 @@ def check_appended_keys(cfg: DictConfig, appended: list[str]) -> None:
         close = difflib.get_close_matches(name, [str(k) for k in siblings], n=3)
         prefix = f"{parent}." if parent else ""
         hint = f"; did you mean {', '.join(prefix + match for match in close)}?" if close else ""
-        raise UserError(f"{item}: no part of the run reads {key!r}, so the value would be ignored; drop the '+' to "
-                        f"set a key that exists{hint}")
+        raise UserError(
+            f"{item}: no part of the run reads {key!r}, so the value would be ignored; drop the '+' to "
+            f"set a key that exists{hint}"
+        )
 
 
 def _is_group(key: str) -> bool:
@@ -163,8 +190,10 @@ def component_class(node: DictConfig, key: str, base: type, only_target: bool = 
     with building(f"{key}._target_", node):
         kind = hydra.utils.get_class(str(node._target_))
     if not (isinstance(kind, type) and issubclass(kind, base)):
-        raise UserError(f"{key}._target_={node._target_!r} is not a {base.__name__}: expected a subclass of "
-                        f"{base.__module__}.{base.__qualname__}")
+        raise UserError(
+            f"{key}._target_={node._target_!r} is not a {base.__name__}: expected a subclass of "
+            f"{base.__module__}.{base.__qualname__}"
+        )
     extra = [str(name) for name in node if name != "_target_"] if only_target else []
     if extra:
         raise UserError(f"{key}.{extra[0]}: {key} holds only its _target_; the component's settings live beside it")
@@ -177,5 +206,13 @@ def instantiate(node: DictConfig, group: str):
         return hydra.utils.instantiate(node)
 
 
-__all__ = ["EXIT_USER_ERROR", "UserError", "as_user_error", "building", "check_config", "check_fit_split",
-           "component_class", "instantiate"]
+__all__ = [
+    "EXIT_USER_ERROR",
+    "UserError",
+    "as_user_error",
+    "building",
+    "check_config",
+    "check_fit_split",
+    "component_class",
+    "instantiate",
+]

@@ -20,9 +20,13 @@ from pate.pipeline.paths import settle_project_root
 
 EXIT_INTERRUPTED = 130
 # What a file system says when a run cannot write where it was told to: one line naming the place, not a traceback.
-_WHERE_TO_WRITE = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is exceeded",
-                   errno.EROFS: "the file system is read-only", errno.EACCES: "permission denied",
-                   errno.EPERM: "permission denied"}
+_WHERE_TO_WRITE = {
+    errno.ENOSPC: "the disk is full",
+    errno.EDQUOT: "the disk quota is exceeded",
+    errno.EROFS: "the file system is read-only",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "permission denied",
+}
 # The signals that end a run as an interruption (the shell's convention: exit status 128 + the signal's number).
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 RESEND_SECONDS = 10.0  # longer than Lightning takes to shut a fit down after the first one
@@ -63,18 +67,23 @@ def command_line_errors(cfg: DictConfig) -> Iterator[None]:
         if err.errno not in _WHERE_TO_WRITE or cfg.get("verbose") is True:
             raise
         where = err.filename or "a file"
-        print(f"error: cannot write {where}: {_WHERE_TO_WRITE[err.errno]} ({err.strerror}); every finished stage is "
-              f"kept under {os.path.abspath(cfg.paths.cache_dir)}: free space, or point PROJECT_ROOT or "
-              f"paths.cache_dir / paths.log_dir elsewhere, and run the same command again", file=sys.stderr)
+        print(
+            f"error: cannot write {where}: {_WHERE_TO_WRITE[err.errno]} ({err.strerror}); every finished stage is "
+            f"kept under {os.path.abspath(cfg.paths.cache_dir)}: free space, or point PROJECT_ROOT or "
+            f"paths.cache_dir / paths.log_dir elsewhere, and run the same command again",
+            file=sys.stderr,
+        )
         sys.exit(EXIT_USER_ERROR)
     except (KeyboardInterrupt, SystemExit):
         if not interrupted:
             raise
         ending.set()
         name = signal.Signals(interrupted[0]).name
-        print(f"interrupted: {name} received; every finished stage, and every finished teacher, is saved under "
-              f"{os.path.abspath(cfg.paths.cache_dir)}; run the same command again to resume from there",
-              file=sys.stderr)
+        print(
+            f"interrupted: {name} received; every finished stage, and every finished teacher, is saved under "
+            f"{os.path.abspath(cfg.paths.cache_dir)}; run the same command again to resume from there",
+            file=sys.stderr,
+        )
         sys.exit(128 + interrupted[0])
     finally:
         ending.set()
@@ -90,8 +99,9 @@ def sweep_job() -> str:
     hydra = _multirun()
     if hydra is None:
         return ""
-    return (f"job {hydra.job.num} ({' '.join(hydra.overrides.task) or 'no overrides'}) of the sweep in "
-            f"{hydra.sweep.dir}: ")
+    return (
+        f"job {hydra.job.num} ({' '.join(hydra.overrides.task) or 'no overrides'}) of the sweep in {hydra.sweep.dir}: "
+    )
 
 
 def sweep_report_hint() -> str:

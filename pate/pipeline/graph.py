@@ -80,18 +80,24 @@ class Dataset:
 
 def partition_stage(data: Dataset, num_teachers: int, seed: int) -> Stage:
     """Who sees what of the private training split: ``num_teachers`` disjoint parts, shuffled by ``seed``."""
-    return Stage("partition", {"data": data.identity, "num_teachers": num_teachers, "seed": seed},
-                 lambda work, _: build_partition(work, data.arrays, num_teachers, seed), code=CODE["partition"])
+    return Stage(
+        "partition",
+        {"data": data.identity, "num_teachers": num_teachers, "seed": seed},
+        lambda work, _: build_partition(work, data.arrays, num_teachers, seed),
+        code=CODE["partition"],
+    )
 
 
 def queries_stage(cfg: DictConfig, data: Dataset) -> Stage:
     """The public side: the student's pool, the queries in it, the evaluation records."""
     pool_fraction, num_queries = float(cfg.data.pool_fraction), int(cfg.data.num_queries)
     seed = int(cfg.data.query_seed)
-    return Stage("queries", {"data": data.identity, "pool_fraction": pool_fraction, "num_queries": num_queries,
-                             "seed": seed},
-                 lambda work, _: build_queries(work, data.arrays, pool_fraction, num_queries, seed),
-                 code=CODE["queries"])
+    return Stage(
+        "queries",
+        {"data": data.identity, "pool_fraction": pool_fraction, "num_queries": num_queries, "seed": seed},
+        lambda work, _: build_queries(work, data.arrays, pool_fraction, num_queries, seed),
+        code=CODE["queries"],
+    )
 
 
 def _fit_rows(cfg: DictConfig, arrays: LabelledImages) -> np.ndarray:
@@ -117,12 +123,29 @@ def features_stage(cfg: DictConfig, data: Dataset, extractor) -> Stage:
     arrays = data.arrays
 
     def build(work: Path, _) -> None:
-        build_features(work, extractor, arrays.images, _fit_rows(cfg, arrays), _encoded_rows(arrays),
-                       arrays.indices("train"), int(fit.fit_seed), progress=bool(cfg.progress))
+        build_features(
+            work,
+            extractor,
+            arrays.images,
+            _fit_rows(cfg, arrays),
+            _encoded_rows(arrays),
+            arrays.indices("train"),
+            int(fit.fit_seed),
+            progress=bool(cfg.progress),
+        )
 
-    return Stage("features", {"data": data.identity, "extractor": extractor.identity(), "fit_split": str(fit.fit_split),
-                              "num_fit_images": int(fit.num_fit_images), "fit_seed": int(fit.fit_seed)},
-                 build, code=code_of("features", extractor))
+    return Stage(
+        "features",
+        {
+            "data": data.identity,
+            "extractor": extractor.identity(),
+            "fit_split": str(fit.fit_split),
+            "num_fit_images": int(fit.num_fit_images),
+            "fit_seed": int(fit.fit_seed),
+        },
+        build,
+        code=code_of("features", extractor),
+    )
 
 
 def _features(up: dict[str, Artifact]) -> FeatureTable:
@@ -137,13 +160,33 @@ def views_stage(cfg: DictConfig, data: Dataset, extractor, features: Stage, quer
 
     def build(work: Path, up: dict[str, Artifact]) -> None:
         if not extractor.fitted:
-            fit_extractor(extractor, arrays.images, _fit_rows(cfg, arrays), arrays.indices("train"),
-                          int(cfg.features.fit_seed), progress=bool(cfg.progress))
-        build_views(work, extractor, arrays.images, read_queries(up["queries"]).pool, _features(up), seed,
-                    float(semi.min_scale), float(semi.jitter), progress=bool(cfg.progress))
+            fit_extractor(
+                extractor,
+                arrays.images,
+                _fit_rows(cfg, arrays),
+                arrays.indices("train"),
+                int(cfg.features.fit_seed),
+                progress=bool(cfg.progress),
+            )
+        build_views(
+            work,
+            extractor,
+            arrays.images,
+            read_queries(up["queries"]).pool,
+            _features(up),
+            seed,
+            float(semi.min_scale),
+            float(semi.jitter),
+            progress=bool(cfg.progress),
+        )
 
-    return Stage("views", {"seed": seed, "min_scale": float(semi.min_scale), "jitter": float(semi.jitter)}, build,
-                 {"features": features, "queries": queries}, code=CODE["views"])
+    return Stage(
+        "views",
+        {"seed": seed, "min_scale": float(semi.min_scale), "jitter": float(semi.jitter)},
+        build,
+        {"features": features, "queries": queries},
+        code=CODE["views"],
+    )
 
 
 def cost_fingerprint(aggregator) -> str:
@@ -155,19 +198,31 @@ def cost_fingerprint(aggregator) -> str:
     return hashlib.sha256(blob).hexdigest()[:16]
 
 
-def aggregate_stage(aggregator, settings: dict[str, Any], asked: int, votes: Stage, noise: NoiseSource,
-                    num_labels: int) -> Stage:
+def aggregate_stage(
+    aggregator, settings: dict[str, Any], asked: int, votes: Stage, noise: NoiseSource, num_labels: int
+) -> Stage:
     """The released labels of the first ``asked`` queries and their cost events (``ledger.json``), drawn from the
     run's noise source (``privacy.noise``, pate/pipeline/noise.py), which the key names: with its seed when seeded,
     without one when secure (a rerun reuses the release rather than drawing a second). ``settings`` is the
     aggregator's config node as plain data (``plain(cfg.aggregator)``), its ``_target_`` included."""
-    config = {"aggregator": str(settings["_target_"]), "parameters": aggregator.noise_parameters(),
-              "settings": settings, "neighbors": str(aggregator.neighbors), "asked": asked,
-              **noise.key(), "cost": cost_fingerprint(aggregator)}
-    return Stage("aggregate", config,
-                 lambda work, up: build_aggregate(work, aggregator, read_votes(up["votes"]), num_labels, asked,
-                                                  noise.generator()),
-                 {"votes": votes}, code=code_of("aggregate", aggregator))
+    config = {
+        "aggregator": str(settings["_target_"]),
+        "parameters": aggregator.noise_parameters(),
+        "settings": settings,
+        "neighbors": str(aggregator.neighbors),
+        "asked": asked,
+        **noise.key(),
+        "cost": cost_fingerprint(aggregator),
+    }
+    return Stage(
+        "aggregate",
+        config,
+        lambda work, up: build_aggregate(
+            work, aggregator, read_votes(up["votes"]), num_labels, asked, noise.generator()
+        ),
+        {"votes": votes},
+        code=code_of("aggregate", aggregator),
+    )
 
 
 REFERENCES = ("majority_vote", "true_labels")
@@ -177,15 +232,36 @@ def reference_stage(source: str, data: Dataset, votes: Stage, queries: Stage) ->
     """Labels that are never released, for the report's reference lines: the teachers' non-private majority
     (needs the votes) or the true labels of the public queries (needs the queries)."""
     if source == "majority_vote":
-        return Stage("aggregate", {"reference": source},
-                     lambda work, up: build_majority_labels(work, read_votes(up["votes"])),
-                     {"votes": votes}, code=CODE["aggregate"])
+        return Stage(
+            "aggregate",
+            {"reference": source},
+            lambda work, up: build_majority_labels(work, read_votes(up["votes"])),
+            {"votes": votes},
+            code=CODE["aggregate"],
+        )
     if source != "true_labels":
         raise ValueError(f"reference source={source!r}; expected one of {REFERENCES}")
-    return Stage("aggregate", {"reference": source},
-                 lambda work, up: build_true_labels(work, data.arrays.labels[read_queries(up["queries"]).queries]),
-                 {"queries": queries}, code=CODE["aggregate"])
+    return Stage(
+        "aggregate",
+        {"reference": source},
+        lambda work, up: build_true_labels(work, data.arrays.labels[read_queries(up["queries"]).queries]),
+        {"queries": queries},
+        code=CODE["aggregate"],
+    )
 
 
-__all__ = ["CODE", "REFERENCES", "Dataset", "aggregate_stage", "check_features", "code_of", "cost_fingerprint",
-           "features_stage", "partition_stage", "plain", "queries_stage", "reference_stage", "views_stage"]
+__all__ = [
+    "CODE",
+    "REFERENCES",
+    "Dataset",
+    "aggregate_stage",
+    "check_features",
+    "code_of",
+    "cost_fingerprint",
+    "features_stage",
+    "partition_stage",
+    "plain",
+    "queries_stage",
+    "reference_stage",
+    "views_stage",
+]

@@ -77,11 +77,15 @@ class NoiseSource:
         data = "the built-in synthetic data" if self.mode == "seeded" else "data other than the built-in synthetic set"
         how = "" if self.configured == self.mode else f" (privacy.noise={self.configured} on {data})"
         if self.mode == "secure":
-            return (f"secure{how}: drawn from the operating system's entropy, no seed recorded; the release cannot "
-                    f"be replayed")
-        return (f"seeded from the run's seed{how}: the noise can be replayed from the seed, so the run carries no "
-                f"guarantee; its epsilon is what the same release guarantees with secret noise (privacy.noise="
-                f"secure), for reproducible benchmarks where nothing is private")
+            return (
+                f"secure{how}: drawn from the operating system's entropy, no seed recorded; the release cannot "
+                f"be replayed"
+            )
+        return (
+            f"seeded from the run's seed{how}: the noise can be replayed from the seed, so the run carries no "
+            f"guarantee; its epsilon is what the same release guarantees with secret noise (privacy.noise="
+            f"secure), for reproducible benchmarks where nothing is private"
+        )
 
 
 # torch's CPU generator is an MT19937 whose state (``get_state``, 5,056 bytes in torch 2.x) holds the 624 state
@@ -109,9 +113,11 @@ def mt19937_generator(words: list[int]) -> torch.Generator:
     """A CPU torch generator whose MT19937 state is ``words`` (624 integers in [0, 2^32), not all zero), the next
     draw regenerating from it; ``ValueError`` for another count, a word out of range or an all-zero state (MT19937
     would then draw zeros forever)."""
-    if len(words) != _MT_STATE_WORDS or not all(0 <= word < 2 ** 32 for word in words) or not any(words):
-        raise ValueError(f"words: expected {_MT_STATE_WORDS} integers in [0, 2^32), not all zero; got {len(words)} "
-                         f"words in [{min(words, default=None)}, {max(words, default=None)}]")
+    if len(words) != _MT_STATE_WORDS or not all(0 <= word < 2**32 for word in words) or not any(words):
+        raise ValueError(
+            f"words: expected {_MT_STATE_WORDS} integers in [0, 2^32), not all zero; got {len(words)} "
+            f"words in [{min(words, default=None)}, {max(words, default=None)}]"
+        )
     import torch
 
     generator = torch.Generator()
@@ -119,7 +125,7 @@ def mt19937_generator(words: list[int]) -> torch.Generator:
     # initial seed 0 (it says nothing of the state), left = 1 (the next draw regenerates the 624 words from these),
     # seeded = 1, next = 0: what manual_seed writes, with the words in place of its seeding
     state[:_MT_STATE_OFFSET] = np.array([0, 1 | 1 << 32, 0], "<u8").view(np.uint8)
-    state[_MT_STATE_OFFSET:_MT_STATE_OFFSET + 8 * _MT_STATE_WORDS] = np.asarray(words, "<u8").view(np.uint8)
+    state[_MT_STATE_OFFSET : _MT_STATE_OFFSET + 8 * _MT_STATE_WORDS] = np.asarray(words, "<u8").view(np.uint8)
     generator.set_state(torch.from_numpy(state))
     return generator
 
@@ -130,9 +136,11 @@ def noise_source(cfg: DictConfig) -> NoiseSource:
     first, so a run stops on it before any data is read)."""
     configured = cfg.privacy.get("noise", "auto")
     if configured not in MODES:
-        raise ValueError(f"privacy.noise={configured!r}; expected one of {MODES}: secure (noise from the operating "
-                         f"system's entropy), seeded (from `seed`, replayable) or auto (seeded on the built-in "
-                         f"synthetic data only)")
+        raise ValueError(
+            f"privacy.noise={configured!r}; expected one of {MODES}: secure (noise from the operating "
+            f"system's entropy), seeded (from `seed`, replayable) or auto (seeded on the built-in "
+            f"synthetic data only)"
+        )
     mode = configured
     if mode == "auto":
         mode = "seeded" if str(cfg.data.reader.get("_target_")) in SYNTHETIC_READERS else "secure"
@@ -143,5 +151,8 @@ def log_reused_release(store: ArtifactStore, release: Stage, noise: NoiseSource)
     """Say so when a secure release was read back from the cache rather than drawn: the labels are the ones
     released before, and no new noise (no second release of the same data) was drawn."""
     if noise.mode == "secure" and store.reused(release):
-        log.info("release reused from the cache (%s): the labels released before, no new noise drawn (secure noise: "
-                 "one release per config and cache)", store.path(release))
+        log.info(
+            "release reused from the cache (%s): the labels released before, no new noise drawn (secure noise: "
+            "one release per config and cache)",
+            store.path(release),
+        )

@@ -40,8 +40,10 @@ def settle_project_root(environ: MutableMapping[str, str] = os.environ) -> str:
         environ["PROJECT_ROOT"] = default
         return default
     if not value.strip():
-        raise UserError(f"PROJECT_ROOT={value!r} is set but empty: data, cache and logs would go under /; set it to "
-                        f"a directory (a cluster's scratch space) or unset it to use {default}")
+        raise UserError(
+            f"PROJECT_ROOT={value!r} is set but empty: data, cache and logs would go under /; set it to "
+            f"a directory (a cluster's scratch space) or unset it to use {default}"
+        )
     return value
 
 
@@ -55,17 +57,24 @@ def check_directory(key: str, value: Any) -> None:
         return
     what = "a symbolic link that does not resolve" if existing.is_symlink() else "a file"
     where = "it" if existing == path else str(existing)
-    raise UserError(f"{key}={str(value)!r}: {where} is {what}; expected a directory, or a path where one can be "
-                    f"created")
+    raise UserError(
+        f"{key}={str(value)!r}: {where} is {what}; expected a directory, or a path where one can be created"
+    )
 
 
 def check_task_name(name: Any) -> None:
     """``task_name`` is the directory of the runs under ``paths.log_dir``: a plain name keeps them there."""
-    plain = isinstance(name, str) and name.strip() == name and name not in ("", ".", "..") \
+    plain = (
+        isinstance(name, str)
+        and name.strip() == name
+        and name not in ("", ".", "..")
         and not set(name) & {"/", "\\", "\0"}
+    )
     if not plain:
-        raise UserError(f"task_name={name!r}; expected a plain name (no '/', not '.' or '..'): the runs' directory "
-                        f"under paths.log_dir")
+        raise UserError(
+            f"task_name={name!r}; expected a plain name (no '/', not '.' or '..'): the runs' directory "
+            f"under paths.log_dir"
+        )
 
 
 def check_locations(cfg: DictConfig) -> None:

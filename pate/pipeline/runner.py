@@ -25,8 +25,7 @@ from pate.host import host
 from pate.cache_holds import hold_stages
 from pate.pipeline.budget import BudgetGuard, budget_metrics, plan_release
 from pate.pipeline.checks import UserError, building, check_config, check_fit_split, component_class, instantiate
-from pate.pipeline.graph import (Dataset, check_features, features_stage, queries_stage, reference_stage,
-                                 views_stage)
+from pate.pipeline.graph import Dataset, check_features, features_stage, queries_stage, reference_stage, views_stage
 from pate.pipeline.methods.base import Method, Release, RunSettings, SharedStages
 from pate.pipeline.noise import log_reused_release, noise_source
 from pate.pipeline.paths import check_locations
@@ -37,6 +36,7 @@ from pate.run_record import check_record, not_covered_by_epsilon, ordered
 from student.stages import read_student_scores
 
 log = logging.getLogger("train")
+
 
 @dataclass(frozen=True)
 class Graph:
@@ -55,9 +55,16 @@ class Graph:
     def stages(self) -> list[Stage]:
         """Every stage the run may read, upstream ones included: what a running run holds in the cache."""
         found: dict[str, Stage] = {}
-        pending = [self.shared.queries, self.shared.features, *self.release.stages.values(), self.release.labels,
-                   self.release.model, self.student, self.views,
-                   *(stage for pair in self.references.values() for stage in pair)]
+        pending = [
+            self.shared.queries,
+            self.shared.features,
+            *self.release.stages.values(),
+            self.release.labels,
+            self.release.model,
+            self.student,
+            self.views,
+            *(stage for pair in self.references.values() for stage in pair),
+        ]
         while pending:
             stage = pending.pop()
             if stage is not None and f"{stage.name}/{stage.key}" not in found:
@@ -66,8 +73,12 @@ class Graph:
         return list(found.values())
 
     def keys(self) -> dict[str, str]:
-        stages = {"queries": self.shared.queries, "features": self.shared.features, **self.release.stages,
-                  "views": self.views}
+        stages = {
+            "queries": self.shared.queries,
+            "features": self.shared.features,
+            **self.release.stages,
+            "views": self.views,
+        }
         return {name: stage.key for name, stage in stages.items() if stage is not None}
 
 
@@ -75,8 +86,10 @@ def set_num_labels(cfg: DictConfig, names: tuple[str, ...]) -> None:
     """``data.num_labels`` from the data's label names (null in the config), or a check of the configured one."""
     configured = cfg.data.get("num_labels")
     if configured is not None and configured != len(names):
-        raise UserError(f"data.num_labels={configured!r} but the data has {len(names)} labels ({', '.join(names[:5])}"
-                        f"{', ...' if len(names) > 5 else ''}); set data.num_labels=null to take it from the data")
+        raise UserError(
+            f"data.num_labels={configured!r} but the data has {len(names)} labels ({', '.join(names[:5])}"
+            f"{', ...' if len(names) > 5 else ''}); set data.num_labels=null to take it from the data"
+        )
     with open_dict(cfg):
         cfg.data.num_labels = len(names)
 
@@ -101,13 +114,18 @@ def prepare(cfg: DictConfig) -> tuple[Graph, Dataset, Any]:
             extractor.to(settings.trainer.device)  # features on trainer.accelerator's device
             extractor.check_image_size(int(cfg.data.image_size))
         if student.needs_views and not extractor.reads_images:
-            raise UserError(f"student.semi.method={cfg.student.semi.method} needs features of augmented images, which "
-                            f"{type(extractor).__name__} (features.extractor) cannot compute; use another "
-                            f"student.semi.method or an extractor that reads the images")
+            raise UserError(
+                f"student.semi.method={cfg.student.semi.method} needs features of augmented images, which "
+                f"{type(extractor).__name__} (features.extractor) cannot compute; use another "
+                f"student.semi.method or an extractor that reads the images"
+            )
     check_split_source(reader, method, settings.neighbors)
     with building(None):  # the data code names the file or the key itself
-        arrays = reader.load(Path(cfg.paths.cache_dir) / "tensors", progress=bool(cfg.progress),
-                             check_splits=split_checks(cfg, method, uses_features))
+        arrays = reader.load(
+            Path(cfg.paths.cache_dir) / "tensors",
+            progress=bool(cfg.progress),
+            check_splits=split_checks(cfg, method, uses_features),
+        )
     data = Dataset(arrays, data_identity(cfg.data.name, cfg.data.image_size, arrays))
     if extractor is not None:
         with building(None):  # precomputed embeddings: one row per image of the data just read, storable
@@ -117,18 +135,29 @@ def prepare(cfg: DictConfig) -> tuple[Graph, Dataset, Any]:
     features = features_stage(cfg, data, extractor) if extractor is not None else None
     shared = SharedStages(queries, features)
     views = views_stage(cfg, data, extractor, features, queries) if student.needs_views else None
-    release, guard = plan_release(cfg, data, method.release(data, shared), settings.noise,
-                                  privacy_unit(method.contributor, settings.neighbors).record_level)
+    release, guard = plan_release(
+        cfg,
+        data,
+        method.release(data, shared),
+        settings.noise,
+        privacy_unit(method.contributor, settings.neighbors).record_level,
+    )
 
     def student_of(labels: Stage) -> Stage:
         return student.stage(data, labels, queries, features, views)
 
     references = {}
     if cfg.get("references", False):
-        sources = {**method.references(data, release, shared),
-                   "true_labels": reference_stage("true_labels", data, None, queries)}
-        references = {source: (ref.labels, ref.model or student_of(ref.labels)) if isinstance(ref, Release)
-                      else (ref, student_of(ref)) for source, ref in sources.items()}
+        sources = {
+            **method.references(data, release, shared),
+            "true_labels": reference_stage("true_labels", data, None, queries),
+        }
+        references = {
+            source: (ref.labels, ref.model or student_of(ref.labels))
+            if isinstance(ref, Release)
+            else (ref, student_of(ref))
+            for source, ref in sources.items()
+        }
     graph = Graph(shared, release, release.model or student_of(release.labels), views, references, guard)
     return graph, data, method
 
@@ -145,13 +174,14 @@ def check_split_source(reader, method, neighbors: str) -> None:
     """Refuse a record-level add_remove run on data whose split is drawn from all its rows (a reader's
     ``draws_split()``, e.g. a folder without a split column): one record added or removed would move thousands of
     others between the private and the public splits, whatever the mechanism then adds."""
-    if (neighbors == "add_remove" and method.contributor == "record"
-            and getattr(reader, "draws_split", lambda: False)()):
-        raise UserError(f"privacy.neighbors=add_remove with {type(reader).__name__} data that has no split column: its "
-                        f"rows are split by a seeded permutation of all of them (data.split_fractions, "
-                        f"data.split_seed), so one record added or removed moves thousands of others between the "
-                        f"private and the public splits; give the file a split column (each record's own split), or "
-                        f"use privacy.neighbors=replace")
+    if neighbors == "add_remove" and method.contributor == "record" and getattr(reader, "draws_split", lambda: False)():
+        raise UserError(
+            f"privacy.neighbors=add_remove with {type(reader).__name__} data that has no split column: its "
+            f"rows are split by a seeded permutation of all of them (data.split_fractions, "
+            f"data.split_seed), so one record added or removed moves thousands of others between the "
+            f"private and the public splits; give the file a split column (each record's own split), or "
+            f"use privacy.neighbors=replace"
+        )
 
 
 def split_checks(cfg: DictConfig, method, uses_features: bool) -> Callable[[np.ndarray], None]:
@@ -163,10 +193,12 @@ def split_checks(cfg: DictConfig, method, uses_features: bool) -> Callable[[np.n
     num_teachers = int(cfg.partition.num_teachers) if method.contributor == "teacher" else 1
 
     def check(split: np.ndarray) -> None:
-        check_partition_config(split, num_teachers, int(cfg.data.num_queries),
-                               float(cfg.data.pool_fraction), *method.records_per_teacher)
+        check_partition_config(
+            split, num_teachers, int(cfg.data.num_queries), float(cfg.data.pool_fraction), *method.records_per_teacher
+        )
         if uses_features:
             check_fit_split(split, cfg.features.fit_split)
+
     return check
 
 
@@ -176,9 +208,14 @@ def student_result(store: ArtifactStore, graph: Graph, data: Dataset, labels: St
     released = read_aggregate(store.get(labels))
     query_indices = read_queries(store.get(graph.shared.queries)).queries
     scores = read_student_scores(store.get(student))
-    return {"released": released, "student": scores, "student_key": student.key,
-            **label_metrics(released["labels"], released["answered"], data.arrays.labels[query_indices],
-                            released["released"])}
+    return {
+        "released": released,
+        "student": scores,
+        "student_key": student.key,
+        **label_metrics(
+            released["labels"], released["answered"], data.arrays.labels[query_indices], released["released"]
+        ),
+    }
 
 
 def with_unit(description: str, unit: PrivacyUnit) -> str:
@@ -227,7 +264,8 @@ def evaluate(cfg: DictConfig, store: ArtifactStore, graph: Graph, data: Dataset,
         "seed": int(cfg.seed),
         "noise_source": noise_source(cfg).describe(),
         "queries": int(cfg.data.num_queries),
-        "answered": int(answered.sum()), "answered_fraction": float(answered.mean()),
+        "answered": int(answered.sum()),
+        "answered_fraction": float(answered.mean()),
         "mean_k": float(main["released"]["k"][answered].mean()) if answered.any() else None,
         "released_label_fraction": float(main["released"]["released"].mean()),
         "label_f1": main["label_f1"],
@@ -251,13 +289,17 @@ def evaluate(cfg: DictConfig, store: ArtifactStore, graph: Graph, data: Dataset,
         metrics["reference"] = {"majority_class": {"student_accuracy": metrics["majority_class_accuracy"]}}
         for source, (labels, student) in graph.references.items():
             ref = student_result(store, graph, data, labels, student)
-            metrics["reference"][source] = {"label_f1": ref["label_f1"], "label_accuracy": ref["label_accuracy"],
-                                            "student_accuracy": ref["student"]["student_accuracy"],
-                                            "student_f1": ref["student"]["student_f1"]}
+            metrics["reference"][source] = {
+                "label_f1": ref["label_f1"],
+                "label_accuracy": ref["label_accuracy"],
+                "student_accuracy": ref["student"]["student_accuracy"],
+                "student_f1": ref["student"]["student_f1"],
+            }
     metrics["not_covered_by_epsilon"] = {
         "keys": not_covered_by_epsilon(metrics),
         "why": "statistics of the private data (or diagnostics beside the release) that no cost event priced: never "
-               "publish them; pate-report --publishable leaves them out (docs/run-record.md)"}
+        "publish them; pate-report --publishable leaves them out (docs/run-record.md)",
+    }
     check_record(metrics, "the run's metrics")  # a method that breaks the run record fails here, not in a report
     return ordered(metrics)
 
@@ -265,8 +307,12 @@ def evaluate(cfg: DictConfig, store: ArtifactStore, graph: Graph, data: Dataset,
 def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict[str, Any]:
     """Run every stage (reusing cached artifacts) and write ``metrics.json`` into ``output_dir``."""
     output_dir = Path(output_dir if output_dir is not None else cfg.paths.output_dir)
-    log.info("data under %s, cache under %s, this run's directory %s", Path(cfg.paths.data_dir).resolve(),
-             Path(cfg.paths.cache_dir).resolve(), output_dir.resolve())
+    log.info(
+        "data under %s, cache under %s, this run's directory %s",
+        Path(cfg.paths.data_dir).resolve(),
+        Path(cfg.paths.cache_dir).resolve(),
+        output_dir.resolve(),
+    )
     output_dir.mkdir(parents=True, exist_ok=True)
     _move_earlier_result_aside(output_dir)
     graph, data, method = prepare(cfg)
@@ -291,45 +337,86 @@ def _move_earlier_result_aside(output_dir: Path) -> None:
         while (aside := output_dir / f"metrics.previous-{n}.json").exists():
             n += 1
         os.replace(earlier, aside)
-        log.warning("%s held an earlier run's metrics.json: kept as %s; this run writes its own", output_dir, aside.name)
+        log.warning(
+            "%s held an earlier run's metrics.json: kept as %s; this run writes its own", output_dir, aside.name
+        )
 
 
 def summary(m: dict[str, Any]) -> str:
     """A short human-readable account of a run (what the default run prints at its end)."""
+
     def pct(x):
         return "n/a" if x is None else f"{100 * x:.1f}%"
 
     unit = PrivacyUnit(m["privacy_unit"], m["record_level"]).text
     lines = [
-        f"aggregator        {m['aggregator']}" if m.get("aggregator") else
-        f"method            {m.get('mechanism') or m['method']}",
+        f"aggregator        {m['aggregator']}"
+        if m.get("aggregator")
+        else f"method            {m.get('mechanism') or m['method']}",
         f"privacy           {m['privacy']}",
         f"privacy unit      {unit}",
         *([f"noise source      {m['noise_source']}"] if "noise_source" in m else []),
-        *([f"privacy budget    {m['dataset_privacy']} (this run's release: "
-           f"{m['dataset_budget']['this_release'].replace('_', ' ')})"] if m.get("dataset_budget") else []),
-        *([f"data-dependent    epsilon = {m['epsilon_data_dependent']:.4g} at delta = {m['delta']:.3g} (neighbours: "
-           f"{m['neighbors']}, one neighbour: {unit}), NOT ITSELF PRIVATE, not covered by epsilon (the raw bound of "
-           f"PATE 2018: it depends on the private votes)"]
-          if "epsilon_data_dependent" in m else []),
-        *([f"data-independent  epsilon = {m['epsilon_data_independent']:.4g} at delta = {m['delta']:.3g} (neighbours: "
-           f"{m['neighbors']}, one neighbour: {unit}; the same labels priced without looking at the votes)"]
-          if "epsilon_data_independent" in m else []),
-        *([f"proposal test     {'passed' if m['data_dependent_test']['passed'] else 'FAILED: nothing released'} "
-           f"(proposed RDP {m['data_dependent_test']['rdp_budget']:.4g} at order "
-           f"{m['data_dependent_test']['order']:.4g})"] if "data_dependent_test" in m else []),
+        *(
+            [
+                f"privacy budget    {m['dataset_privacy']} (this run's release: "
+                f"{m['dataset_budget']['this_release'].replace('_', ' ')})"
+            ]
+            if m.get("dataset_budget")
+            else []
+        ),
+        *(
+            [
+                f"data-dependent    epsilon = {m['epsilon_data_dependent']:.4g} at delta = {m['delta']:.3g} (neighbours: "
+                f"{m['neighbors']}, one neighbour: {unit}), NOT ITSELF PRIVATE, not covered by epsilon (the raw bound of "
+                f"PATE 2018: it depends on the private votes)"
+            ]
+            if "epsilon_data_dependent" in m
+            else []
+        ),
+        *(
+            [
+                f"data-independent  epsilon = {m['epsilon_data_independent']:.4g} at delta = {m['delta']:.3g} (neighbours: "
+                f"{m['neighbors']}, one neighbour: {unit}; the same labels priced without looking at the votes)"
+            ]
+            if "epsilon_data_independent" in m
+            else []
+        ),
+        *(
+            [
+                f"proposal test     {'passed' if m['data_dependent_test']['passed'] else 'FAILED: nothing released'} "
+                f"(proposed RDP {m['data_dependent_test']['rdp_budget']:.4g} at order "
+                f"{m['data_dependent_test']['order']:.4g})"
+            ]
+            if "data_dependent_test" in m
+            else []
+        ),
         f"answered          {m['answered']}/{m['queries']} queries ({pct(m['answered_fraction'])}), "
         f"mean k = {m['mean_k'] if m['mean_k'] is None else round(m['mean_k'], 2)}",
         f"released labels   F1 {pct(m['label_f1'])}, accuracy {pct(m['label_accuracy'])}"
-        + (f" ({pct(m['released_label_fraction'])} of the (query, label) pairs released)"
-           if m["released_label_fraction"] < m["answered_fraction"] else ""),
-        *([f"teachers          mean accuracy {pct(m['teacher_accuracy'])} ({m['num_teachers']} teachers; a "
-           f"diagnostic, not covered by epsilon)"] if "teacher_accuracy" in m else []),
+        + (
+            f" ({pct(m['released_label_fraction'])} of the (query, label) pairs released)"
+            if m["released_label_fraction"] < m["answered_fraction"]
+            else ""
+        ),
+        *(
+            [
+                f"teachers          mean accuracy {pct(m['teacher_accuracy'])} ({m['num_teachers']} teachers; a "
+                f"diagnostic, not covered by epsilon)"
+            ]
+            if "teacher_accuracy" in m
+            else []
+        ),
         f"student           accuracy {pct(m['student_accuracy'])}, macro F1 {pct(m['student_f1'])} "
-        + (f"({m['released_model']})" if m.get("released_model") else
-           f"(trained on {m['student_train_size']} released label sets"
-           + (f" and {m['student_unlabeled_size']} unlabeled pool images, {m['student_semi']})"
-              if m["student_unlabeled_size"] else ")")),
+        + (
+            f"({m['released_model']})"
+            if m.get("released_model")
+            else f"(trained on {m['student_train_size']} released label sets"
+            + (
+                f" and {m['student_unlabeled_size']} unlabeled pool images, {m['student_semi']})"
+                if m["student_unlabeled_size"]
+                else ")"
+            )
+        ),
         f"baseline          majority class accuracy {pct(m['majority_class_accuracy'])}",
         f"not covered       by epsilon: {', '.join(m['not_covered_by_epsilon']['keys']) or 'nothing'} (in "
         f"metrics.json, listed under not_covered_by_epsilon: never publish them; pate-report --publishable leaves "

@@ -42,8 +42,10 @@ def build_recipe(node: DictConfig, group: str = "teacher") -> Recipe:
     except InstantiationException as err:
         raise ValueError(f"cannot build {group}.model / {group}.optimizer: {err}") from err
     if not callable(make_optimizer) or isinstance(make_optimizer, torch.optim.Optimizer):
-        raise ValueError(f"{group}.optimizer must be a `_partial_: true` node (a factory that takes the "
-                         f"parameters), got {type(make_optimizer).__name__}")
+        raise ValueError(
+            f"{group}.optimizer must be a `_partial_: true` node (a factory that takes the "
+            f"parameters), got {type(make_optimizer).__name__}"
+        )
     for key, low, strict in (("lr", 0.0, True), ("weight_decay", 0.0, False)):
         value = node.optimizer.get(key)
         if value is not None and not (value > low if strict else value >= low):
@@ -51,8 +53,14 @@ def build_recipe(node: DictConfig, group: str = "teacher") -> Recipe:
     for key in ("batch_size", "max_epochs"):
         if not isinstance(node[key], int) or node[key] < 1:
             raise ValueError(f"{group}.{key} must be a positive integer, got {node[key]!r}")
-    return Recipe(make_net=make_net, make_optimizer=make_optimizer, num_labels=int(node.model.num_labels),
-                  augment=bool(node.augment), batch_size=int(node.batch_size), max_epochs=int(node.max_epochs))
+    return Recipe(
+        make_net=make_net,
+        make_optimizer=make_optimizer,
+        num_labels=int(node.model.num_labels),
+        augment=bool(node.augment),
+        batch_size=int(node.batch_size),
+        max_epochs=int(node.max_epochs),
+    )
 
 
 def network_teacher_settings(node: DictConfig) -> NetworkTeacherSettings:
@@ -63,16 +71,24 @@ def network_teacher_settings(node: DictConfig) -> NetworkTeacherSettings:
     keywords = plain(node.optimizer)
     target = keywords.pop("_target_", None)
     keywords.pop("_partial_", None)
-    return NetworkTeacherSettings(recipe=build_recipe(node, "teacher"), seed=node.seed, identity=plain(node),
-                                  ensemble_size=node.get("ensemble_size", 1),
-                                  adamw=AdamW.from_keywords(keywords) if target == "torch.optim.AdamW" else None)
+    return NetworkTeacherSettings(
+        recipe=build_recipe(node, "teacher"),
+        seed=node.seed,
+        identity=plain(node),
+        ensemble_size=node.get("ensemble_size", 1),
+        adamw=AdamW.from_keywords(keywords) if target == "torch.optim.AdamW" else None,
+    )
 
 
 def head_teacher_settings(node: DictConfig) -> HeadTeacherSettings:
     """A conf/teacher/heads.yaml node as the ridge-head teachers' settings: ``lambdas``, ``chunk_size``,
     ``accuracy_images`` and the node as plain data (the teachers' identity, as the teachers stage's key holds it)."""
-    return HeadTeacherSettings(lambdas=plain(node.lambdas), chunk_size=node.chunk_size,
-                               accuracy_images=node.accuracy_images, identity=plain(node))
+    return HeadTeacherSettings(
+        lambdas=plain(node.lambdas),
+        chunk_size=node.chunk_size,
+        accuracy_images=node.accuracy_images,
+        identity=plain(node),
+    )
 
 
 def semi_supervision(node: DictConfig) -> SemiSupervision:
@@ -107,13 +123,28 @@ def run_settings(cfg: DictConfig) -> RunSettings:
     privacy = cfg.privacy
     semi = cfg.student.get("semi")
     return RunSettings(
-        neighbors=str(privacy.neighbors), delta=float(privacy.delta),
+        neighbors=str(privacy.neighbors),
+        delta=float(privacy.delta),
         target_epsilon=None if privacy.target_epsilon is None else float(privacy.target_epsilon),
         budget_epsilon=None if privacy.budget_epsilon is None else float(privacy.budget_epsilon),
-        num_queries=int(cfg.data.num_queries), num_labels=int(cfg.data.num_labels), seed=int(cfg.seed),
-        noise=noise_source(cfg), semi="supervised" if semi is None else str(semi.method),
-        progress=bool(cfg.progress), trainer=trainer_settings(cfg), accountant=str(privacy.accountant))
+        num_queries=int(cfg.data.num_queries),
+        num_labels=int(cfg.data.num_labels),
+        seed=int(cfg.seed),
+        noise=noise_source(cfg),
+        semi="supervised" if semi is None else str(semi.method),
+        progress=bool(cfg.progress),
+        trainer=trainer_settings(cfg),
+        accountant=str(privacy.accountant),
+    )
 
 
-__all__ = ["build_recipe", "head_student_settings", "head_teacher_settings", "network_student_settings",
-           "network_teacher_settings", "run_settings", "semi_supervision", "trainer_settings"]
+__all__ = [
+    "build_recipe",
+    "head_student_settings",
+    "head_teacher_settings",
+    "network_student_settings",
+    "network_teacher_settings",
+    "run_settings",
+    "semi_supervision",
+    "trainer_settings",
+]

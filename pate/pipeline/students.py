@@ -56,8 +56,9 @@ class Student(ABC):
         student node as plain data and ``cfg.seed`` key its stage."""
 
     @abstractmethod
-    def stage(self, data: Dataset, labels: Stage, queries: Stage, features: Stage | None,
-              views: Stage | None = None) -> Stage:
+    def stage(
+        self, data: Dataset, labels: Stage, queries: Stage, features: Stage | None, views: Stage | None = None
+    ) -> Stage:
         """The student stage trained on ``labels`` (an aggregate artifact) for the public ``queries``."""
 
 
@@ -81,17 +82,27 @@ class HeadStudent(Student):
         """Whether the stage reads the strong views of the pool (the views stage): for the consistency method."""
         return self.settings.semi.method == "consistency"
 
-    def stage(self, data: Dataset, labels: Stage, queries: Stage, features: Stage | None,
-              views: Stage | None = None) -> Stage:
+    def stage(
+        self, data: Dataset, labels: Stage, queries: Stage, features: Stage | None, views: Stage | None = None
+    ) -> Stage:
         arrays, settings = data.arrays, self.settings
 
         def build(work: Path, up: dict[str, Artifact]) -> None:
             released, public = read_aggregate(up["labels"]), read_queries(up["queries"])
             table, unlabeled = read_features(up["features"]), public.unlabeled(released["answered"])
             strong = read_features(up["views"]).take(unlabeled) if "views" in up else None
-            build_head_student(work, settings, table.take(public.queries), released["labels"],
-                               released["answered"], table.take(unlabeled), table.take(public.evaluation),
-                               arrays.labels[public.evaluation], strong_features=strong, mask=released["released"])
+            build_head_student(
+                work,
+                settings,
+                table.take(public.queries),
+                released["labels"],
+                released["answered"],
+                table.take(unlabeled),
+                table.take(public.evaluation),
+                arrays.labels[public.evaluation],
+                strong_features=strong,
+                mask=released["released"],
+            )
 
         upstream = {"labels": labels, "queries": queries, "features": features, **({"views": views} if views else {})}
         return Stage("student", {"student": self.identity, "seed": self.seed}, build, upstream, code=CODE["student"])
@@ -105,8 +116,14 @@ class NetworkStudent(Student):
     reads_features = False
     needs_views = False  # the CNN's consistency method augments the images itself
 
-    def __init__(self, settings: NetworkStudentSettings, trainer: TrainerSettings, identity: dict[str, Any],
-                 seed: int, progress: bool = True):
+    def __init__(
+        self,
+        settings: NetworkStudentSettings,
+        trainer: TrainerSettings,
+        identity: dict[str, Any],
+        seed: int,
+        progress: bool = True,
+    ):
         self.settings, self.trainer, self.progress = settings, trainer, progress
         self.identity, self.seed = identity, seed
 
@@ -118,20 +135,38 @@ class NetworkStudent(Student):
             settings = network_student_settings(cfg.student)
         with building("student.model", cfg.student.model):
             settings.recipe.make_net()
-        return cls(settings, trainer_settings(cfg, check=True), plain(cfg.student), int(cfg.seed),
-                   progress=bool(cfg.progress))
+        return cls(
+            settings, trainer_settings(cfg, check=True), plain(cfg.student), int(cfg.seed), progress=bool(cfg.progress)
+        )
 
-    def stage(self, data: Dataset, labels: Stage, queries: Stage, features: Stage | None,
-              views: Stage | None = None) -> Stage:
+    def stage(
+        self, data: Dataset, labels: Stage, queries: Stage, features: Stage | None, views: Stage | None = None
+    ) -> Stage:
         arrays, settings, trainer, seed, progress = data.arrays, self.settings, self.trainer, self.seed, self.progress
 
         def build(work: Path, up: dict[str, Artifact]) -> None:
             released, public = read_aggregate(up["labels"]), read_queries(up["queries"])
             unlabeled = public.unlabeled(released["answered"])
-            build_student(work, settings, trainer, np.asarray(arrays.images[public.queries]),
-                          released["labels"], released["answered"], np.asarray(arrays.images[unlabeled]),
-                          np.asarray(arrays.images[public.evaluation]), arrays.labels[public.evaluation], seed,
-                          work / "logs", progress=progress, mask=released["released"])
+            build_student(
+                work,
+                settings,
+                trainer,
+                np.asarray(arrays.images[public.queries]),
+                released["labels"],
+                released["answered"],
+                np.asarray(arrays.images[unlabeled]),
+                np.asarray(arrays.images[public.evaluation]),
+                arrays.labels[public.evaluation],
+                seed,
+                work / "logs",
+                progress=progress,
+                mask=released["released"],
+            )
 
-        return Stage("student", {"student": self.identity, "precision": str(trainer.precision), "seed": seed},
-                     build, {"labels": labels, "queries": queries}, code=CODE["student"])
+        return Stage(
+            "student",
+            {"student": self.identity, "precision": str(trainer.precision), "seed": seed},
+            build,
+            {"labels": labels, "queries": queries},
+            code=CODE["student"],
+        )

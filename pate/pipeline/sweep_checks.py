@@ -39,16 +39,20 @@ def check_label(choices, overrides: tuple[str, ...]) -> None:
         for key, wanted in item.items():
             group = key.removeprefix("override").strip().lstrip("/")
             if choices.get(group) != wanted:
-                raise UserError(f"compare={label} selects {group}={wanted}, but the job's config runs "
-                                f"{group}={choices.get(group)} (a config composed after the method axis, such as a "
-                                f"debug or experiment config, changed it): its results would carry the wrong label")
+                raise UserError(
+                    f"compare={label} selects {group}={wanted}, but the job's config runs "
+                    f"{group}={choices.get(group)} (a config composed after the method axis, such as a "
+                    f"debug or experiment config, changed it): its results would carry the wrong label"
+                )
 
 
 def job_overrides(config: DictConfig) -> list[tuple[str, ...]] | None:
     """Each job's overrides, in the order the basic sweeper runs them (the report's own expansion,
     ``pate.report.collect.expected_overrides``, on the running multirun's config); None under another sweeper."""
-    hydra = {"sweeper": OmegaConf.to_container(config.hydra.sweeper, resolve=False),
-             "overrides": {"task": list(config.hydra.overrides.task)}}
+    hydra = {
+        "sweeper": OmegaConf.to_container(config.hydra.sweeper, resolve=False),
+        "overrides": {"task": list(config.hydra.overrides.task)},
+    }
     return expected_overrides({"hydra": hydra})
 
 

@@ -60,8 +60,9 @@ class TeacherEnsemble(ABC):
     def stages(self, data: Dataset, partition: Stage, features: Stage | None, queries: Stage) -> tuple[Stage, Stage]:
         """Its teachers stage and its votes stage."""
 
-    def train_shard(self, store: ArtifactStore, teachers: Stage, partition: Stage, data: Dataset,
-                    shard: str) -> dict[str, Any]:
+    def train_shard(
+        self, store: ArtifactStore, teachers: Stage, partition: Stage, data: Dataset, shard: str
+    ) -> dict[str, Any]:
         """Train one cluster shard of the teachers: refused by a kind without shards."""
         raise UserError(f"teacher_shard={shard}: {type(self).__name__} trains its teachers in one process")
 
@@ -80,30 +81,55 @@ class HeadTeachers(TeacherEnsemble):
     def from_config(cls, cfg: DictConfig) -> HeadTeachers:
         """``teacher.lambdas``, ``chunk_size`` and ``accuracy_images``; ``teacher_shard`` refused (no shards)."""
         if cfg.get("teacher_shard"):
-            raise UserError(f"teacher_shard is for CNN teachers (got teacher_shard={cfg.teacher_shard!r}); "
-                            "teacher=heads fits all teachers in one process (seconds per hundred teachers): run "
-                            "without it")
+            raise UserError(
+                f"teacher_shard is for CNN teachers (got teacher_shard={cfg.teacher_shard!r}); "
+                "teacher=heads fits all teachers in one process (seconds per hundred teachers): run "
+                "without it"
+            )
         with building("teacher", cfg.teacher):
             return cls(head_teacher_settings(cfg.teacher), progress=bool(cfg.progress))
 
     def stages(self, data: Dataset, partition: Stage, features: Stage | None, queries: Stage) -> tuple[Stage, Stage]:
         """The teachers (keyed by the teacher config, the partition and the features) and their votes."""
         settings, progress, labels = self.settings, self.progress, data.arrays.labels
-        teachers = Stage("teachers", {"teacher": settings.identity},
-                         lambda work, up: build_head_teachers(work, settings, read_features(up["features"]), labels,
-                                                              read_teacher_parts(up["partition"]), progress=progress),
-                         {"partition": partition, "features": features}, code=CODE["teachers"])
+        teachers = Stage(
+            "teachers",
+            {"teacher": settings.identity},
+            lambda work, up: build_head_teachers(
+                work,
+                settings,
+                read_features(up["features"]),
+                labels,
+                read_teacher_parts(up["partition"]),
+                progress=progress,
+            ),
+            {"partition": partition, "features": features},
+            code=CODE["teachers"],
+        )
 
         def build_votes_(work: Path, up: dict[str, Artifact]) -> None:
             public = read_queries(up["queries"])
-            build_head_votes(work, up["teachers"], settings, read_features(up["features"]),
-                             read_teacher_parts(up["partition"]), labels, public.queries, public.evaluation,
-                             progress=progress)
+            build_head_votes(
+                work,
+                up["teachers"],
+                settings,
+                read_features(up["features"]),
+                read_teacher_parts(up["partition"]),
+                labels,
+                public.queries,
+                public.evaluation,
+                progress=progress,
+            )
 
-        votes = Stage("votes", {"accuracy_images": settings.accuracy_images}, build_votes_,
-                      {"teachers": teachers, "queries": queries, "features": features, "partition": partition},
-                      code=CODE["votes"])
+        votes = Stage(
+            "votes",
+            {"accuracy_images": settings.accuracy_images},
+            build_votes_,
+            {"teachers": teachers, "queries": queries, "features": features, "partition": partition},
+            code=CODE["votes"],
+        )
         return teachers, votes
+
 
 class NetworkTeachers(TeacherEnsemble):
     """One network per teacher, the Lightning loop or the batched engine (module docstring), trained as
@@ -128,23 +154,50 @@ class NetworkTeachers(TeacherEnsemble):
     def stages(self, data: Dataset, partition: Stage, features: Stage | None, queries: Stage) -> tuple[Stage, Stage]:
         """The teachers (keyed by the teacher config, the precision and the partition) and their votes."""
         settings, trainer, progress, arrays = self.settings, self.trainer, self.progress, data.arrays
-        teachers = Stage("teachers", {"teacher": settings.identity, "precision": str(trainer.precision)},
-                         lambda work, up: build_teachers(work, settings, trainer, arrays.images, arrays.labels,
-                                                         read_teacher_parts(up["partition"]), progress=progress),
-                         {"partition": partition}, code=CODE["teachers"])
+        teachers = Stage(
+            "teachers",
+            {"teacher": settings.identity, "precision": str(trainer.precision)},
+            lambda work, up: build_teachers(
+                work,
+                settings,
+                trainer,
+                arrays.images,
+                arrays.labels,
+                read_teacher_parts(up["partition"]),
+                progress=progress,
+            ),
+            {"partition": partition},
+            code=CODE["teachers"],
+        )
 
         def build_votes_(work: Path, up: dict[str, Artifact]) -> None:
             public = read_queries(up["queries"])
             num_teachers = len(read_teacher_parts(up["partition"]))
-            build_votes(work, up["teachers"], num_teachers, settings, trainer, arrays.images, arrays.labels,
-                        public.queries, public.evaluation, progress=progress)
+            build_votes(
+                work,
+                up["teachers"],
+                num_teachers,
+                settings,
+                trainer,
+                arrays.images,
+                arrays.labels,
+                public.queries,
+                public.evaluation,
+                progress=progress,
+            )
 
-        votes = Stage("votes", {}, build_votes_, {"teachers": teachers, "queries": queries, "partition": partition},
-                      code=CODE["votes"])
+        votes = Stage(
+            "votes",
+            {},
+            build_votes_,
+            {"teachers": teachers, "queries": queries, "partition": partition},
+            code=CODE["votes"],
+        )
         return teachers, votes
 
-    def train_shard(self, store: ArtifactStore, teachers: Stage, partition: Stage, data: Dataset,
-                    shard: str) -> dict[str, Any]:
+    def train_shard(
+        self, store: ArtifactStore, teachers: Stage, partition: Stage, data: Dataset, shard: str
+    ) -> dict[str, Any]:
         """Train shard ``shard`` (``teacher_shard``, "i/n") of the teachers into the teachers stage's resumable build
         directory and stop.
 
@@ -159,8 +212,16 @@ class NetworkTeachers(TeacherEnsemble):
         else:
             work = store.work_path(teachers)
             work.mkdir(parents=True, exist_ok=True)
-            train_teachers(self.settings, self.trainer, data.arrays.images, data.arrays.labels, parts, work,
-                           teacher_ids=list(ids), progress=self.progress)
+            train_teachers(
+                self.settings,
+                self.trainer,
+                data.arrays.images,
+                data.arrays.labels,
+                parts,
+                work,
+                teacher_ids=list(ids),
+                progress=self.progress,
+            )
         return {"teacher_shard": shard, "teachers": teachers.key, "trained": len(ids)}
 
 

@@ -31,8 +31,17 @@ def run(cfg: DictConfig, output_dir: str):
         raise ValueError(f"topk_experiment.methods names unknown mechanisms {unknown}; known: {list(cfg.mechanisms)}")
     factories = {name: hydra.utils.instantiate(cfg.mechanisms[name]) for name in experiment.methods}
     settings = settings_for(OmegaConf.to_container(experiment.data, resolve=True), experiment.ks, experiment.delta)
-    rows = run_grid(settings, experiment.epsilons, factories, experiment.trials, cfg.neighbors, cfg.kbar_factor,
-                    cfg.seed, progress=cfg.progress, noise=cfg.noise)
+    rows = run_grid(
+        settings,
+        experiment.epsilons,
+        factories,
+        experiment.trials,
+        cfg.neighbors,
+        cfg.kbar_factor,
+        cfg.seed,
+        progress=cfg.progress,
+        noise=cfg.noise,
+    )
     paths = write_topk_report(rows, OmegaConf.to_container(cfg, resolve=False), cfg.report_dir or output_dir)
     log.info("wrote %s", ", ".join(str(path) for path in paths.values()))
     return rows

@@ -94,7 +94,7 @@ def _(event: PoissonSampledGaussianEvent, orders) -> Price:
     """steps x the sampled Gaussian mechanism's curve under the event's relation: add / remove (Mironov, Talwar &
     Zhang 2019; ``poisson_sampled_gaussian_rdp``) or replace (the dominating pair of dp-accounting's PLD for
     REPLACE_ONE, and joint convexity; ``poisson_sampled_gaussian_replace_rdp``)."""
-    curve = (poisson_sampled_gaussian_replace_rdp if event.neighbors == "replace" else poisson_sampled_gaussian_rdp)
+    curve = poisson_sampled_gaussian_replace_rdp if event.neighbors == "replace" else poisson_sampled_gaussian_rdp
     return Price(event.steps * curve(orders, event.sampling_rate, event.noise_multiplier), 0.0)
 
 
@@ -113,8 +113,10 @@ def _(event: RdpCurveEvent, orders) -> Price:
     table = dict(zip(event.orders, event.epsilons))
     missing = [float(order) for order in orders.ravel() if float(order) not in table]
     if missing:
-        raise ValueError(f"the RDP curve of {event.source or 'a tabulated event'} was tabulated at other orders than "
-                         f"the ledger's: it has no value at alpha = {missing[:5]}")
+        raise ValueError(
+            f"the RDP curve of {event.source or 'a tabulated event'} was tabulated at other orders than "
+            f"the ledger's: it has no value at alpha = {missing[:5]}"
+        )
     return Price(np.array([table[float(order)] for order in orders.ravel()]).reshape(orders.shape), event.delta)
 
 

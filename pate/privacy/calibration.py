@@ -29,9 +29,16 @@ _MIN_MULTIPLIER = 1e-6
 _MAX_MULTIPLIER = 1e6
 
 
-def calibrate(event_of: Callable[[float], DpEvent], target_epsilon: float, delta: float, count: int = 1,
-              orders=DEFAULT_ORDERS, rtol: float = 1e-4, neighbors: str | None = None,
-              accountant: str = "rdp") -> float:
+def calibrate(
+    event_of: Callable[[float], DpEvent],
+    target_epsilon: float,
+    delta: float,
+    count: int = 1,
+    orders=DEFAULT_ORDERS,
+    rtol: float = 1e-4,
+    neighbors: str | None = None,
+    accountant: str = "rdp",
+) -> float:
     """Smallest noise multiplier m with epsilon(count x event_of(m), delta) <= target_epsilon.
 
     Epsilon is what ``Ledger(orders).compose_event(event_of(m), count, neighbors=neighbors)`` reports by
@@ -59,9 +66,11 @@ def calibrate(event_of: Callable[[float], DpEvent], target_epsilon: float, delta
         )
 
     def beyond_reach(epsilon: float) -> ValueError:
-        return ValueError(f"target_epsilon={target_epsilon!r} at delta={delta!r} over count={count} queries is beyond "
-                          f"the calibration's reach: even {_MIN_MULTIPLIER:g} times the noise gives epsilon = "
-                          f"{epsilon:.6g}; ask for at most that (or configure less noise)")
+        return ValueError(
+            f"target_epsilon={target_epsilon!r} at delta={delta!r} over count={count} queries is beyond "
+            f"the calibration's reach: even {_MIN_MULTIPLIER:g} times the noise gives epsilon = "
+            f"{epsilon:.6g}; ask for at most that (or configure less noise)"
+        )
 
     def ledger_at(multiplier: float) -> Ledger:
         ledger = Ledger(orders).compose_event(event_of(multiplier), count, neighbors=neighbors)
@@ -70,8 +79,9 @@ def calibrate(event_of: Callable[[float], DpEvent], target_epsilon: float, delta
         return ledger
 
     if accountant == "rdp":
-        return _least_multiplier(lambda m: ledger_at(m).epsilon(delta)[0], target_epsilon, rtol, unreachable,
-                                 beyond_reach)
+        return _least_multiplier(
+            lambda m: ledger_at(m).epsilon(delta)[0], target_epsilon, rtol, unreachable, beyond_reach
+        )
     # The tightest epsilon never exceeds the RDP bound, so RDP's multiplier meets the target: the search starts
     # there and only goes down, in steps of 10% (a PLD costs up to seconds where RDP costs milliseconds). Where no
     # tighter accountant prices the events, RDP's multiplier is the answer.
@@ -79,13 +89,20 @@ def calibrate(event_of: Callable[[float], DpEvent], target_epsilon: float, delta
     tightest = functools.cache(lambda m: ledger_at(m).epsilon_tightest(delta))  # the search prices start again
     if tightest(start)[1] == "rdp":
         return start
-    return _least_multiplier(lambda m: tightest(m)[0], target_epsilon, rtol, unreachable, beyond_reach,
-                             start=start, step=0.9)
+    return _least_multiplier(
+        lambda m: tightest(m)[0], target_epsilon, rtol, unreachable, beyond_reach, start=start, step=0.9
+    )
 
 
-def _least_multiplier(epsilon_at: Callable[[float], float], target_epsilon: float, rtol: float,
-                      unreachable: Callable[[str], ValueError], beyond_reach: Callable[[float], ValueError],
-                      start: float = 1.0, step: float = 0.5) -> float:
+def _least_multiplier(
+    epsilon_at: Callable[[float], float],
+    target_epsilon: float,
+    rtol: float,
+    unreachable: Callable[[str], ValueError],
+    beyond_reach: Callable[[float], ValueError],
+    start: float = 1.0,
+    step: float = 0.5,
+) -> float:
     """The search of :func:`calibrate` (its docstring): bracket the target by multiplying m from ``start`` by
     1 / ``step`` or by ``step``, then bisect in log m. ``unreachable(floor)`` is the error where even the most
     noise misses the target, ``beyond_reach(epsilon)`` where even the least noise stays below it."""
@@ -117,14 +134,29 @@ def _least_multiplier(epsilon_at: Callable[[float], float], target_epsilon: floa
     return hi
 
 
-def calibrate_noise(mechanism, target_epsilon: float, delta: float, count: int, orders=DEFAULT_ORDERS,
-                    rtol: float = 1e-4, accountant: str = "rdp"):
+def calibrate_noise(
+    mechanism,
+    target_epsilon: float,
+    delta: float,
+    count: int,
+    orders=DEFAULT_ORDERS,
+    rtol: float = 1e-4,
+    accountant: str = "rdp",
+):
     """``calibrate`` for a configured mechanism: ``mechanism.scale_noise(m)`` must return the same mechanism with
     every noise scale multiplied by m (a pure-epsilon parameter divided by m), priced under its ``neighbors`` by
     its ``dp_event`` (or, for an object with only ``rdp`` and ``delta_per_query``, by the curve it reports, as
     ``Ledger.compose`` records it), by ``accountant`` (see :func:`calibrate`). Returns (the calibrated mechanism,
     m)."""
     # getattr: .neighbors is optional, as for Ledger.compose (any object with .rdp and .delta_per_query)
-    multiplier = calibrate(lambda m: event_of(mechanism.scale_noise(m), orders), target_epsilon, delta, count,
-                           orders, rtol, neighbors=getattr(mechanism, "neighbors", None), accountant=accountant)
+    multiplier = calibrate(
+        lambda m: event_of(mechanism.scale_noise(m), orders),
+        target_epsilon,
+        delta,
+        count,
+        orders,
+        rtol,
+        neighbors=getattr(mechanism, "neighbors", None),
+        accountant=accountant,
+    )
     return mechanism.scale_noise(multiplier), multiplier

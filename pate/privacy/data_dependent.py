@@ -26,8 +26,15 @@ from scipy.special import log_ndtr
 
 from pate.privacy import checks
 
-__all__ = ["gnmax_log_q", "data_dependent_rdp", "threshold_log_pass", "threshold_log_fail", "threshold_data_dependent_rdp",
-           "screened_rdp", "log1mexp"]
+__all__ = [
+    "gnmax_log_q",
+    "data_dependent_rdp",
+    "threshold_log_pass",
+    "threshold_log_fail",
+    "threshold_data_dependent_rdp",
+    "screened_rdp",
+    "log1mexp",
+]
 
 
 def log1mexp(x):
@@ -37,8 +44,7 @@ def log1mexp(x):
     if np.any(x > 0):
         raise ValueError(f"log1mexp needs x <= 0, got a maximum of {x.max()!r}")
     with np.errstate(divide="ignore"):
-        return np.where(x < -1.0, np.log1p(-np.exp(np.minimum(x, -1.0))),
-                        np.log(-np.expm1(np.minimum(x, 0.0))))
+        return np.where(x < -1.0, np.log1p(-np.exp(np.minimum(x, -1.0))), np.log(-np.expm1(np.minimum(x, 0.0))))
 
 
 def _log_normal_sf(x, scale: float) -> np.ndarray:
@@ -102,8 +108,12 @@ def data_dependent_rdp(log_q, orders, scale: float) -> np.ndarray:
         mu1 = mu2 + 1.0
         eps1, eps2 = mu1 / variance, mu2 / variance
         log_a2 = (mu2 - 1.0) * eps2
-        applies = (~fixed & (mu2 > 1.0) & (-log_q > eps2)
-                   & (log_q <= log_a2 - mu2 * (np.log1p(1.0 / (mu1 - 1.0)) + np.log1p(1.0 / (mu2 - 1.0)))))
+        applies = (
+            ~fixed
+            & (mu2 > 1.0)
+            & (-log_q > eps2)
+            & (log_q <= log_a2 - mu2 * (np.log1p(1.0 / (mu1 - 1.0)) + np.log1p(1.0 / (mu2 - 1.0))))
+        )
     if not applies.any():
         return result
     lq, m1, m2, e1, e2 = (value[applies][..., None] for value in (log_q, mu1, mu2, eps1, eps2))

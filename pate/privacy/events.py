@@ -49,11 +49,13 @@ _TYPES: dict[str, type["DpEvent"]] = {}
 
 def _register(type_name: str):
     """Class decorator: a frozen dataclass event, known to ``event_from_dict`` as ``type_name``."""
+
     def wrap(cls):
         cls = dataclass(frozen=True)(cls)
         cls.type_name = type_name
         _TYPES[type_name] = cls
         return cls
+
     return wrap
 
 
@@ -355,12 +357,22 @@ class CostEvent:
         _check_event("event", self.event)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "count": self.count,
-                "neighbors": None if self.neighbors is None else self.neighbors.value, "event": self.event.to_dict()}
+        return {
+            "name": self.name,
+            "count": self.count,
+            "neighbors": None if self.neighbors is None else self.neighbors.value,
+            "event": self.event.to_dict(),
+        }
 
     @classmethod
     def from_dict(cls, record: Any) -> CostEvent:
         if not isinstance(record, dict) or set(record) != {"name", "count", "neighbors", "event"}:
-            raise ValueError(f"a ledger record must be a dict with name, count, neighbors and event, got {record!r:.200}")
-        return cls(name=str(record["name"]), count=record["count"], neighbors=record["neighbors"],
-                   event=event_from_dict(record["event"]))
+            raise ValueError(
+                f"a ledger record must be a dict with name, count, neighbors and event, got {record!r:.200}"
+            )
+        return cls(
+            name=str(record["name"]),
+            count=record["count"],
+            neighbors=record["neighbors"],
+            event=event_from_dict(record["event"]),
+        )

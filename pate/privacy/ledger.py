@@ -76,6 +76,7 @@ def check_accountant(accountant: str, name: str = "accountant") -> str:
         raise ValueError(f"{name}={accountant!r}; expected one of {ACCOUNTANTS}")
     return accountant
 
+
 _STATE_FORMAT = 3  # 3: the history is a list of cost events that describe the mathematics (DpEvent records)
 _OLD_FORMATS = {
     1: "it predates replayable cost events",
@@ -143,8 +144,9 @@ class Ledger:
         return any(entry.event.data_dependent for entry in self._history)
 
     @classmethod
-    def replay(cls, events: Iterable[CostEvent], orders=DEFAULT_ORDERS,
-               neighbors: NeighboringRelation | str | None = None) -> Ledger:
+    def replay(
+        cls, events: Iterable[CostEvent], orders=DEFAULT_ORDERS, neighbors: NeighboringRelation | str | None = None
+    ) -> Ledger:
         """A new ledger that prices every recorded event again with today's accountant, in order."""
         ledger = cls(orders=orders, neighbors=neighbors)
         for entry in events:
@@ -161,11 +163,20 @@ class Ledger:
         Returns the ledger, so calls chain.
         """
         # getattr: any object with .rdp and .delta_per_query composes (the public contract), so .neighbors is optional
-        return self.compose_event(event_of(mechanism, self._orders), count=count, name=_name_of(mechanism),
-                                  neighbors=getattr(mechanism, "neighbors", None))
+        return self.compose_event(
+            event_of(mechanism, self._orders),
+            count=count,
+            name=_name_of(mechanism),
+            neighbors=getattr(mechanism, "neighbors", None),
+        )
 
-    def compose_event(self, event: DpEvent, count: int = 1, name: str | None = None,
-                      neighbors: NeighboringRelation | str | None = None) -> "Ledger":
+    def compose_event(
+        self,
+        event: DpEvent,
+        count: int = 1,
+        name: str | None = None,
+        neighbors: NeighboringRelation | str | None = None,
+    ) -> "Ledger":
         """Add ``count`` runs of ``event``, priced by the accountant on the ledger's orders.
 
         Everything is checked before the ledger changes: count (integer >= 0), the relation (a ledger never
@@ -273,18 +284,26 @@ class Ledger:
         :meth:`describe`, each priced once (a PLD costs up to seconds)."""
         rdp, order = self.epsilon(delta)
         eps, by = self.epsilon_by(delta, accountant)
-        how = (f"tight RDP conversion at order {order:.4g}" if by == "rdp" else
-               f"by {ACCOUNTANT_TEXT[by]}; the RDP bound is {rdp:.4g}, at order {order:.4g}")
+        how = (
+            f"tight RDP conversion at order {order:.4g}"
+            if by == "rdp"
+            else f"by {ACCOUNTANT_TEXT[by]}; the RDP bound is {rdp:.4g}, at order {order:.4g}"
+        )
         totals = Counter()
         for entry in self._history:
             totals[entry.name] += entry.count
-        composed = ", ".join(f"{count} {'release' if count == 1 else 'queries'} of {name}"
-                             for name, count in totals.items()) or "nothing composed"
+        composed = (
+            ", ".join(f"{count} {'release' if count == 1 else 'queries'} of {name}" for name, count in totals.items())
+            or "nothing composed"
+        )
         delta_t = f"; delta_t = {self._delta_t:.3g} of it from approximate RDP" if self._delta_t > 0 else ""
-        caveat = ("; DATA-DEPENDENT: a bound for this data only, not by itself a DP guarantee"
-                  if self.data_dependent else "")
-        description = (f"epsilon = {eps:.4g} at delta = {delta:.3g} (neighbours: {self._neighbors or 'unspecified'}; "
-                       f"{how}{delta_t}; {composed}{caveat})")
+        caveat = (
+            "; DATA-DEPENDENT: a bound for this data only, not by itself a DP guarantee" if self.data_dependent else ""
+        )
+        description = (
+            f"epsilon = {eps:.4g} at delta = {delta:.3g} (neighbours: {self._neighbors or 'unspecified'}; "
+            f"{how}{delta_t}; {composed}{caveat})"
+        )
         return PricedEpsilon(eps, by, rdp, order, description)
 
     def __repr__(self) -> str:
@@ -309,8 +328,10 @@ class Ledger:
     def load_state_dict(self, state: dict) -> None:
         """Replace this ledger's state (orders included) by ``state``, validated first."""
         if isinstance(state, dict) and state.get("format") in _OLD_FORMATS:
-            raise ValueError(f"ledger format {state['format']} cannot be priced by this version "
-                             f"({_OLD_FORMATS[state['format']]}): rebuild the artifact that wrote it")
+            raise ValueError(
+                f"ledger format {state['format']} cannot be priced by this version "
+                f"({_OLD_FORMATS[state['format']]}): rebuild the artifact that wrote it"
+            )
         if not isinstance(state, dict) or state.get("format") != _STATE_FORMAT:
             raise ValueError(f"state must be a Ledger state dict with format {_STATE_FORMAT}, got {state!r:.200}")
         orders = checks.orders_array(state["orders"], name="state['orders']")
@@ -382,6 +403,8 @@ def _check_relation_supported(event: DpEvent, relation: NeighboringRelation | No
     while pending:
         part = pending.pop()
         if isinstance(part, PoissonSampledGaussianEvent) and relation != part.neighbors:
-            raise ValueError(f"{name}: a Poisson-subsampled Gaussian priced for neighbors={part.neighbors!r} cannot "
-                             f"compose into a ledger with neighbors={relation!r}")
+            raise ValueError(
+                f"{name}: a Poisson-subsampled Gaussian priced for neighbors={part.neighbors!r} cannot "
+                f"compose into a ledger with neighbors={relation!r}"
+            )
         pending.extend(part.children)

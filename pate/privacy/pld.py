@@ -107,8 +107,10 @@ def _dense_pmfs(pld: PrivacyLossDistribution) -> list:
     """The PLD's PMFs as dense ones (dp-accounting keeps one per direction; the same object when symmetric)."""
     pmfs = [getattr(pld, name, None) for name in ("_pmf_remove", "_pmf_add")]
     if any(pmf is None for pmf in pmfs):
-        raise RuntimeError("dp-accounting's PrivacyLossDistribution no longer has _pmf_remove/_pmf_add: the FFT "
-                           "round-off bound of pate.privacy.pld reads each PMF's probabilities")
+        raise RuntimeError(
+            "dp-accounting's PrivacyLossDistribution no longer has _pmf_remove/_pmf_add: the FFT "
+            "round-off bound of pate.privacy.pld reads each PMF's probabilities"
+        )
     return [pmf.to_dense_pmf() for pmf in pmfs]
 
 
@@ -119,8 +121,9 @@ def _size(pld: PrivacyLossDistribution) -> int:
 
 def _max_abs_loss(pld: PrivacyLossDistribution) -> float:
     """The largest |privacy loss| on the grid of either of the PLD's PMFs."""
-    return max(max(abs(pmf._lower_loss), abs(pmf._lower_loss + pmf.size - 1)) * pmf._discretization
-               for pmf in _dense_pmfs(pld))
+    return max(
+        max(abs(pmf._lower_loss), abs(pmf._lower_loss + pmf.size - 1)) * pmf._discretization for pmf in _dense_pmfs(pld)
+    )
 
 
 def _norms(pld: PrivacyLossDistribution) -> tuple[float, float]:
@@ -189,22 +192,41 @@ def _bounded(event: DpEvent, interval: float) -> _Bounded | None:
 
     interval = checks.positive("interval", interval)
     if isinstance(event, GaussianEvent):
-        return _base(pld.from_gaussian_mechanism(event.sigma, sensitivity=event.sensitivity,
-                                                 value_discretization_interval=interval), interval)
+        return _base(
+            pld.from_gaussian_mechanism(
+                event.sigma, sensitivity=event.sensitivity, value_discretization_interval=interval
+            ),
+            interval,
+        )
     if isinstance(event, LaplaceEvent):
-        return _base(pld.from_laplace_mechanism(event.scale, sensitivity=event.sensitivity,
-                                                value_discretization_interval=interval), interval)
+        return _base(
+            pld.from_laplace_mechanism(
+                event.scale, sensitivity=event.sensitivity, value_discretization_interval=interval
+            ),
+            interval,
+        )
     if isinstance(event, PureDpEvent):  # two bins, each probability computed directly: 4 u in all
-        return _Bounded(pld.from_privacy_parameters(common.DifferentialPrivacyParameters(event.epsilon, 0.0),
-                                                    value_discretization_interval=interval),
-                        0.0, 4.0 * UNIT_ROUNDOFF, 0.0)
+        return _Bounded(
+            pld.from_privacy_parameters(
+                common.DifferentialPrivacyParameters(event.epsilon, 0.0), value_discretization_interval=interval
+            ),
+            0.0,
+            4.0 * UNIT_ROUNDOFF,
+            0.0,
+        )
     if isinstance(event, PoissonSampledGaussianEvent):
         if event.steps == 0:
             return _Bounded(pld.identity(interval), 0.0, 0.0, 0.0)
         relation = Relation.REPLACE_ONE if event.neighbors == "replace" else Relation.ADD_OR_REMOVE_ONE
-        one_step = _base(pld.from_gaussian_mechanism(event.noise_multiplier, sampling_prob=event.sampling_rate,
-                                                     value_discretization_interval=interval,
-                                                     neighboring_relation=relation), interval)
+        one_step = _base(
+            pld.from_gaussian_mechanism(
+                event.noise_multiplier,
+                sampling_prob=event.sampling_rate,
+                value_discretization_interval=interval,
+                neighboring_relation=relation,
+            ),
+            interval,
+        )
         return _self_composed(one_step, event.steps) if event.steps > 1 else one_step
     if isinstance(event, SelfComposedEvent):
         inner = _bounded(event.event, interval)

@@ -40,6 +40,7 @@ __all__ = [
     "clipped_gradient_sum_sensitivity",
 ]
 
+
 class NeighboringRelation(str, Enum):
     """Which vote histograms are neighbours (the module docstring derives both). A ``str`` subclass whose
     value is what configs, metrics.json and the ledger's JSON write, so ``NeighboringRelation.REPLACE ==
@@ -82,8 +83,10 @@ def _check_norm(norm) -> str:
 def _check_tau(tau, num_labels: int) -> float:
     is_real = isinstance(tau, numbers.Real) and not isinstance(tau, (bool, np.bool_))
     if not is_real or not 1 <= tau <= num_labels:
-        raise ValueError(f"tau must be a number in [1, num_labels={num_labels}], got {tau!r}: tau caps the labels one "
-                         f"teacher's vote counts, so it lies between 1 and the data's number of labels")
+        raise ValueError(
+            f"tau must be a number in [1, num_labels={num_labels}], got {tau!r}: tau caps the labels one "
+            f"teacher's vote counts, so it lies between 1 and the data's number of labels"
+        )
     return float(tau)
 
 

@@ -8,5 +8,17 @@ from pate.report.collect import FailedJob, Run, Sweep, collect_sweep
 from pate.report.generate import Report, write_report
 from pate.report.summary import Cell, Headline, Stat, Summary, headline, summarize
 
-__all__ = ["Cell", "FailedJob", "Headline", "Report", "Run", "Stat", "Summary", "Sweep", "collect_sweep", "headline",
-           "summarize", "write_report"]
+__all__ = [
+    "Cell",
+    "FailedJob",
+    "Headline",
+    "Report",
+    "Run",
+    "Stat",
+    "Summary",
+    "Sweep",
+    "collect_sweep",
+    "headline",
+    "summarize",
+    "write_report",
+]

@@ -16,13 +16,22 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=command_name("pate-report", "pate.report"), description=__doc__)
     parser.add_argument("sweep_dir", help="the sweep directory (hydra.sweep.dir) of a finished multirun")
     parser.add_argument("--out", default=None, help="write the report here instead of into the sweep directory")
-    parser.add_argument("--kind", default=None, help=f"the report kind, one of {sorted(REPORTS)} (default: the "
-                                                     "one the sweep's config names)")
-    parser.add_argument("--cache-dir", default=None, help="the artifact cache the sweep ran with (default: each "
-                                                          "job's paths.cache_dir, from the working directory)")
-    parser.add_argument("--publishable", action="store_true",
-                        help="leave out every statistic the epsilons do not cover (teacher accuracy, the reference "
-                             "students, the data-dependent statistics, a seeded run's seed): the form to publish")
+    parser.add_argument(
+        "--kind",
+        default=None,
+        help=f"the report kind, one of {sorted(REPORTS)} (default: the one the sweep's config names)",
+    )
+    parser.add_argument(
+        "--cache-dir",
+        default=None,
+        help="the artifact cache the sweep ran with (default: each job's paths.cache_dir, from the working directory)",
+    )
+    parser.add_argument(
+        "--publishable",
+        action="store_true",
+        help="leave out every statistic the epsilons do not cover (teacher accuracy, the reference "
+        "students, the data-dependent statistics, a seeded run's seed): the form to publish",
+    )
     args = parser.parse_args(argv)
     try:
         report = write_report(args.sweep_dir, args.out, args.kind, args.cache_dir, args.publishable)

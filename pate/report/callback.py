@@ -30,24 +30,35 @@ class ReportCallback(Callback):
         sweep_dir = Path(str(config.hydra.sweep.dir))
         earlier = sorted(sweep_dir.glob("*/metrics.json")) if sweep_dir.is_dir() else []
         if earlier:
-            print(f"error: hydra.sweep.dir={sweep_dir} already holds the results of {len(earlier)} job(s) of an earlier "
-                  f"sweep; a sweep writes into a fresh directory (leave hydra.sweep.dir unset, or move {sweep_dir} "
-                  f"away)", file=sys.stderr)
+            print(
+                f"error: hydra.sweep.dir={sweep_dir} already holds the results of {len(earlier)} job(s) of an earlier "
+                f"sweep; a sweep writes into a fresh directory (leave hydra.sweep.dir unset, or move {sweep_dir} "
+                f"away)",
+                file=sys.stderr,
+            )
             sys.exit(2)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         sweep_dir = config.hydra.sweep.dir
-        if any(str(o).startswith("teacher_shard=") for o in OmegaConf.select(config, "hydra.overrides.task", default=[])):
-            log.info("Sweep %s trained teacher shards (teacher_shard): nothing to report; the same command without "
-                     "teacher_shard (and without -m) finds the teachers, seals them and runs the rest", sweep_dir)
+        if any(
+            str(o).startswith("teacher_shard=") for o in OmegaConf.select(config, "hydra.overrides.task", default=[])
+        ):
+            log.info(
+                "Sweep %s trained teacher shards (teacher_shard): nothing to report; the same command without "
+                "teacher_shard (and without -m) finds the teachers, seals them and runs the rest",
+                sweep_dir,
+            )
             return
         try:
             report = write_report(sweep_dir)
         except Exception:
             # The jobs' results are already on disk: log the failure with its traceback and let the sweep
             # end normally; the report can be regenerated with `python -m pate.report <sweep dir>`.
-            log.exception("Writing the report of sweep %s failed; rerun `python -m pate.report %s` "
-                          "after fixing the cause", sweep_dir, sweep_dir)
+            log.exception(
+                "Writing the report of sweep %s failed; rerun `python -m pate.report %s` after fixing the cause",
+                sweep_dir,
+                sweep_dir,
+            )
             return
         log.info("Report of sweep %s written: %s", sweep_dir, ", ".join(str(p) for p in report.files.values()))
         for notice in report.notices():

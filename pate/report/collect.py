@@ -24,6 +24,7 @@ from pate.run_record import NOT_COVERED_BY_EPSILON, check_record, not_covered_by
 
 RELATIONS = ("replace", "add_remove")
 
+
 @dataclass(frozen=True)
 class Run:
     """One finished job: its directory name (relative to the sweep), overrides, composed config and metrics."""
@@ -100,8 +101,9 @@ def job_sort_key(name: str) -> tuple[int, int, str]:
     return (0, int(name), "") if name.isdigit() else (1, 0, name)
 
 
-def _read_jobs(directory: Path, jobs: list[str], expected: set[frozenset[str]] | None
-               ) -> tuple[list[Run], list[FailedJob], list[str]]:
+def _read_jobs(
+    directory: Path, jobs: list[str], expected: set[frozenset[str]] | None
+) -> tuple[list[Run], list[FailedJob], list[str]]:
     """The finished runs (schema-checked), the failed jobs (no metrics.json) and the finished jobs whose overrides
     are not among ``expected`` (copied in, or left by another sweep)."""
     runs, failed, foreign = [], [], []
@@ -130,8 +132,11 @@ def _never_started(expected: list[tuple[str, ...]] | None, present: list[Run | F
     if expected is None:
         return ()
     started = {frozenset(job.overrides) for job in present}
-    return tuple(FailedJob(str(number), overrides) for number, overrides in enumerate(expected)
-                 if frozenset(overrides) not in started)
+    return tuple(
+        FailedJob(str(number), overrides)
+        for number, overrides in enumerate(expected)
+        if frozenset(overrides) not in started
+    )
 
 
 def _load_yaml(path: Path) -> Any:
@@ -145,8 +150,10 @@ def _single(values: dict[Any, list[str]], what: str, directory: Path) -> Any:
     """The one value every finished run shares, or a ValueError listing which jobs hold which value."""
     if len(values) != 1:
         listing = "; ".join(f"{what}={value!r} in jobs {jobs}" for value, jobs in sorted(values.items()))
-        raise ValueError(f"{directory}: the sweep mixes {what} ({listing}); a report compares methods "
-                         f"under one {what}: run one sweep per {what} and compare their reports side by side")
+        raise ValueError(
+            f"{directory}: the sweep mixes {what} ({listing}); a report compares methods "
+            f"under one {what}: run one sweep per {what} and compare their reports side by side"
+        )
     return next(iter(values))
 
 
@@ -168,12 +175,16 @@ def collect_sweep(sweep_dir: str | Path, axis: str | None = None, cache_dir: str
     ``paths.cache_dir``, resolved from the working directory as the run resolved it).
     """
     if axis is not None and axis not in SINGLE_VALUED:  # before any job is read or its ledger replayed
-        raise ValueError(f"axis={axis!r}: expected one of {list(SINGLE_VALUED)} (the run-record field an axis report "
-                         f"plots against) or None")
+        raise ValueError(
+            f"axis={axis!r}: expected one of {list(SINGLE_VALUED)} (the run-record field an axis report "
+            f"plots against) or None"
+        )
     directory = Path(sweep_dir)
     if not (directory / "multirun.yaml").is_file():
-        raise ValueError(f"sweep_dir={str(sweep_dir)!r}: no multirun.yaml; expected the directory of a "
-                         f"finished Hydra multirun (hydra.sweep.dir)")
+        raise ValueError(
+            f"sweep_dir={str(sweep_dir)!r}: no multirun.yaml; expected the directory of a "
+            f"finished Hydra multirun (hydra.sweep.dir)"
+        )
     multirun = _load_yaml(directory / "multirun.yaml") or {}
     sweep_overrides = tuple((multirun.get("hydra") or {}).get("overrides", {}).get("task") or ())
 
@@ -192,8 +203,9 @@ def collect_sweep(sweep_dir: str | Path, axis: str | None = None, cache_dir: str
             unverified.append(reason)
 
     if not runs:
-        raise ValueError(f"sweep_dir={str(sweep_dir)!r}: no finished job (no metrics.json); "
-                         f"failed jobs: {[f.job for f in failed]}")
+        raise ValueError(
+            f"sweep_dir={str(sweep_dir)!r}: no finished job (no metrics.json); failed jobs: {[f.job for f in failed]}"
+        )
     relations: dict[str, list[str]] = {}
     deltas: dict[float, list[str]] = {}
     for run in runs:
@@ -210,9 +222,17 @@ def collect_sweep(sweep_dir: str | Path, axis: str | None = None, cache_dir: str
     # every finished job took part in the checks above (a foreign one mixing relations is refused all the same);
     # the report's tables leave the foreign ones out, and its notices name them
     runs = [run for run in runs if run.job not in foreign]
-    return Sweep(directory, sweep_overrides, tuple(runs), tuple(failed),
-                 relation=_single(relations, "neighbors", directory), delta=_single(deltas, "delta", directory),
-                 unverified=tuple(unverified), never_started=never_started, foreign=tuple(foreign))
+    return Sweep(
+        directory,
+        sweep_overrides,
+        tuple(runs),
+        tuple(failed),
+        relation=_single(relations, "neighbors", directory),
+        delta=_single(deltas, "delta", directory),
+        unverified=tuple(unverified),
+        never_started=never_started,
+        foreign=tuple(foreign),
+    )
 
 
 def publishable_form(sweep: Sweep) -> Sweep:
@@ -220,10 +240,15 @@ def publishable_form(sweep: Sweep) -> Sweep:
     (``pate.run_record.not_covered_by_epsilon``: the diagnostics, the reference students, the data-dependent
     statistics) taken out of their records, and named in ``hidden``. A seeded run's seed stays in its record, since
     the report pairs runs over seeds by it, and is hidden from everything the report prints (``shown_overrides``)."""
-    hidden = tuple(path for path in NOT_COVERED_BY_EPSILON
-                   if any(path in not_covered_by_epsilon(run.metrics) for run in sweep.runs))
-    runs = tuple(dataclasses.replace(run, metrics=_without(run.metrics, [p for p in hidden if p != "seed"]))
-                 for run in sweep.runs)
+    hidden = tuple(
+        path
+        for path in NOT_COVERED_BY_EPSILON
+        if any(path in not_covered_by_epsilon(run.metrics) for run in sweep.runs)
+    )
+    runs = tuple(
+        dataclasses.replace(run, metrics=_without(run.metrics, [p for p in hidden if p != "seed"]))
+        for run in sweep.runs
+    )
     if "seed" in hidden:
         runs = tuple(dataclasses.replace(run, metrics=_seed_left_out(run.metrics)) for run in runs)
     return dataclasses.replace(sweep, runs=runs, hidden=hidden)

@@ -42,19 +42,27 @@ class Report:
     def notices(self) -> list[str]:
         """One line per thing a reader must not miss: failed jobs, calibration misses, warnings."""
         sweep = self.summary.sweep
-        lines = [f"failed job (no metrics.json): {sweep.directory / job.job} ({' '.join(job.overrides)})"
-                 for job in sweep.failed]
+        lines = [
+            f"failed job (no metrics.json): {sweep.directory / job.job} ({' '.join(job.overrides)})"
+            for job in sweep.failed
+        ]
         lines += [f"epsilon not verified: {reason}" for reason in sweep.unverified]
         if sweep.never_started:
-            lines.append(f"{len(sweep.never_started)} job(s) promised by the sweep's overrides never started: "
-                         + "; ".join(f"job {job.job} ({' '.join(job.overrides)})" for job in sweep.never_started))
+            lines.append(
+                f"{len(sweep.never_started)} job(s) promised by the sweep's overrides never started: "
+                + "; ".join(f"job {job.job} ({' '.join(job.overrides)})" for job in sweep.never_started)
+            )
         if sweep.foreign:
-            lines.append(f"jobs {list(sweep.foreign)} hold settings this sweep's overrides do not produce (another "
-                         f"sweep's results?): left out of the report")
+            lines.append(
+                f"jobs {list(sweep.foreign)} hold settings this sweep's overrides do not produce (another "
+                f"sweep's results?): left out of the report"
+            )
         misses = [run.job for run in sweep.runs if calibration_miss(run.metrics)]
         if misses:
-            lines.append(f"jobs {misses} miss their target epsilon by more than {CALIBRATION_TOLERANCE:.0%} "
-                         f"(neighbors={sweep.relation}, delta={sweep.delta:g})")
+            lines.append(
+                f"jobs {misses} miss their target epsilon by more than {CALIBRATION_TOLERANCE:.0%} "
+                f"(neighbors={sweep.relation}, delta={sweep.delta:g})"
+            )
         return lines + list(self.summary.warnings)
 
 
@@ -65,7 +73,10 @@ def _shown(sweep: Sweep, publishable: bool) -> Sweep:
 
 def _epsilon_report(sweep_dir, cache_dir=None, publishable=False) -> tuple[Summary, dict, dict]:
     summary = summarize(_shown(collect_sweep(sweep_dir, cache_dir=cache_dir), publishable))
-    contents = {REPORT_NAME: render_report(summary, headline(summary)).encode(), CSV_NAME: results_csv(summary).encode()}
+    contents = {
+        REPORT_NAME: render_report(summary, headline(summary)).encode(),
+        CSV_NAME: results_csv(summary).encode(),
+    }
     return summary, contents, make_plots(summary)
 
 
@@ -95,18 +106,27 @@ def report_kind(sweep_dir: str | Path) -> str:
     """The report kind the sweep's config names (``report`` in its ``multirun.yaml``)."""
     path = Path(sweep_dir) / "multirun.yaml"
     if not path.is_file():
-        raise ValueError(f"sweep_dir={str(sweep_dir)!r}: no multirun.yaml; expected the directory of a finished "
-                         f"Hydra multirun (hydra.sweep.dir)")
+        raise ValueError(
+            f"sweep_dir={str(sweep_dir)!r}: no multirun.yaml; expected the directory of a finished "
+            f"Hydra multirun (hydra.sweep.dir)"
+        )
     config = yaml.safe_load(path.read_text())
     kind = config.get("report") if isinstance(config, dict) else None
     if kind is None:
-        raise ValueError(f"{path}: the sweep names no report kind (its config's `report` key, one of "
-                         f"{sorted(REPORTS)}); pass it with --kind")
+        raise ValueError(
+            f"{path}: the sweep names no report kind (its config's `report` key, one of "
+            f"{sorted(REPORTS)}); pass it with --kind"
+        )
     return str(kind)
 
 
-def write_report(sweep_dir: str | Path, out_dir: str | Path | None = None, kind: str | None = None,
-                 cache_dir: str | Path | None = None, publishable: bool = False) -> Report:
+def write_report(
+    sweep_dir: str | Path,
+    out_dir: str | Path | None = None,
+    kind: str | None = None,
+    cache_dir: str | Path | None = None,
+    publishable: bool = False,
+) -> Report:
     """Read the sweep at `sweep_dir` and write the report of ``kind`` (default: the one the sweep's config
     names) into `out_dir` (default: the sweep directory). Every job's epsilon is replayed from its ledger in
     ``cache_dir`` (default: the cache each job's config names, ``pate.report.verify``). ``publishable`` writes the

@@ -31,24 +31,34 @@ def accountants_line(runs: Iterable[Any]) -> str:
     for run in runs:
         name = run.metrics.get("epsilon_accountant")
         by_method.setdefault(run.metrics["method"], set()).add(
-            ACCOUNTANT_NAMES.get(name, name) if name else "not recorded")
-    return ("Accountant of each ε (docs/concepts.md, \"The accountants\"): "
-            + "; ".join(f"`{method}` {', '.join(sorted(names))}" for method, names in sorted(by_method.items())) + ".")
+            ACCOUNTANT_NAMES.get(name, name) if name else "not recorded"
+        )
+    return (
+        'Accountant of each ε (docs/concepts.md, "The accountants"): '
+        + "; ".join(f"`{method}` {', '.join(sorted(names))}" for method, names in sorted(by_method.items()))
+        + "."
+    )
 
 
 def opening(runs: Iterable[Any], relation: str, delta: float, how: str) -> list[str]:
     """The report's first paragraph and, where noise was seeded, the warning under it. ``how``: the sentence on how
     the noise was set (after the guarantee's own)."""
     runs = list(runs)
-    lines = [f"Every ε in this report is the (ε, δ)-DP guarantee of one run's release under `neighbors={relation}` "
-             f"with δ = {delta:g}{how} {accountants_line(runs)} {units_line(runs)} Each covers its own release "
-             f"alone: publishing several releases of the same private data spends their composition (up to the sum "
-             f"of their ε), not one row's ε, and a choice among them (the best setting at an ε) is itself unpriced. "
-             f"(With secret noise, runs of one config that differ only in their seed share one release: "
-             f"docs/concepts.md, \"Secret noise\".)", ""]
+    lines = [
+        f"Every ε in this report is the (ε, δ)-DP guarantee of one run's release under `neighbors={relation}` "
+        f"with δ = {delta:g}{how} {accountants_line(runs)} {units_line(runs)} Each covers its own release "
+        f"alone: publishing several releases of the same private data spends their composition (up to the sum "
+        f"of their ε), not one row's ε, and a choice among them (the best setting at an ε) is itself unpriced. "
+        f"(With secret noise, runs of one config that differ only in their seed share one release: "
+        f'docs/concepts.md, "Secret noise".)',
+        "",
+    ]
     if seeded(runs):
-        lines += ["**The noise of these runs was seeded** (`privacy.noise=seeded`, which `auto` chooses only on the "
-                  "built-in synthetic data, for reproducible benchmarks): whoever holds a run's seed replays its "
-                  "noise, so these runs carry no guarantee themselves; each ε is what the same release guarantees "
-                  "with secret noise (`privacy.noise=secure`).", ""]
+        lines += [
+            "**The noise of these runs was seeded** (`privacy.noise=seeded`, which `auto` chooses only on the "
+            "built-in synthetic data, for reproducible benchmarks): whoever holds a run's seed replays its "
+            "noise, so these runs carry no guarantee themselves; each ε is what the same release guarantees "
+            "with secret noise (`privacy.noise=secure`).",
+            "",
+        ]
     return lines

@@ -44,8 +44,11 @@ class Limit:
 def cell_limit(cell, source: str, metric: str = "student_accuracy") -> Stat | None:
     """The limit ``source`` (a reference name) of ``metric`` over the runs of ``cell`` that recorded it; None where
     none did."""
-    values = [run.metrics["reference"][source][metric] for run in cell.runs
-              if (run.metrics.get("reference") or {}).get(source, {}).get(metric) is not None]
+    values = [
+        run.metrics["reference"][source][metric]
+        for run in cell.runs
+        if (run.metrics.get("reference") or {}).get(source, {}).get(metric) is not None
+    ]
     return Stat.of(values) if values else None
 
 
@@ -73,18 +76,28 @@ def limits_section(summary: Summary) -> list[str]:
     if not limits:
         return []
     names = {"noise_free": "its own release, noise zero", "majority_vote": "the teachers' plain majority vote"}
-    rows = ["| method | limit | largest target ε | student accuracy there | limit (noise zero) | gap | |",
-            "|---|---|---:|---:|---:|---:|---|"]
+    rows = [
+        "| method | limit | largest target ε | student accuracy there | limit (noise zero) | gap | |",
+        "|---|---|---:|---:|---:|---:|---|",
+    ]
     for limit in limits:
         if limit.accuracy is None:
             accuracy, gap, flag = "no student", "", "**answers no query at its largest ε**"
         else:
             accuracy, gap = f"{limit.accuracy.mean:.4f}", f"{limit.gap:+.4f}"
             flag = f"**more than {LIMIT_GAP * 100:g} point below its limit**" if limit.flagged else ""
-        rows.append(f"| `{limit.method}` | {names[limit.source]} | {limit.epsilon:g} | {accuracy} | "
-                    f"{limit.limit.mean:.4f} | {gap} | {flag} |")
-    return ["## Privacy-free limits (not covered by ε)", "",
-            "What each method's student reaches with the noise set to zero, all else equal, in the same jobs as its "
-            "largest target ε (a diagnostic beside the release, like the reference lines). A method flagged here "
-            f"sits more than {LIMIT_GAP * 100:g} point below its limit at its least private setting (there its "
-            "settings, not its noise, hold it back), or answers no query there.", "", *rows, ""]
+        rows.append(
+            f"| `{limit.method}` | {names[limit.source]} | {limit.epsilon:g} | {accuracy} | "
+            f"{limit.limit.mean:.4f} | {gap} | {flag} |"
+        )
+    return [
+        "## Privacy-free limits (not covered by ε)",
+        "",
+        "What each method's student reaches with the noise set to zero, all else equal, in the same jobs as its "
+        "largest target ε (a diagnostic beside the release, like the reference lines). A method flagged here "
+        f"sits more than {LIMIT_GAP * 100:g} point below its limit at its least private setting (there its "
+        "settings, not its noise, hold it back), or answers no query there.",
+        "",
+        *rows,
+        "",
+    ]

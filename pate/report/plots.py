@@ -25,9 +25,11 @@ from pate.report.tables import METRIC_LABELS, reference_label
 from pate.report.units import teacher_level
 
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")
-_REFERENCE_STYLE = {"true_labels": dict(color="black", linestyle="-"),
-                    "majority_vote": dict(color="tab:gray", linestyle="--"),
-                    "majority_class": dict(color="tab:red", linestyle=":")}
+_REFERENCE_STYLE = {
+    "true_labels": dict(color="black", linestyle="-"),
+    "majority_vote": dict(color="tab:gray", linestyle="--"),
+    "majority_class": dict(color="tab:red", linestyle=":"),
+}
 
 
 @dataclass(frozen=True)
@@ -41,8 +43,12 @@ class PlotSpec:
 
 
 PLOTS = (
-    PlotSpec("accuracy_vs_epsilon.png", "student_accuracy", ("true_labels", "majority_vote", "majority_class"),
-             threshold=True),
+    PlotSpec(
+        "accuracy_vs_epsilon.png",
+        "student_accuracy",
+        ("true_labels", "majority_vote", "majority_class"),
+        threshold=True,
+    ),
     PlotSpec("label_f1_vs_epsilon.png", "label_f1", ("majority_vote",)),
     PlotSpec("answered_vs_epsilon.png", "answered_fraction", ()),
 )
@@ -56,7 +62,7 @@ _AXES_HEIGHT, _LEGEND_ROW_HEIGHT, _MIN_HEIGHT = 5.0, 0.19, 6.0
 
 
 def _queries_text(summary: Summary, name: str) -> str:
-    """"the 600 queries": the query count of the runs that recorded the reference ``name`` (one count per report,
+    """ "the 600 queries": the query count of the runs that recorded the reference ``name`` (one count per report,
     pate.report.collect.SINGLE_VALUED), or "the queries" where they recorded none or several."""
     counts = {run.metrics.get("queries") for run in summary.sweep.runs if name in (run.metrics.get("reference") or {})}
     return f"the {counts.pop():,} queries" if len(counts) == 1 and None not in counts else "the queries"
@@ -70,8 +76,10 @@ def reference_plot_label(summary: Summary, name: str, metric: str) -> str:
     if base == "true_labels":
         text = f"student on the true labels of {_queries_text(summary, base)} (non-private)"
     elif base == "majority_vote":
-        text = (f"{'student on the ' if student else ''}teachers' majority vote (non-private): the PATE aggregators' "
-                f"privacy-free limit")
+        text = (
+            f"{'student on the ' if student else ''}teachers' majority vote (non-private): the PATE aggregators' "
+            f"privacy-free limit"
+        )
     else:
         return f"reference: {reference_label(name)}"
     return f"reference: {text}" + (f", {semi} student" if semi else "")
@@ -116,41 +124,75 @@ def plot_metric_vs_epsilon(summary: Summary, spec: PlotSpec) -> Figure:
     for i, method in enumerate(summary.methods):
         cells = [c for c in summary.cells if c.method == method]
         # a cell whose runs answered no query has no value for answer-based metrics: no point drawn there
-        private = sorted((c for c in cells if c.axis != NON_PRIVATE and c.stats[spec.metric] is not None),
-                         key=lambda c: c.epsilon)
+        private = sorted(
+            (c for c in cells if c.axis != NON_PRIVATE and c.stats[spec.metric] is not None), key=lambda c: c.epsilon
+        )
         style = dict(marker=_MARKERS[i % len(_MARKERS)], color=f"C{i % 10}")
         if private:
             stats = [c.stats[spec.metric] for c in private]
-            entries.append(ax.errorbar(
-                [c.epsilon for c in private], [s.mean for s in stats], yerr=[s.std or 0.0 for s in stats],
-                label=method + (" (teacher-level ε)" if teacher_level(run for c in private for run in c.runs) else ""),
-                capsize=3, linewidth=1.5, markersize=5, **style))
+            entries.append(
+                ax.errorbar(
+                    [c.epsilon for c in private],
+                    [s.mean for s in stats],
+                    yerr=[s.std or 0.0 for s in stats],
+                    label=method
+                    + (" (teacher-level ε)" if teacher_level(run for c in private for run in c.runs) else ""),
+                    capsize=3,
+                    linewidth=1.5,
+                    markersize=5,
+                    **style,
+                )
+            )
         elif any(c.axis != NON_PRIVATE for c in cells):  # private runs, none with a value: named, not left out
-            entries += ax.plot([], [], linestyle="none", marker=style["marker"], color=style["color"],
-                               markerfacecolor="none",
-                               label=_no_value_note(method, [c for c in cells if c.axis != NON_PRIVATE], spec.metric))
-        limit = _limit_points(sorted((c for c in cells if c.axis != NON_PRIVATE), key=lambda c: c.epsilon),
-                              spec.metric)
+            entries += ax.plot(
+                [],
+                [],
+                linestyle="none",
+                marker=style["marker"],
+                color=style["color"],
+                markerfacecolor="none",
+                label=_no_value_note(method, [c for c in cells if c.axis != NON_PRIVATE], spec.metric),
+            )
+        limit = _limit_points(sorted((c for c in cells if c.axis != NON_PRIVATE), key=lambda c: c.epsilon), spec.metric)
         if limit:
-            entries += ax.plot([x for x, _ in limit], [y for _, y in limit], linestyle="--", linewidth=1.2,
-                               color=style["color"], marker="_" if len(limit) == 1 else None, markersize=14,
-                               label=f"{method} privacy-free limit (not private)")
+            entries += ax.plot(
+                [x for x, _ in limit],
+                [y for _, y in limit],
+                linestyle="--",
+                linewidth=1.2,
+                color=style["color"],
+                marker="_" if len(limit) == 1 else None,
+                markersize=14,
+                label=f"{method} privacy-free limit (not private)",
+            )
         for cell in (c for c in cells if c.axis == NON_PRIVATE and c.stats[spec.metric] is not None):
-            entries.append(ax.axhline(cell.stats[spec.metric].mean, linestyle=":", color=style["color"],
-                                      label=f"{method} (non-private)"))
+            entries.append(
+                ax.axhline(
+                    cell.stats[spec.metric].mean, linestyle=":", color=style["color"], label=f"{method} (non-private)"
+                )
+            )
     entries += _draw_references(ax, summary, spec)
     true_accuracy = summary.references.get("true_labels", {}).get("student_accuracy")
     if spec.threshold and true_accuracy is not None:  # the supervised student's; semi-supervised ones in report.md
-        entries.append(ax.axhline(HEADLINE_FRACTION * true_accuracy.mean, color="black", linestyle=":", linewidth=1.0,
-                                  label=f"{HEADLINE_FRACTION:.0%} of the true-labels student"))
+        entries.append(
+            ax.axhline(
+                HEADLINE_FRACTION * true_accuracy.mean,
+                color="black",
+                linestyle=":",
+                linewidth=1.0,
+                label=f"{HEADLINE_FRACTION:.0%} of the true-labels student",
+            )
+        )
     ax.set_xscale("log")
     if grid:
         ax.set_xticks(grid, [f"{x:g}" for x in grid])
         ax.minorticks_off()
     ax.set_xlabel(_x_label(summary))
     ax.set_ylabel(f"{metric_label} (mean ± std over seeds)")
-    ax.set_title(f"{metric_label[0].upper()}{metric_label[1:]} vs ε — "
-                 f"neighbors={summary.sweep.relation}, δ={summary.sweep.delta:g}")
+    ax.set_title(
+        f"{metric_label[0].upper()}{metric_label[1:]} vs ε — "
+        f"neighbors={summary.sweep.relation}, δ={summary.sweep.delta:g}"
+    )
     ax.grid(True, which="major", alpha=0.3)
     # in drawing order (each method with its own limit), two columns where the labels are short enough, and the
     # figure as tall as its legend needs
@@ -165,8 +207,12 @@ def _draw_references(ax, summary: Summary, spec: PlotSpec) -> list:
     """A horizontal line (with its std band) per requested reference of ``summary``, each semi-supervised
     student's own included; returns their legend artists."""
     entries = []
-    names = [name for base in spec.references for name in sorted(summary.references)
-             if name == base or name.startswith(base + "+")]
+    names = [
+        name
+        for base in spec.references
+        for name in sorted(summary.references)
+        if name == base or name.startswith(base + "+")
+    ]
     for name in names:
         stat = summary.references[name].get(spec.metric)
         if stat is None:
@@ -175,8 +221,9 @@ def _draw_references(ax, summary: Summary, spec: PlotSpec) -> list:
         ref_style = dict(_REFERENCE_STYLE.get(base, dict(color="tab:brown", linestyle="-.")))
         if semi:
             ref_style["linestyle"] = (0, (1, 1)) if base == "true_labels" else (0, (3, 1, 1, 1))
-        entries.append(ax.axhline(stat.mean, linewidth=1.2, label=reference_plot_label(summary, name, spec.metric),
-                                  **ref_style))
+        entries.append(
+            ax.axhline(stat.mean, linewidth=1.2, label=reference_plot_label(summary, name, spec.metric), **ref_style)
+        )
         if stat.std:
             ax.axhspan(stat.mean - stat.std, stat.mean + stat.std, color=ref_style["color"], alpha=0.12, linewidth=0)
     return entries

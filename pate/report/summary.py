@@ -130,7 +130,8 @@ def _cell(method: str, axis: str, epsilon: float | None, runs: list[Run]) -> Cel
             raise ValueError(
                 f"jobs {other.job} and {run.job} share method={method!r}, epsilon ({axis})={epsilon} and "
                 f"seed={run.metrics['seed']}; they differ by {sorted(set(other.overrides) ^ set(run.overrides))}. "
-                f"The report averages over seeds only: sweep that setting in separate sweeps")
+                f"The report averages over seeds only: sweep that setting in separate sweeps"
+            )
     stats: dict[str, Stat | None] = {}
     for key in ("epsilon",) + TABLE_METRICS + OPTIONAL_METRICS:
         # A metric is null where a run had nothing to measure (no query answered: no released labels to
@@ -169,8 +170,10 @@ def _references(runs: tuple[Run, ...]) -> tuple[dict[str, dict[str, Stat]], list
             seeds = per_seed[name][metric]
             for seed in sorted(seeds):
                 if len(set(seeds[seed])) > 1:
-                    warnings.append(f"reference {name}.{metric} differs between the jobs of seed {seed} "
-                                    f"({sorted(set(seeds[seed]))}); the report uses their mean")
+                    warnings.append(
+                        f"reference {name}.{metric} differs between the jobs of seed {seed} "
+                        f"({sorted(set(seeds[seed]))}); the report uses their mean"
+                    )
             references[name][metric] = Stat.of(float(np.mean(seeds[seed])) for seed in sorted(seeds))
     return references, warnings
 
@@ -195,16 +198,18 @@ def summarize(sweep: Sweep) -> Summary:
     for key in version_keys:
         values = distinct(sweep.runs, lambda run: run.metrics["versions"].get(key))
         if len(values) > 1:
-            listing = "; ".join(f"{value!r} in jobs {jobs}" for value, jobs in
-                                sorted(values.items(), key=lambda item: str(item[0])))
+            listing = "; ".join(
+                f"{value!r} in jobs {jobs}" for value, jobs in sorted(values.items(), key=lambda item: str(item[0]))
+            )
             warnings.append(f"runs used different versions.{key}: {listing}")
     return Summary(sweep, cells, references, tuple(warnings))
 
 
 def true_labels_reference(summary: Summary, method: str) -> str:
     """The name of the true-labels reference that ``method``'s student is measured against."""
-    semi = next((run.metrics.get("student_semi") for cell in summary.cells if cell.method == method
-                 for run in cell.runs), None)
+    semi = next(
+        (run.metrics.get("student_semi") for cell in summary.cells if cell.method == method for run in cell.runs), None
+    )
     return reference_name("true_labels", semi)
 
 
@@ -223,13 +228,32 @@ def headline(summary: Summary, fraction: float = HEADLINE_FRACTION) -> tuple[Hea
         threshold = None if reference is None else fraction * reference.mean
         # cells where some run answered no query have no student there: they can be "best", but reach the
         # threshold only when every run of the cell has a student
-        scored = sorted((c for c in summary.cells if c.method == method and c.axis != NON_PRIVATE
-                         and c.stats["student_accuracy"] is not None), key=lambda c: c.epsilon)
+        scored = sorted(
+            (
+                c
+                for c in summary.cells
+                if c.method == method and c.axis != NON_PRIVATE and c.stats["student_accuracy"] is not None
+            ),
+            key=lambda c: c.epsilon,
+        )
         reached = None
         if threshold is not None:
-            reached = next((c for c in scored if c.stats["student_accuracy"].n == len(c.runs)
-                            and c.stats["student_accuracy"].mean >= threshold), None)
+            reached = next(
+                (
+                    c
+                    for c in scored
+                    if c.stats["student_accuracy"].n == len(c.runs) and c.stats["student_accuracy"].mean >= threshold
+                ),
+                None,
+            )
         best = max(scored, key=lambda c: c.stats["student_accuracy"].mean, default=None)
-        lines.append(Headline(method, threshold, reached, best, any(
-            c.method == method and c.axis != NON_PRIVATE for c in summary.cells)))
+        lines.append(
+            Headline(
+                method,
+                threshold,
+                reached,
+                best,
+                any(c.method == method and c.axis != NON_PRIVATE for c in summary.cells),
+            )
+        )
     return tuple(lines)

@@ -15,8 +15,19 @@ from pate.run_record import FIELDS
 
 # results.csv leads with the run record's checked fields, in its order
 _LEADING_FIELDS = tuple(field.name for field in FIELDS if field.checked)
-from pate.report.summary import (ACHIEVED, NON_PRIVATE, OPTIONAL_METRICS, REFERENCE_METRICS, TABLE_METRICS, TARGET,
-                                 Cell, Stat, Summary, calibration_error, calibration_miss)
+from pate.report.summary import (
+    ACHIEVED,
+    NON_PRIVATE,
+    OPTIONAL_METRICS,
+    REFERENCE_METRICS,
+    TABLE_METRICS,
+    TARGET,
+    Cell,
+    Stat,
+    Summary,
+    calibration_error,
+    calibration_miss,
+)
 from pate.report.units import TEACHER_LEVEL_NOTE, teacher_level, unit_cell
 
 METRIC_LABELS = {
@@ -36,24 +47,31 @@ REFERENCE_LABELS = {
 
 
 # what a report says of its reference lines, wherever it prints them
-REFERENCES_NOT_COVERED = ("Diagnostics beside the release, NOT covered by any ε of this report: students and labels "
-                          "computed without noise (the teachers' majority vote, the true labels of the queries). The "
-                          "publishable form of this report (`pate-report --publishable`) leaves them out.")
+REFERENCES_NOT_COVERED = (
+    "Diagnostics beside the release, NOT covered by any ε of this report: students and labels "
+    "computed without noise (the teachers' majority vote, the true labels of the queries). The "
+    "publishable form of this report (`pate-report --publishable`) leaves them out."
+)
 
 
 def publishable_note(hidden: tuple[str, ...]) -> list[str]:
     """The lines that open a publishable report: what it left out (``pate.report.collect.publishable_form``)."""
     if not hidden:
         return []
-    return [f"Publishable form (`pate-report --publishable`): the statistics of the private data that no ε covers "
-            f"are left out ({', '.join(f'`{path}`' for path in hidden)}).", ""]
+    return [
+        f"Publishable form (`pate-report --publishable`): the statistics of the private data that no ε covers "
+        f"are left out ({', '.join(f'`{path}`' for path in hidden)}).",
+        "",
+    ]
 
 
 def verified_text(sweep: Sweep) -> str:
     """How many finished jobs' epsilons were replayed from their ledgers (pate.report.verify), naming the others."""
     done = len(sweep.runs) - len(sweep.unverified)
-    text = (f"the ε of {done} of {len(sweep.runs)} finished jobs replayed from the ledger of the release each "
-            f"names, and equal to its metrics.json.")
+    text = (
+        f"the ε of {done} of {len(sweep.runs)} finished jobs replayed from the ledger of the release each "
+        f"names, and equal to its metrics.json."
+    )
     if sweep.unverified:
         text += " Not verified (their releases are not in the cache the report read): " + "; ".join(sweep.unverified)
     return text
@@ -132,9 +150,14 @@ def _csv_columns(records: Iterable[Mapping[str, Any]]) -> list[str]:
 
 def results_csv(summary: Summary) -> str:
     """One row per job: finished runs in table order (method, epsilon, seed), then failed jobs in job order."""
-    return runs_csv([run for cell in summary.cells
-                     for run in sorted(cell.runs, key=lambda r: (r.metrics["seed"], job_sort_key(r.job)))],
-                    summary.sweep)
+    return runs_csv(
+        [
+            run
+            for cell in summary.cells
+            for run in sorted(cell.runs, key=lambda r: (r.metrics["seed"], job_sort_key(r.job)))
+        ],
+        summary.sweep,
+    )
 
 
 def runs_csv(runs: Iterable[Run], sweep: Sweep) -> str:
@@ -142,16 +165,24 @@ def runs_csv(runs: Iterable[Run], sweep: Sweep) -> str:
     (nested objects as dotted columns) but the ones the sweep hides (its publishable form,
     ``pate.report.collect.publishable_form``), then one row per failed job of ``sweep`` and one per job it never
     started."""
+
     def overrides(of: tuple[str, ...]) -> str:
         return " ".join(shown_overrides(sweep, of))
 
-    records = [{"job": run.job, "status": "finished", **_csv_record(run.metrics), "overrides": overrides(run.overrides)}
-               for run in runs]
+    records = [
+        {"job": run.job, "status": "finished", **_csv_record(run.metrics), "overrides": overrides(run.overrides)}
+        for run in runs
+    ]
     records += [{"job": job.job, "status": "failed", "overrides": overrides(job.overrides)} for job in sweep.failed]
-    records += [{"job": job.job, "status": "never started", "overrides": overrides(job.overrides)}
-                for job in sweep.never_started]
-    columns = [column for column in _csv_columns(records)
-               if not any(column == path or column.startswith(path + ".") for path in sweep.hidden)]
+    records += [
+        {"job": job.job, "status": "never started", "overrides": overrides(job.overrides)}
+        for job in sweep.never_started
+    ]
+    columns = [
+        column
+        for column in _csv_columns(records)
+        if not any(column == path or column.startswith(path + ".") for path in sweep.hidden)
+    ]
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(columns)
@@ -185,13 +216,20 @@ def results_table(summary: Summary) -> str:
     """Mean ± std over seeds per (method, epsilon) cell, with the achieved epsilon, its unit (teacher-level rows
     marked, and the note saying why under the table) and the calibration check."""
     metrics = TABLE_METRICS + tuple(m for m in OPTIONAL_METRICS if any(cell.stats[m] for cell in summary.cells))
-    header = (["method", "target ε", "achieved ε", "unit", "calibration", "seeds"]
-              + [METRIC_LABELS[m] for m in metrics])
+    header = ["method", "target ε", "achieved ε", "unit", "calibration", "seeds"] + [METRIC_LABELS[m] for m in metrics]
     rows = []
     for cell in summary.cells:
-        rows.append([cell.method, _target_text(cell), format_stat(cell.stats["epsilon"], 3), unit_cell(cell.runs),
-                     _calibration_text(cell), str(len(cell.runs))]
-                    + [_partial(format_stat(cell.stats[m]), cell.stats[m], len(cell.runs)) for m in metrics])
+        rows.append(
+            [
+                cell.method,
+                _target_text(cell),
+                format_stat(cell.stats["epsilon"], 3),
+                unit_cell(cell.runs),
+                _calibration_text(cell),
+                str(len(cell.runs)),
+            ]
+            + [_partial(format_stat(cell.stats[m]), cell.stats[m], len(cell.runs)) for m in metrics]
+        )
     return _markdown(header, rows) + _teacher_level_note(summary.sweep.runs)
 
 
@@ -212,8 +250,7 @@ def reference_table(summary: Summary) -> str:
     for name in sorted(summary.references):
         stats = summary.references[name]
         seeds = max(stat.n for stat in stats.values())
-        rows.append([reference_label(name), str(seeds)]
-                    + [format_stat(stats.get(m)) for m in REFERENCE_METRICS])
+        rows.append([reference_label(name), str(seeds)] + [format_stat(stats.get(m)) for m in REFERENCE_METRICS])
     return _markdown(header, rows)
 
 
@@ -221,15 +258,35 @@ def jobs_table(sweep: Sweep) -> str:
     """Every job directory of the sweep (relative names), finished or failed, and every job it never started, in
     job order, with the unit of its epsilon; without the seed column where the sweep hides the seed (its publishable
     form)."""
-    entries = [(run.job, "finished", run.metrics["method"], format_value(run.metrics["seed"]),
-                format_value(run.metrics["target_epsilon"]), format_value(run.metrics["epsilon"]),
-                unit_cell([run]), run.overrides) for run in sweep.runs]
+    entries = [
+        (
+            run.job,
+            "finished",
+            run.metrics["method"],
+            format_value(run.metrics["seed"]),
+            format_value(run.metrics["target_epsilon"]),
+            format_value(run.metrics["epsilon"]),
+            unit_cell([run]),
+            run.overrides,
+        )
+        for run in sweep.runs
+    ]
     entries += [(job.job, "**failed**", "", "", "", "", "", job.overrides) for job in sweep.failed]
     entries += [(job.job, "**never started**", "", "", "", "", "", job.overrides) for job in sweep.never_started]
     entries.sort(key=lambda e: job_sort_key(e[0]))
     seeds = "seed" not in sweep.hidden
-    rows = [[job, status, method, *([seed] if seeds else []), target, eps, unit,
-             " ".join(f"`{o}`" for o in shown_overrides(sweep, overrides))]
-            for job, status, method, seed, target, eps, unit, overrides in entries]
+    rows = [
+        [
+            job,
+            status,
+            method,
+            *([seed] if seeds else []),
+            target,
+            eps,
+            unit,
+            " ".join(f"`{o}`" for o in shown_overrides(sweep, overrides)),
+        ]
+        for job, status, method, seed, target, eps, unit, overrides in entries
+    ]
     header = ["job", "status", "method", *(["seed"] if seeds else []), "target ε", "achieved ε", "unit", "overrides"]
     return _markdown(header, rows) + _teacher_level_note(sweep.runs)

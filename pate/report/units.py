@@ -15,10 +15,12 @@ from pate.privacy.unit import PrivacyUnit
 __all__ = ["TEACHER_LEVEL_MARK", "TEACHER_LEVEL_NOTE", "run_unit", "teacher_level", "unit_cell", "units_line"]
 
 TEACHER_LEVEL_MARK = "‡"
-TEACHER_LEVEL_NOTE = (f"{TEACHER_LEVEL_MARK} teacher-level: one teacher added or removed, NOT a record-level "
-                      f"guarantee (no record-level neighbour adds or removes a whole teacher; PATE's record-level "
-                      f"guarantee is under its replace relation, docs/concepts.md). Not comparable with the "
-                      f"record-level rows (DP-SGD, Private-kNN: one record added or removed).")
+TEACHER_LEVEL_NOTE = (
+    f"{TEACHER_LEVEL_MARK} teacher-level: one teacher added or removed, NOT a record-level "
+    f"guarantee (no record-level neighbour adds or removes a whole teacher; PATE's record-level "
+    f"guarantee is under its replace relation, docs/concepts.md). Not comparable with the "
+    f"record-level rows (DP-SGD, Private-kNN: one record added or removed)."
+)
 
 
 def run_unit(metrics: Mapping[str, Any]) -> PrivacyUnit | None:
@@ -54,5 +56,10 @@ def units_line(runs: Iterable[Any]) -> str:
         unit = run_unit(run.metrics)
         text = "not recorded (runs before the field)" if unit is None else unit.text
         by_unit.setdefault(text, set()).add(run.metrics["method"])
-    return "One neighbour: " + "; ".join(f"{', '.join(f'`{m}`' for m in sorted(methods))}: {text}"
-                                         for text, methods in sorted(by_unit.items())) + "."
+    return (
+        "One neighbour: "
+        + "; ".join(
+            f"{', '.join(f'`{m}`' for m in sorted(methods))}: {text}" for text, methods in sorted(by_unit.items())
+        )
+        + "."
+    )

@@ -24,8 +24,13 @@ TOLERANCE = 1e-9
 def cache_dir_of(config: dict[str, Any], base: Path) -> Path:
     """The job's ``paths.cache_dir``, resolved as the run resolved it (``PROJECT_ROOT`` or the working directory,
     here ``base``)."""
-    paths = OmegaConf.create({"paths": {key: value for key, value in (config.get("paths") or {}).items()
-                                        if key in ("root_dir", "cache_dir")}})
+    paths = OmegaConf.create(
+        {
+            "paths": {
+                key: value for key, value in (config.get("paths") or {}).items() if key in ("root_dir", "cache_dir")
+            }
+        }
+    )
     cache = Path(str(OmegaConf.select(paths, "paths.cache_dir", default="cache")))
     return cache if cache.is_absolute() else base / cache
 
@@ -51,10 +56,14 @@ def verify_epsilon(job: str, metrics: dict[str, Any], cache_dir: Path) -> str | 
     epsilon, relation = replayed["epsilon"], str(replayed["neighbors"])
     where = f"{RELEASE_STAGE}/{artifact.key}/{LEDGER_FILE}"
     if relation != metrics["neighbors"]:
-        raise ValueError(f"job {job}: metrics.json says neighbors={metrics['neighbors']!r}, its ledger ({where}) "
-                         f"was composed under neighbors={relation!r}")
+        raise ValueError(
+            f"job {job}: metrics.json says neighbors={metrics['neighbors']!r}, its ledger ({where}) "
+            f"was composed under neighbors={relation!r}"
+        )
     if not math.isclose(epsilon, float(metrics["epsilon"]), rel_tol=TOLERANCE, abs_tol=1e-12):
-        raise ValueError(f"job {job}: metrics.json says epsilon={metrics['epsilon']!r}, its ledger ({where}) replays "
-                         f"to epsilon={epsilon!r} at delta={delta:g} (neighbors={metrics['neighbors']}); the report "
-                         f"prints no epsilon that its cost events do not give")
+        raise ValueError(
+            f"job {job}: metrics.json says epsilon={metrics['epsilon']!r}, its ledger ({where}) replays "
+            f"to epsilon={epsilon!r} at delta={delta:g} (neighbors={metrics['neighbors']}); the report "
+            f"prints no epsilon that its cost events do not give"
+        )
     return None

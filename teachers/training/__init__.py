@@ -7,9 +7,23 @@ from teachers.training.data import IndexedImages, check_images, check_labels, ma
 from teachers.training.models import SmallCNN, resnet
 from teachers.training.module import MultiLabelModule, predict_logits, random_hflip
 from teachers.training.recipe import Recipe
-from teachers.training.trainer import (TrainerSettings, build_trainer, expected_warnings_hidden, fit,
-                                       quiet_lightning)
+from teachers.training.trainer import TrainerSettings, build_trainer, expected_warnings_hidden, fit, quiet_lightning
 
-__all__ = ["IndexedImages", "MultiLabelModule", "Recipe", "SmallCNN", "TrainerSettings", "build_trainer",
-           "check_images", "check_labels", "expected_warnings_hidden", "fit", "make_loader", "predict_logits",
-           "quiet_lightning", "random_hflip", "resnet", "to_float"]
+__all__ = [
+    "IndexedImages",
+    "MultiLabelModule",
+    "Recipe",
+    "SmallCNN",
+    "TrainerSettings",
+    "build_trainer",
+    "check_images",
+    "check_labels",
+    "expected_warnings_hidden",
+    "fit",
+    "make_loader",
+    "predict_logits",
+    "quiet_lightning",
+    "random_hflip",
+    "resnet",
+    "to_float",
+]

@@ -12,8 +12,12 @@ from __future__ import annotations
 import torch
 from torchmetrics import Metric
 from torchmetrics.classification import BinaryAccuracy, BinaryF1Score, MultilabelAccuracy, MultilabelF1Score
-from torchmetrics.functional.classification import (binary_accuracy, binary_f1_score, multilabel_accuracy,
-                                                    multilabel_f1_score)
+from torchmetrics.functional.classification import (
+    binary_accuracy,
+    binary_f1_score,
+    multilabel_accuracy,
+    multilabel_f1_score,
+)
 
 __all__ = ["accuracy_metric", "f1_metric", "macro_f1", "per_label_accuracy"]
 

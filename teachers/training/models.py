@@ -50,8 +50,7 @@ def _norm(kind: str, channels: int, groups: int) -> nn.Module:
 
 
 def _conv_norm_relu(c_in: int, c_out: int, norm: str) -> nn.Sequential:
-    return nn.Sequential(nn.Conv2d(c_in, c_out, 3, padding=1, bias=False), _norm(norm, c_out, 8),
-                         nn.ReLU(inplace=True))
+    return nn.Sequential(nn.Conv2d(c_in, c_out, 3, padding=1, bias=False), _norm(norm, c_out, 8), nn.ReLU(inplace=True))
 
 
 class SmallCNN(nn.Module):
@@ -69,11 +68,14 @@ class SmallCNN(nn.Module):
         if not isinstance(width, int) or width < 1:
             raise ValueError(f"width must be a positive integer, got {width!r}")
         if norm not in ("batch", "group"):
-            raise ValueError(f"norm must be 'batch' or 'group' for SmallCNN, got {norm!r} ('frozen' needs "
-                             f"pretrained statistics, which a SmallCNN trained from scratch does not have)")
+            raise ValueError(
+                f"norm must be 'batch' or 'group' for SmallCNN, got {norm!r} ('frozen' needs "
+                f"pretrained statistics, which a SmallCNN trained from scratch does not have)"
+            )
         widths = [3, width, 2 * width, 4 * width, 8 * width]
-        blocks = [nn.Sequential(_conv_norm_relu(c_in, c_out, norm), nn.MaxPool2d(2))
-                  for c_in, c_out in pairwise(widths)]
+        blocks = [
+            nn.Sequential(_conv_norm_relu(c_in, c_out, norm), nn.MaxPool2d(2)) for c_in, c_out in pairwise(widths)
+        ]
         self.features = nn.Sequential(*blocks)
         self.pool = nn.AdaptiveAvgPool2d(1)
         self.head = nn.Linear(widths[-1], num_labels)
@@ -103,24 +105,38 @@ def _check_resnet(depth, num_labels, width, stem, pretrained, norm, frozen_stage
     if pretrained not in (None, "imagenet"):
         raise ValueError(f"pretrained must be null or 'imagenet', got {pretrained!r}")
     if pretrained and stem != "imagenet":
-        raise ValueError(f"pretrained={pretrained!r} needs stem='imagenet' (the small stem has no pretrained "
-                         f"weights), got stem={stem!r}")
+        raise ValueError(
+            f"pretrained={pretrained!r} needs stem='imagenet' (the small stem has no pretrained "
+            f"weights), got stem={stem!r}"
+        )
     if norm not in _NORMS:
         raise ValueError(f"norm must be one of {_NORMS}, got {norm!r}")
     if norm == "frozen" and pretrained is None:
-        raise ValueError("norm='frozen' keeps the pretrained BatchNorm statistics, so it needs "
-                         "pretrained='imagenet' (from scratch use norm='group' or 'batch')")
+        raise ValueError(
+            "norm='frozen' keeps the pretrained BatchNorm statistics, so it needs "
+            "pretrained='imagenet' (from scratch use norm='group' or 'batch')"
+        )
     if norm == "group" and pretrained is not None:
-        raise ValueError(f"norm='group' has no pretrained weights (ImageNet's are BatchNorm's), so it needs "
-                         f"pretrained=null, got {pretrained!r} (with pretrained weights use norm='frozen' or 'batch')")
+        raise ValueError(
+            f"norm='group' has no pretrained weights (ImageNet's are BatchNorm's), so it needs "
+            f"pretrained=null, got {pretrained!r} (with pretrained weights use norm='frozen' or 'batch')"
+        )
     if isinstance(frozen_stages, bool) or not isinstance(frozen_stages, int) or not 0 <= frozen_stages <= 5:
-        raise ValueError(f"frozen_stages must be an integer in [0, 5] (stem, layer1, ..., layer4), got "
-                         f"{frozen_stages!r}")
+        raise ValueError(
+            f"frozen_stages must be an integer in [0, 5] (stem, layer1, ..., layer4), got {frozen_stages!r}"
+        )
 
 
-def resnet(depth: int, num_labels: int = 40, width: int | None = None, stem: str = "small",
-           pretrained: str | None = None, weights_path: str | None = None, norm: str = "batch",
-           frozen_stages: int = 0) -> nn.Module:
+def resnet(
+    depth: int,
+    num_labels: int = 40,
+    width: int | None = None,
+    stem: str = "small",
+    pretrained: str | None = None,
+    weights_path: str | None = None,
+    norm: str = "batch",
+    frozen_stages: int = 0,
+) -> nn.Module:
     """torchvision ResNet-18 or ResNet-50, fc -> ``num_labels``: randomly initialised (``weights=None``), or with
     ``pretrained="imagenet"`` initialised from torchvision's ImageNet weights (every layer but fc, which is new;
     public weights from another domain), read from ``weights_path`` or torch's hub cache, never downloaded
@@ -152,11 +168,13 @@ def resnet(depth: int, num_labels: int = 40, width: int | None = None, stem: str
     if path is not None and not net.fc.weight.is_meta:
         stat = path.stat()
         state = _read_weights(str(path.resolve()), stat.st_size, stat.st_mtime_ns)
-        missing, unexpected = net.load_state_dict({k: v for k, v in state.items() if not k.startswith("fc.")},
-                                                  strict=False)
+        missing, unexpected = net.load_state_dict(
+            {k: v for k, v in state.items() if not k.startswith("fc.")}, strict=False
+        )
         if set(missing) != {"fc.weight", "fc.bias"} or unexpected:
-            raise ValueError(f"the ImageNet weights do not fit resnet{depth}: missing {missing}, unexpected "
-                             f"{unexpected}")
+            raise ValueError(
+                f"the ImageNet weights do not fit resnet{depth}: missing {missing}, unexpected {unexpected}"
+            )
     if stem == "small":
         net.conv1 = nn.Conv2d(3, net.conv1.out_channels, kernel_size=3, stride=1, padding=1, bias=False)
         # The same initialisation torchvision gives every other convolution of the network.

@@ -35,12 +35,18 @@ class MultiLabelModule(pl.LightningModule):
     ``test_per_attribute_accuracy`` holds the accuracy of each label (a float tensor [num_labels]).
     """
 
-    def __init__(self, net: nn.Module, num_labels: int,
-                 optimizer: Callable[..., torch.optim.Optimizer] = torch.optim.AdamW, augment: bool = False):
+    def __init__(
+        self,
+        net: nn.Module,
+        num_labels: int,
+        optimizer: Callable[..., torch.optim.Optimizer] = torch.optim.AdamW,
+        augment: bool = False,
+    ):
         super().__init__()
         if not callable(optimizer):
-            raise ValueError(f"optimizer must be a factory taking the parameters (a `_partial_` node), "
-                             f"got {optimizer!r}")
+            raise ValueError(
+                f"optimizer must be a factory taking the parameters (a `_partial_` node), got {optimizer!r}"
+            )
         self.save_hyperparameters("num_labels", "augment")  # by name: a subclass's own arguments stay out
         self.net = net
         self.make_optimizer = optimizer

@@ -67,8 +67,10 @@ class TrainerSettings:
             with quiet_lightning(), expected_warnings_hidden():
                 build_trainer(self, 1)
         except (MisconfigurationException, ValueError, TypeError) as err:
-            raise ValueError(f"trainer.accelerator={self.accelerator!r}, trainer.devices={self.devices!r}, "
-                             f"trainer.precision={self.precision!r}: {' '.join(str(err).split())}") from err
+            raise ValueError(
+                f"trainer.accelerator={self.accelerator!r}, trainer.devices={self.devices!r}, "
+                f"trainer.precision={self.precision!r}: {' '.join(str(err).split())}"
+            ) from err
 
     @property
     def device(self) -> torch.device:
@@ -77,14 +79,18 @@ class TrainerSettings:
             return torch.device("cpu")
         if self.accelerator in ("gpu", "cuda"):
             if not torch.cuda.is_available():
-                raise ValueError(f"trainer.accelerator={self.accelerator!r} but torch sees no CUDA device "
-                                 "(use trainer=cpu)")
+                raise ValueError(
+                    f"trainer.accelerator={self.accelerator!r} but torch sees no CUDA device (use trainer=cpu)"
+                )
             return torch.device("cuda")
         raise ValueError(f"trainer.accelerator must be 'cpu' or 'gpu' for inference, got {self.accelerator!r}")
 
 
 def build_trainer(
-    settings: TrainerSettings, max_epochs: int, log_dir: Path | None = None, progress: bool = False,
+    settings: TrainerSettings,
+    max_epochs: int,
+    log_dir: Path | None = None,
+    progress: bool = False,
     desc: str = "training",
 ) -> pl.Trainer:
     """A Lightning Trainer from ``settings``: no checkpoints (stages save their own outputs), no model summary, a

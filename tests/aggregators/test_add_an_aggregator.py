@@ -19,8 +19,16 @@ SEARCHPATH = f"hydra.searchpath=[file://{Path(__file__).resolve().parent / 'conf
 
 @pytest.mark.parametrize("relation", ["replace", "add_remove"])
 def test_a_toy_aggregator_runs_end_to_end_calibrated(shared_root, tmp_path, relation):
-    cfg = compose_config(["debug=tiny", SEARCHPATH, "aggregator=majority_rr", f"privacy.neighbors={relation}",
-                          "privacy.target_epsilon=50"], shared_root)
+    cfg = compose_config(
+        [
+            "debug=tiny",
+            SEARCHPATH,
+            "aggregator=majority_rr",
+            f"privacy.neighbors={relation}",
+            "privacy.target_epsilon=50",
+        ],
+        shared_root,
+    )
     metrics = run(cfg, output_dir=tmp_path)
     # outside a Hydra run (compose) the method is named by the class; train.py names it by the config, majority_rr
     assert metrics["method"] == "MajorityRandomizedResponse" and metrics["aggregator"].startswith("MajorityRR(")

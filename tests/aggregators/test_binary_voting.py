@@ -71,8 +71,10 @@ def test_default_size_prices_add_remove_above_the_exact_epsilon_of_one_pair():
     """At the default size (400 teachers, 40 labels, 600 queries, delta 1e-6) and the sigma the old add_remove price
     calibrated to epsilon 8, one neighbouring pair alone has an exact epsilon of 8.65 (issue 36's audit); the ledger
     must print at least that, and prints what replace prints (the same mechanism, the same sensitivity)."""
-    priced = {relation: Ledger().compose(BinaryVoting(40, 400, 106.793, relation), count=600).epsilon(1e-6)[0]
-              for relation in ("replace", "add_remove")}
+    priced = {
+        relation: Ledger().compose(BinaryVoting(40, 400, 106.793, relation), count=600).epsilon(1e-6)[0]
+        for relation in ("replace", "add_remove")
+    }
     assert priced["add_remove"] >= 8.65
     assert priced["add_remove"] == pytest.approx(priced["replace"], rel=1e-12)
     assert priced["add_remove"] == pytest.approx(12.053, abs=1e-3)

@@ -7,8 +7,7 @@ import pytest
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
-from pate.aggregators import (Aggregator, BinaryVoting, DataDependentBinaryVoting, GaussianPATE, StableTopK,
-                              TauPATE)
+from pate.aggregators import Aggregator, BinaryVoting, DataDependentBinaryVoting, GaussianPATE, StableTopK, TauPATE
 from tests.conftest import compose_config
 
 CONF = Path(__file__).resolve().parents[2] / "conf" / "aggregator"

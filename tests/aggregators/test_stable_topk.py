@@ -35,10 +35,20 @@ def test_public_contract_verbatim():
     votes = np.where(truth, rng.integers(785, 801, truth.shape), rng.integers(0, 6, truth.shape))
     orders = DEFAULT_ORDERS
 
-    agg = StableTopK(num_labels=40, num_teachers=800, selection="gaussian",
-                     sigma_select=50.0, sigma_test=60.0, delta_t=1e-9, neighbors="replace")
-    res = agg(votes, rng=np.random.default_rng(0)); res.labels; res.answered
-    agg.rdp(orders); agg.delta_per_query
+    agg = StableTopK(
+        num_labels=40,
+        num_teachers=800,
+        selection="gaussian",
+        sigma_select=50.0,
+        sigma_test=60.0,
+        delta_t=1e-9,
+        neighbors="replace",
+    )
+    res = agg(votes, rng=np.random.default_rng(0))
+    res.labels
+    res.answered
+    agg.rdp(orders)
+    agg.delta_per_query
 
     assert res.labels.shape == (200, 40) and res.labels.dtype == np.bool_
     assert res.answered.shape == (200,) and res.answered.dtype == np.bool_
@@ -56,8 +66,16 @@ def test_gap_at_theorem_11_threshold_is_released_exactly_with_probability_at_lea
     noise = {"sigma": 3.0} if test == "gaussian" else {"epsilon": 0.8}  # = TEST_NOISE[test]
     gap = math.ceil(GapTest(test, delta_t=delta_t, neighbors=relation, **noise).reliable_gap)
     counts, teachers = evenly_spaced_counts(gap, num_labels)
-    agg = StableTopK(num_labels, teachers, "gaussian", sigma_select=30.0, test=test, delta_t=delta_t,
-                     neighbors=relation, **TEST_NOISE[test])
+    agg = StableTopK(
+        num_labels,
+        teachers,
+        "gaussian",
+        sigma_select=30.0,
+        test=test,
+        delta_t=delta_t,
+        neighbors=relation,
+        **TEST_NOISE[test],
+    )
     res = agg(np.tile(counts, (draws, 1)), np.random.default_rng(0))
     assert res.answered.mean() >= 1 - delta_t
     # Every k is chosen, including no label (k = 0) and every label (k = L); each answer is the exact top-k set.
@@ -74,8 +92,16 @@ def test_gap_at_theorem_11_threshold_is_released_exactly_with_probability_at_lea
 def test_histogram_whose_gaps_equal_the_sensitivity_is_answered_with_probability_at_most_delta_t(test, relation):
     delta_t, draws, num_labels = 0.1, 100_000, 5
     counts, teachers = evenly_spaced_counts(int(gap_sensitivity(relation)), num_labels)
-    agg = StableTopK(num_labels, teachers, "gumbel", eps_select=1.0, test=test, delta_t=delta_t, neighbors=relation,
-                     **TEST_NOISE[test])
+    agg = StableTopK(
+        num_labels,
+        teachers,
+        "gumbel",
+        eps_select=1.0,
+        test=test,
+        delta_t=delta_t,
+        neighbors=relation,
+        **TEST_NOISE[test],
+    )
     answered = agg(np.tile(counts, (draws, 1)), np.random.default_rng(1)).answered.mean()
     exact = stats.norm.sf(math.sqrt(2 * math.log(1 / delta_t))) if test == "gaussian" else delta_t / 2
     assert abs(answered - exact) <= 5 * math.sqrt(exact * (1 - exact) / draws)
@@ -175,7 +201,7 @@ def test_blocks_draw_noise_in_order_so_a_big_batch_equals_block_by_block_calls()
     votes = np.random.default_rng(7).integers(0, 801, size=(3 * block + 17, 40))
     whole = agg(votes, np.random.default_rng(8))
     rng = np.random.default_rng(8)
-    pieces = [agg(votes[start:start + block], rng) for start in range(0, len(votes), block)]
+    pieces = [agg(votes[start : start + block], rng) for start in range(0, len(votes), block)]
     np.testing.assert_array_equal(whole.selected_k, np.concatenate([piece.selected_k for piece in pieces]))
     np.testing.assert_array_equal(whole.labels, np.concatenate([piece.labels for piece in pieces]))
     np.testing.assert_array_equal(whole.k, np.concatenate([piece.k for piece in pieces]))
@@ -214,8 +240,9 @@ def test_empty_batch_and_protocol():
     ],
 )
 def test_arguments_are_checked(kwargs, match):
-    arguments = dict(num_labels=40, num_teachers=800, selection="gaussian", sigma_select=50.0, sigma_test=60.0,
-                     delta_t=1e-9)
+    arguments = dict(
+        num_labels=40, num_teachers=800, selection="gaussian", sigma_select=50.0, sigma_test=60.0, delta_t=1e-9
+    )
     arguments.update(kwargs)
     with pytest.raises(ValueError, match=match):
         StableTopK(**arguments)

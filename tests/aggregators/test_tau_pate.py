@@ -101,8 +101,10 @@ def test_arguments_are_checked(args, match):
     "votes, match",
     [
         (np.array([[1, 2, 0, 0, 3]]), r"votes of shape \(1, 5\) look like vote counts .* needs the per-teacher votes"),
-        (np.zeros((2, 4, 5), dtype=bool),
-         r"votes must be per-teacher votes \[queries, num_teachers=3, num_labels=5\], got shape \(2, 4, 5\)"),
+        (
+            np.zeros((2, 4, 5), dtype=bool),
+            r"votes must be per-teacher votes \[queries, num_teachers=3, num_labels=5\], got shape \(2, 4, 5\)",
+        ),
         (np.full((2, 3, 5), 2), r"votes must hold only 0/1 votes, got value 2"),
         (PackedVotes.from_bits(np.zeros((2, 4, 5), dtype=bool)), r"got PackedVotes of shape \(2, 4, 5\)"),
     ],

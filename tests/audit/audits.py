@@ -16,7 +16,15 @@ import numpy as np
 from pate.privacy import Ledger
 from tests.audit.divergence import aligned, epsilon_lower_bound, hockey_stick_epsilon, renyi_divergence
 
-__all__ = ["AuditResult", "CONFIDENCE", "ORDERS", "claimed_epsilon", "exact_dp_audit", "exact_rdp_audit", "monte_carlo_audit"]
+__all__ = [
+    "AuditResult",
+    "CONFIDENCE",
+    "ORDERS",
+    "claimed_epsilon",
+    "exact_dp_audit",
+    "exact_rdp_audit",
+    "monte_carlo_audit",
+]
 
 ORDERS = np.array([2.0, 4.0, 8.0, 16.0, 32.0])
 RELATIVE_TOLERANCE = 1e-5  # exact laws: rounding, and the integration's error below 1e-7 (test_yardsticks.py)
@@ -42,8 +50,10 @@ class AuditResult:
         return self.ratio <= 1.0 + RELATIVE_TOLERANCE
 
     def __str__(self) -> str:
-        return (f"{self.kind}: measured {self.measured:.6g} vs claimed {self.claimed:.6g} "
-                f"(ratio {self.ratio:.4f}) at {self.where}")
+        return (
+            f"{self.kind}: measured {self.measured:.6g} vs claimed {self.claimed:.6g} "
+            f"(ratio {self.ratio:.4f}) at {self.where}"
+        )
 
 
 def claimed_epsilon(claimed, delta: float) -> float:
@@ -106,8 +116,12 @@ def exact_rdp_audit(law: Callable, inputs: Iterable, neighbours: Callable, claim
             divergence = renyi_divergence(*aligned(law_of(first), law_of(second)), orders)
             index = int(np.argmax(divergence / curve))
             if divergence[index] / curve[index] > worst.ratio:
-                worst = AuditResult("renyi", float(divergence[index]), float(curve[index]),
-                                    f"order {orders[index]:g}, {_key(first)} vs {_key(second)}")
+                worst = AuditResult(
+                    "renyi",
+                    float(divergence[index]),
+                    float(curve[index]),
+                    f"order {orders[index]:g}, {_key(first)} vs {_key(second)}",
+                )
     return worst
 
 
@@ -132,8 +146,16 @@ def _output_counts(run: Callable, x, trials: int, rng: np.random.Generator) -> d
     return {tuple(row.tolist()): int(count) for row, count in zip(rows, counts)}
 
 
-def monte_carlo_audit(run: Callable, inputs: list, neighbours: Callable, claimed, delta: float,
-                      search_trials: int, confirm_trials: int, seed: int = 0) -> AuditResult:
+def monte_carlo_audit(
+    run: Callable,
+    inputs: list,
+    neighbours: Callable,
+    claimed,
+    delta: float,
+    search_trials: int,
+    confirm_trials: int,
+    seed: int = 0,
+) -> AuditResult:
     """An epsilon lower bound at ``delta`` against the claim's epsilon at the same delta.
 
     Search: ``search_trials`` runs on every input; over every ordered neighbouring pair and every single output
@@ -157,6 +179,9 @@ def monte_carlo_audit(run: Callable, inputs: list, neighbours: Callable, claimed
     hits_x = _output_counts(run, x, confirm_trials, fresh).get(output, 0)
     hits_y = _output_counts(run, y, confirm_trials, fresh).get(output, 0)
     bound = epsilon_lower_bound(hits_x, hits_y, confirm_trials, delta, CONFIDENCE)
-    return AuditResult("epsilon lower bound", bound, claimed_epsilon(claimed, delta),
-                       f"delta {delta:g}, output {output}, {_key(x)} vs {_key(y)}, "
-                       f"{hits_x} vs {hits_y} of {confirm_trials}")
+    return AuditResult(
+        "epsilon lower bound",
+        bound,
+        claimed_epsilon(claimed, delta),
+        f"delta {delta:g}, output {output}, {_key(x)} vs {_key(y)}, {hits_x} vs {hits_y} of {confirm_trials}",
+    )

@@ -39,9 +39,14 @@ def _classes(package) -> list[type]:
 
 def priced_classes() -> list[type]:
     """Every priced, releasing dataclass of ``pate.aggregators`` and ``pate.mechanisms`` (module docstring)."""
-    return [cls for package in (pate.aggregators, pate.mechanisms) for cls in _classes(package)
-            if dataclasses.is_dataclass(cls) and (hasattr(cls, "dp_event") or hasattr(cls, "dp_statement"))
-            and any(_defines(cls, name) for name in ("__call__", "release", "passes"))]
+    return [
+        cls
+        for package in (pate.aggregators, pate.mechanisms)
+        for cls in _classes(package)
+        if dataclasses.is_dataclass(cls)
+        and (hasattr(cls, "dp_event") or hasattr(cls, "dp_statement"))
+        and any(_defines(cls, name) for name in ("__call__", "release", "passes"))
+    ]
 
 
 def _defines(cls: type, name: str) -> bool:
@@ -58,8 +63,11 @@ def aggregator_classes() -> list[type]:
 def method_classes() -> list[type]:
     """Every concrete method of ``pate.pipeline.methods``: a subclass of ``Method`` (the protocol's base) that
     implements all of it (the base itself, abstract, left out)."""
-    return [cls for cls in _classes(pate.pipeline.methods)
-            if issubclass(cls, pate.pipeline.methods.Method) and not inspect.isabstract(cls)]
+    return [
+        cls
+        for cls in _classes(pate.pipeline.methods)
+        if issubclass(cls, pate.pipeline.methods.Method) and not inspect.isabstract(cls)
+    ]
 
 
 def configured_aggregators() -> set[str]:

@@ -30,9 +30,22 @@ from pate.aggregators.tau_pate import clipped_counts
 from pate.mechanisms import count_gaps, sorted_padded_counts, subsampled_knn_votes, top_k_labels
 from pate.mechanisms.dd_release import cost_table, costs_within, distance_to_budget
 
-__all__ = ["argmax_log_probs", "binary_voting_law", "data_dependent_binary_voting_law", "gap_selection_law",
-           "gap_test_law", "gaussian_pate_law", "knn_law", "knn_votes", "label_log_probs", "label_product_law",
-           "pass_log_prob", "selection_log_probs", "stable_topk_law", "tau_pate_law"]
+__all__ = [
+    "argmax_log_probs",
+    "binary_voting_law",
+    "data_dependent_binary_voting_law",
+    "gap_selection_law",
+    "gap_test_law",
+    "gaussian_pate_law",
+    "knn_law",
+    "knn_votes",
+    "label_log_probs",
+    "label_product_law",
+    "pass_log_prob",
+    "selection_log_probs",
+    "stable_topk_law",
+    "tau_pate_law",
+]
 
 _NOISE = {"gaussian": stats.norm, "laplace": stats.laplace, "gumbel": stats.gumbel_r}
 
@@ -79,7 +92,7 @@ def knn_law(mechanism, records: tuple, votes_of: Callable) -> dict:
     subsample S are the code's ``votes_of(S)``, and the release is votes + N(0, sigma^2) > k / 2. A mixture over
     the 2^n subsamples, weighted rate^|S| (1 - rate)^(n - |S|)."""
     n, rate = len(records), mechanism.sampling_rate
-    masks = np.array(list(itertools.product((False, True), repeat=n)), dtype=bool).reshape(2 ** n, n)
+    masks = np.array(list(itertools.product((False, True), repeat=n)), dtype=bool).reshape(2**n, n)
     kept = masks.sum(axis=1)
     log_weight = xlogy(kept, rate) + xlogy(n - kept, 1.0 - rate)
     votes = np.array([votes_of(tuple(record for record, keep in zip(records, mask) if keep)) for mask in masks])
@@ -94,8 +107,9 @@ def knn_votes(records: tuple, query: np.ndarray, k: int, num_labels: int) -> np.
         return np.zeros(num_labels, np.int64)
     features = torch.tensor(np.array([record[0] for record in records]), dtype=torch.float32)
     labels = torch.tensor(np.array([record[1] for record in records]), dtype=torch.uint8)
-    return subsampled_knn_votes(features, labels, torch.tensor(query[None], dtype=torch.float32), k, 1.0,
-                                torch.Generator().manual_seed(0))[0]
+    return subsampled_knn_votes(
+        features, labels, torch.tensor(query[None], dtype=torch.float32), k, 1.0, torch.Generator().manual_seed(0)
+    )[0]
 
 
 def argmax_log_probs(scores: np.ndarray, kind: str, scale: float) -> np.ndarray:

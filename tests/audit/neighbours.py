@@ -20,8 +20,14 @@ import itertools
 
 import numpy as np
 
-__all__ = ["count_grid", "count_moves", "count_neighbours", "ensemble_neighbours", "row_neighbours",
-           "record_neighbours"]
+__all__ = [
+    "count_grid",
+    "count_moves",
+    "count_neighbours",
+    "ensemble_neighbours",
+    "row_neighbours",
+    "record_neighbours",
+]
 
 
 def count_moves(num_labels: int, relation: str) -> np.ndarray:
@@ -78,13 +84,13 @@ def row_neighbours(rows: tuple, relation: str, num_labels: int) -> list[tuple]:
         for position, row in enumerate(rows):
             for new in every_row:
                 if new != row:
-                    out.add(tuple(sorted(rows[:position] + (new,) + rows[position + 1:])))
+                    out.add(tuple(sorted(rows[:position] + (new,) + rows[position + 1 :])))
         return sorted(out)
     for new in every_row:
         out.add(tuple(sorted(rows + (new,))))
     if len(rows) > 1:
         for position in range(len(rows)):
-            out.add(rows[:position] + rows[position + 1:])
+            out.add(rows[:position] + rows[position + 1 :])
     return sorted(out)
 
 
@@ -93,7 +99,12 @@ def record_neighbours(records: tuple, candidates: tuple, relation: str) -> list[
     (add) or one record dropped (remove) under add_remove; one record swapped in place for a candidate under
     replace. The index matters where a mechanism breaks ties by it."""
     if relation == "add_remove":
-        return ([records[:i] + (candidate,) + records[i:] for candidate in candidates for i in range(len(records) + 1)]
-                + [records[:i] + records[i + 1:] for i in range(len(records))])
-    return [records[:i] + (candidate,) + records[i + 1:] for i in range(len(records)) for candidate in candidates
-            if candidate != records[i]]
+        return [
+            records[:i] + (candidate,) + records[i:] for candidate in candidates for i in range(len(records) + 1)
+        ] + [records[:i] + records[i + 1 :] for i in range(len(records))]
+    return [
+        records[:i] + (candidate,) + records[i + 1 :]
+        for i in range(len(records))
+        for candidate in candidates
+        if candidate != records[i]
+    ]

@@ -85,9 +85,14 @@ def _count_audit(cls, law, relation: str, claim: Callable, sigma: float = 1.0) -
     results = []
     for num_labels, num_teachers, values in COUNT_SHAPES:
         agg = cls(num_labels, num_teachers, sigma, relation)
-        results.append(exact_rdp_audit(functools.partial(_on_ensemble, law, agg),
-                                       _ensembles(count_grid(num_labels, num_teachers, values), num_teachers),
-                                       functools.partial(ensemble_neighbours, relation=relation), claim(agg)))
+        results.append(
+            exact_rdp_audit(
+                functools.partial(_on_ensemble, law, agg),
+                _ensembles(count_grid(num_labels, num_teachers, values), num_teachers),
+                functools.partial(ensemble_neighbours, relation=relation),
+                claim(agg),
+            )
+        )
     return _worst(results)
 
 
@@ -102,8 +107,14 @@ def _tau_audit(relation: str, claim: Callable) -> AuditResult:
         agg = TauPATE(num_labels, 4, 1.0, tau, norm, relation)
         rows = list(itertools.product((0, 1), repeat=num_labels))
         inputs = list(itertools.combinations_with_replacement(rows, 4))
-        results.append(exact_rdp_audit(functools.partial(laws.tau_pate_law, agg), inputs,
-                                       lambda x: row_neighbours(x, relation, num_labels), claim(agg)))
+        results.append(
+            exact_rdp_audit(
+                functools.partial(laws.tau_pate_law, agg),
+                inputs,
+                lambda x: row_neighbours(x, relation, num_labels),
+                claim(agg),
+            )
+        )
     return _worst(results)
 
 
@@ -121,30 +132,40 @@ def _knn_audit(relation: str, claim: Callable) -> AuditResult:
         label_vectors = list(itertools.product((0, 1), repeat=num_labels))
         candidates = tuple((f, y) for f in FEATURES for y in label_vectors)
         ones, zeros = (1,) * num_labels, (0,) * num_labels
-        bases = [((FEATURES[0], ones), (FEATURES[0], zeros), (FEATURES[1], ones), (FEATURES[2], zeros)),
-                 ((FEATURES[1], ones), (FEATURES[1], ones), (FEATURES[2], zeros))]
+        bases = [
+            ((FEATURES[0], ones), (FEATURES[0], zeros), (FEATURES[1], ones), (FEATURES[2], zeros)),
+            ((FEATURES[1], ones), (FEATURES[1], ones), (FEATURES[2], zeros)),
+        ]
 
         @functools.lru_cache(maxsize=None)
         def votes_of(records, mechanism=mechanism):
             return laws.knn_votes(records, QUERY, mechanism.k, mechanism.num_labels)
 
         law = functools.partial(laws.knn_law, mechanism, votes_of=votes_of)
-        results.append(exact_rdp_audit(law, bases, lambda x: record_neighbours(x, candidates, relation),
-                                       claim(mechanism)))
+        results.append(
+            exact_rdp_audit(law, bases, lambda x: record_neighbours(x, candidates, relation), claim(mechanism))
+        )
     return _worst(results)
 
 
 # ---------------------------------------------------------------- selection, test, StableTopK
 def _selection_audit(relation: str, claim: Callable) -> AuditResult:
     results = []
-    for num_labels, num_teachers, selection, noise in [(2, 5, "gaussian", {"sigma": 1.0}),
-                                                       (3, 4, "gaussian", {"sigma": 1.0}),
-                                                       (2, 5, "laplace", {"sigma": 1.0}),
-                                                       (2, 5, "gumbel", {"epsilon": 2.0})]:
+    for num_labels, num_teachers, selection, noise in [
+        (2, 5, "gaussian", {"sigma": 1.0}),
+        (3, 4, "gaussian", {"sigma": 1.0}),
+        (2, 5, "laplace", {"sigma": 1.0}),
+        (2, 5, "gumbel", {"epsilon": 2.0}),
+    ]:
         mechanism = GapSelection(num_labels, num_teachers, selection, neighbors=relation, **noise)
-        results.append(exact_rdp_audit(functools.partial(_on_ensemble, laws.gap_selection_law, mechanism),
-                                       _ensembles(count_grid(num_labels, num_teachers), num_teachers),
-                                       functools.partial(ensemble_neighbours, relation=relation), claim(mechanism)))
+        results.append(
+            exact_rdp_audit(
+                functools.partial(_on_ensemble, laws.gap_selection_law, mechanism),
+                _ensembles(count_grid(num_labels, num_teachers), num_teachers),
+                functools.partial(ensemble_neighbours, relation=relation),
+                claim(mechanism),
+            )
+        )
     return _worst(results)
 
 
@@ -158,8 +179,9 @@ def _gap_test_audit(relation: str, claim: Callable) -> AuditResult:
         (h, teachers), k = x
         return count_gaps(sorted_padded_counts(np.array(h)[None], teachers))[0, num_labels - k]
 
-    inputs = [(h, k) for h in _ensembles(count_grid(num_labels, num_teachers), num_teachers)
-              for k in range(num_labels + 1)]
+    inputs = [
+        (h, k) for h in _ensembles(count_grid(num_labels, num_teachers), num_teachers) for k in range(num_labels + 1)
+    ]
 
     def neighbours(x):
         return [(y, x[1]) for y in ensemble_neighbours(x[0], relation)]
@@ -167,14 +189,17 @@ def _gap_test_audit(relation: str, claim: Callable) -> AuditResult:
     results = []
     for test, noise in [("gaussian", {"sigma": 1.0}), ("laplace", {"epsilon": 1.0})]:
         mechanism = GapTest(test, 1e-6, neighbors=relation, **noise)
-        results.append(exact_rdp_audit(lambda x, m=mechanism: laws.gap_test_law(m, gap(x)), inputs, neighbours,
-                                       claim(mechanism)))
+        results.append(
+            exact_rdp_audit(lambda x, m=mechanism: laws.gap_test_law(m, gap(x)), inputs, neighbours, claim(mechanism))
+        )
     return _worst(results)
 
 
-STABLE_TOPK = [dict(selection="gaussian", sigma_select=1.0, sigma_test=1.0),
-               dict(selection="gumbel", eps_select=2.0, test="laplace", eps_test=1.0),
-               dict(selection="laplace", sigma_select=1.0, sigma_test=1.5)]
+STABLE_TOPK = [
+    dict(selection="gaussian", sigma_select=1.0, sigma_test=1.0),
+    dict(selection="gumbel", eps_select=2.0, test="laplace", eps_test=1.0),
+    dict(selection="laplace", sigma_select=1.0, sigma_test=1.5),
+]
 
 
 def _stable_topk_audit(relation: str, claim: Callable) -> AuditResult:
@@ -187,10 +212,12 @@ def _stable_topk_audit(relation: str, claim: Callable) -> AuditResult:
             grid = _ensembles(count_grid(num_labels, num_teachers), num_teachers)
             neighbours = functools.partial(ensemble_neighbours, relation=relation)
             coarse = functools.partial(laws.stable_topk_law, coarse=True)
-            results.append(exact_rdp_audit(functools.partial(_on_ensemble, coarse, agg), grid, neighbours,
-                                           claim(agg)))
-            results.append(exact_dp_audit(functools.partial(_on_ensemble, laws.stable_topk_law, agg), grid,
-                                          neighbours, claim(agg), DELTA))
+            results.append(exact_rdp_audit(functools.partial(_on_ensemble, coarse, agg), grid, neighbours, claim(agg)))
+            results.append(
+                exact_dp_audit(
+                    functools.partial(_on_ensemble, laws.stable_topk_law, agg), grid, neighbours, claim(agg), DELTA
+                )
+            )
     return _worst(results)
 
 
@@ -198,11 +225,26 @@ def _dd_binary_voting_audit(relation: str, claim: Callable) -> AuditResult:
     """DataDependentBinaryVoting, one query: exact epsilon at delta of (per label: not released, 0, 1)."""
     results = []
     for num_labels, screen, values in [(1, None, None), (2, None, MIDDLE + (2, 3, 37, 38)), (1, 4.0, None)]:
-        agg = DataDependentBinaryVoting(num_labels, 40, 2.0, order=8.0, test_sigma=0.5, test_delta=1e-6,
-                                        rdp_budget=1.5 * num_labels, screen_sigma=screen, neighbors=relation)
-        results.append(exact_dp_audit(functools.partial(_on_ensemble, laws.data_dependent_binary_voting_law, agg),
-                                      _ensembles(count_grid(num_labels, 40, values), 40),
-                                      functools.partial(ensemble_neighbours, relation=relation), claim(agg), DELTA))
+        agg = DataDependentBinaryVoting(
+            num_labels,
+            40,
+            2.0,
+            order=8.0,
+            test_sigma=0.5,
+            test_delta=1e-6,
+            rdp_budget=1.5 * num_labels,
+            screen_sigma=screen,
+            neighbors=relation,
+        )
+        results.append(
+            exact_dp_audit(
+                functools.partial(_on_ensemble, laws.data_dependent_binary_voting_law, agg),
+                _ensembles(count_grid(num_labels, 40, values), 40),
+                functools.partial(ensemble_neighbours, relation=relation),
+                claim(agg),
+                DELTA,
+            )
+        )
     return _worst(results)
 
 
@@ -217,23 +259,33 @@ HISTOGRAMS = [np.array(h) for h in itertools.product(range(4), repeat=3)]
 LARGE_HISTOGRAMS = [np.array(h) for h in itertools.product(range(0, 13, 3), repeat=3)]
 
 
-def _topk_audit(build: Callable, relation: str, claim: Callable, delta: float = 1e-4,
-                histograms: list = HISTOGRAMS) -> AuditResult:
+def _topk_audit(
+    build: Callable, relation: str, claim: Callable, delta: float = 1e-4, histograms: list = HISTOGRAMS
+) -> AuditResult:
     """Monte Carlo lower bound over histograms of 3 bins (no T: only h' >= 0)."""
     mechanism = build(relation)
 
     def run(h, trials, rng):
         return mechanism(np.repeat(h[None], trials, axis=0), rng).indices
 
-    return monte_carlo_audit(run, histograms, functools.partial(count_neighbours, relation=relation,
-                                                                 num_teachers=None),
-                             claim(mechanism), delta, search_trials=4_000, confirm_trials=200_000)
+    return monte_carlo_audit(
+        run,
+        histograms,
+        functools.partial(count_neighbours, relation=relation, num_teachers=None),
+        claim(mechanism),
+        delta,
+        search_trials=4_000,
+        confirm_trials=200_000,
+    )
 
 
 def _halved_epsilon(mechanism):
     """A statement mechanism claiming the epsilons of twice the noise."""
-    fields = {name: getattr(mechanism, name) / 2.0 for name in ("epsilon", "em_epsilon", "fill_epsilon")
-              if hasattr(mechanism, name)}
+    fields = {
+        name: getattr(mechanism, name) / 2.0
+        for name in ("epsilon", "em_epsilon", "fill_epsilon")
+        if hasattr(mechanism, name)
+    }
     return dataclasses.replace(mechanism, **fields)
 
 
@@ -245,9 +297,15 @@ def _stable_topk_monte_carlo(relation: str, claim: Callable) -> AuditResult:
         result = agg(np.repeat(h[None], trials, axis=0), rng)
         return np.column_stack([result.selected_k, result.answered, result.labels])
 
-    return monte_carlo_audit(run, list(count_grid(3, 4)), functools.partial(count_neighbours, relation=relation,
-                                                                           num_teachers=4),
-                             claim(agg), 1e-4, search_trials=2_000, confirm_trials=200_000)
+    return monte_carlo_audit(
+        run,
+        list(count_grid(3, 4)),
+        functools.partial(count_neighbours, relation=relation, num_teachers=4),
+        claim(agg),
+        1e-4,
+        search_trials=2_000,
+        confirm_trials=200_000,
+    )
 
 
 # ---------------------------------------------------------------- DP-SGD (Monte Carlo on the real training)
@@ -262,10 +320,20 @@ def _dp_sgd_statistics(labels: tuple, rate: float, multiplier: float, trials: in
     moves = np.empty(trials)
     for trial in range(trials):
         model = linear_probe(1, 1)
-        train_dp_sgd(model, inputs, targets, sampling_rate=rate, expected_batch_size=1, noise_multiplier=multiplier,
-                     clip_norm=0.5, steps=1, lr=1.0, momentum=0.0,
-                     batches=torch.Generator().manual_seed(2 * (seed + trial)),
-                     noise=torch.Generator().manual_seed(2 * (seed + trial) + 1))
+        train_dp_sgd(
+            model,
+            inputs,
+            targets,
+            sampling_rate=rate,
+            expected_batch_size=1,
+            noise_multiplier=multiplier,
+            clip_norm=0.5,
+            steps=1,
+            lr=1.0,
+            momentum=0.0,
+            batches=torch.Generator().manual_seed(2 * (seed + trial)),
+            noise=torch.Generator().manual_seed(2 * (seed + trial) + 1),
+        )
         moves[trial] = sum(parameter.item() for parameter in model.parameters()) / np.sqrt(2.0) / 0.5
     return moves
 
@@ -276,17 +344,20 @@ def _dp_sgd_audit(relation: str, claim: Callable, trials: int = 10_000, delta: f
     (rate 1/2). The event, fixed
     before sampling: the move exceeds 2 sigma (replace) or 1.5 sigma (add_remove) units of C. Clopper-Pearson
     at 99.9%, fresh seeds per side."""
-    rate, (first, second), threshold = ((1.0, ((0,), (1,)), 2.0) if relation == "replace"
-                                        else (0.5, ((0,), (0, 1)), 1.5))
+    rate, (first, second), threshold = (1.0, ((0,), (1,)), 2.0) if relation == "replace" else (0.5, ((0,), (0, 1)), 1.5)
     event = PoissonSampledGaussianEvent(rate, 1.0, 1, relation)
     below = _dp_sgd_statistics(first, rate, 1.0, trials, 0) > threshold
     above = _dp_sgd_statistics(second, rate, 1.0, trials, trials) > threshold
     bound = epsilon_lower_bound(int(above.sum()), int(below.sum()), trials, delta, CONFIDENCE)
     claimed = claim(event)
     epsilon = Ledger().compose_event(claimed, neighbors=relation).epsilon(delta)[0]
-    return AuditResult("epsilon lower bound", bound, float(epsilon),
-                       f"delta {delta:g}, move > {threshold:g} sigma C, {second} vs {first}, "
-                       f"{int(above.sum())} vs {int(below.sum())} of {trials}")
+    return AuditResult(
+        "epsilon lower bound",
+        bound,
+        float(epsilon),
+        f"delta {delta:g}, move > {threshold:g} sigma C, {second} vs {first}, "
+        f"{int(above.sum())} vs {int(below.sum())} of {trials}",
+    )
 
 
 def _double_multiplier(event):
@@ -295,30 +366,58 @@ def _double_multiplier(event):
 
 
 RECIPES: dict[type, Recipe] = {
-    GaussianPATE: Recipe(functools.partial(_count_audit, GaussianPATE, laws.gaussian_pate_law),
-                         sensitivity=("pate.aggregators.gaussian_pate", "count_l2_sensitivity")),
-    BinaryVoting: Recipe(functools.partial(_count_audit, BinaryVoting, laws.binary_voting_law),
-                         sensitivity=("pate.aggregators.binary_voting", "binary_vote_l2_sensitivity")),
+    GaussianPATE: Recipe(
+        functools.partial(_count_audit, GaussianPATE, laws.gaussian_pate_law),
+        sensitivity=("pate.aggregators.gaussian_pate", "count_l2_sensitivity"),
+    ),
+    BinaryVoting: Recipe(
+        functools.partial(_count_audit, BinaryVoting, laws.binary_voting_law),
+        sensitivity=("pate.aggregators.binary_voting", "binary_vote_l2_sensitivity"),
+    ),
     TauPATE: Recipe(_tau_audit, sensitivity=("pate.aggregators.tau_pate", "clipped_threshold_l2_sensitivity")),
-    PrivateKNN: Recipe(_knn_audit, sensitivity=("pate.mechanisms.private_knn", "knn_vote_l2_sensitivity"),
-                       caught_under=("add_remove",)),
+    PrivateKNN: Recipe(
+        _knn_audit, sensitivity=("pate.mechanisms.private_knn", "knn_vote_l2_sensitivity"), caught_under=("add_remove",)
+    ),
     GapSelection: Recipe(_selection_audit),
     GapTest: Recipe(_gap_test_audit),
     StableTopK: Recipe(_stable_topk_audit),
     DataDependentBinaryVoting: Recipe(_dd_binary_voting_audit, weaken=_smaller_proposal),
     EMPeeling: Recipe(functools.partial(_topk_audit, lambda r: EMPeeling(k=1, pick_epsilon=2.0, neighbors=r))),
     PNFPeeling: Recipe(functools.partial(_topk_audit, lambda r: PNFPeeling(k=1, pick_epsilon=2.0, neighbors=r))),
-    Joint: Recipe(functools.partial(_topk_audit, lambda r: Joint(k=1, epsilon=3.0, neighbors=r)), slow=True,
-                  caught_under=()),
-    StableTopKFixed: Recipe(functools.partial(_topk_audit, lambda r: StableTopKFixed(
-        k=1, select_epsilon=3.0, test_sigma=5.0, fill_rho=0.05, delta_t=1e-6, neighbors=r)), slow=True,
-        caught_under=()),
-    LimitedDomain: Recipe(functools.partial(_topk_audit, lambda r: LimitedDomain(
-        k=1, max_k=2, epsilon=2.0, delta=1e-4, neighbors=r), delta=1e-2, histograms=LARGE_HISTOGRAMS),
-        weaken=_halved_epsilon, slow=True),
-    TopStable: Recipe(functools.partial(_topk_audit, lambda r: TopStable(
-        k=1, max_k=2, epsilon=2.0, delta=1e-4, neighbors=r), delta=1e-2, histograms=LARGE_HISTOGRAMS),
-        weaken=_halved_epsilon, slow=True, caught_under=()),
+    Joint: Recipe(
+        functools.partial(_topk_audit, lambda r: Joint(k=1, epsilon=3.0, neighbors=r)), slow=True, caught_under=()
+    ),
+    StableTopKFixed: Recipe(
+        functools.partial(
+            _topk_audit,
+            lambda r: StableTopKFixed(
+                k=1, select_epsilon=3.0, test_sigma=5.0, fill_rho=0.05, delta_t=1e-6, neighbors=r
+            ),
+        ),
+        slow=True,
+        caught_under=(),
+    ),
+    LimitedDomain: Recipe(
+        functools.partial(
+            _topk_audit,
+            lambda r: LimitedDomain(k=1, max_k=2, epsilon=2.0, delta=1e-4, neighbors=r),
+            delta=1e-2,
+            histograms=LARGE_HISTOGRAMS,
+        ),
+        weaken=_halved_epsilon,
+        slow=True,
+    ),
+    TopStable: Recipe(
+        functools.partial(
+            _topk_audit,
+            lambda r: TopStable(k=1, max_k=2, epsilon=2.0, delta=1e-4, neighbors=r),
+            delta=1e-2,
+            histograms=LARGE_HISTOGRAMS,
+        ),
+        weaken=_halved_epsilon,
+        slow=True,
+        caught_under=(),
+    ),
     DPSGD: Recipe(_dp_sgd_audit, weaken=_double_multiplier, slow=True, caught_under=("replace",)),
 }
 

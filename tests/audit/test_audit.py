@@ -19,10 +19,12 @@ from tests.audit.recipes import MONTE_CARLO, RECIPES, RELATIONS, identity
 
 def _cases(registry, power=False):
     """(class, relation) for every recipe; ``power``: only the relations its weakened claims are caught under."""
-    return [pytest.param(cls, relation, id=f"{cls.__name__}-{relation}",
-                         marks=[pytest.mark.slow] if recipe.slow else [])
-            for cls, recipe in registry.items() for relation in RELATIONS
-            if not power or relation in recipe.caught_under]
+    return [
+        pytest.param(cls, relation, id=f"{cls.__name__}-{relation}", marks=[pytest.mark.slow] if recipe.slow else [])
+        for cls, recipe in registry.items()
+        for relation in RELATIONS
+        if not power or relation in recipe.caught_under
+    ]
 
 
 @pytest.mark.parametrize("cls, relation", _cases(RECIPES))
@@ -48,8 +50,12 @@ def test_a_claim_below_the_noise_drawn_is_caught(cls, relation):
     assert not result.holds, f"the audit missed a weakened claim: {result}"
 
 
-SENSITIVITY = [pytest.param(cls, relation, id=f"{cls.__name__}-{relation}")
-               for cls, recipe in RECIPES.items() if recipe.sensitivity for relation in recipe.caught_under]
+SENSITIVITY = [
+    pytest.param(cls, relation, id=f"{cls.__name__}-{relation}")
+    for cls, recipe in RECIPES.items()
+    if recipe.sensitivity
+    for relation in recipe.caught_under
+]
 
 
 @pytest.mark.parametrize("cls, relation", SENSITIVITY)
@@ -77,11 +83,17 @@ def test_the_old_add_remove_price_of_binary_voting_is_caught(monkeypatch):
     it."""
     monkeypatch.setattr("pate.aggregators.binary_voting.binary_vote_l2_sensitivity", _old_binary_price)
     agg = BinaryVoting(num_labels=1, num_teachers=40, sigma=1.0, neighbors="add_remove")
-    divergence = renyi_divergence(*aligned(laws.binary_voting_law(agg, np.array([35])),
-                                           laws.binary_voting_law(agg, np.array([36]))), [16.0])[0]
+    divergence = renyi_divergence(
+        *aligned(laws.binary_voting_law(agg, np.array([35])), laws.binary_voting_law(agg, np.array([36]))), [16.0]
+    )[0]
     assert divergence == pytest.approx(15.8, abs=0.05)
     assert agg.rdp([16.0])[0] == pytest.approx(8.0)
     assert not RECIPES[BinaryVoting].audit("add_remove", identity).holds
-    result = exact_rdp_audit(lambda h: laws.binary_voting_law(agg, h), count_grid(1, 40),
-                             lambda h: count_neighbours(h, "add_remove", 40), agg, ORDERS)
+    result = exact_rdp_audit(
+        lambda h: laws.binary_voting_law(agg, h),
+        count_grid(1, 40),
+        lambda h: count_neighbours(h, "add_remove", 40),
+        agg,
+        ORDERS,
+    )
     assert result.ratio > 1.9, str(result)

@@ -22,7 +22,8 @@ def test_discovery_finds_every_shipped_aggregator_mechanism_and_method():
 def test_every_discovered_class_has_an_audit_recipe(cls):
     """A new class fails here until ``recipes.py`` says how to audit it (or which audit covers it)."""
     assert cls in RECIPES or cls in COVERED_BY, (
-        f"{cls.__module__}.{cls.__qualname__} has no audit recipe: add one to tests/audit/recipes.py")
+        f"{cls.__module__}.{cls.__qualname__} has no audit recipe: add one to tests/audit/recipes.py"
+    )
     if cls in COVERED_BY:
         assert COVERED_BY[cls] in RECIPES
 

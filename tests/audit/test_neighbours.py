@@ -20,9 +20,14 @@ def test_add_remove_adds_or_removes_a_teacher_and_its_vote():
     label 1 (no vote to take)."""
     x = ((0, 40), 40)
     assert _moves(x, ensemble_neighbours(x, "add_remove")) == {
-        ((1, 0), 0), ((0, -1), 0),
-        ((0, 0), 1), ((1, 0), 1), ((0, 1), 1), ((1, 1), 1),
-        ((0, -1), -1)}
+        ((1, 0), 0),
+        ((0, -1), 0),
+        ((0, 0), 1),
+        ((1, 0), 1),
+        ((0, 1), 1),
+        ((1, 1), 1),
+        ((0, -1), -1),
+    }
 
 
 def test_a_single_teacher_is_not_removed():

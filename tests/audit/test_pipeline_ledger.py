@@ -19,8 +19,9 @@ INSTANCES = {
     "GaussianPATE": lambda: GaussianPATE(L, T, 5.0),
     "TauPATE": lambda: TauPATE(L, T, 5.0, 2.0),
     "BinaryVoting": lambda: BinaryVoting(L, T, 5.0),
-    "DataDependentBinaryVoting": lambda: DataDependentBinaryVoting(L, T, 2.0, order=8.0, test_sigma=1.0,
-                                                                   test_delta=1e-7, rdp_budget=3.0),
+    "DataDependentBinaryVoting": lambda: DataDependentBinaryVoting(
+        L, T, 2.0, order=8.0, test_sigma=1.0, test_delta=1e-7, rdp_budget=3.0
+    ),
 }
 
 
@@ -59,6 +60,7 @@ def test_some_asked_queries_go_unanswered_in_this_check(tmp_path):
 def test_a_ledger_that_composes_fewer_queries_than_asked_is_caught(tmp_path, monkeypatch):
     """The variant: the stage prices half of the queries asked (as if it priced only those answered), and the
     check fails on it."""
+
     def half_of_the_queries(aggregator, asked):
         return Ledger().compose(aggregator, count=max(1, asked // 2))
 

@@ -18,8 +18,14 @@ def label_names(num_labels: int) -> list[str]:
     return [f"{SHAPES[j % 5]}{'' if (j // 5) % 2 == 0 else '_absent'}_{j:03d}" for j in range(num_labels)]
 
 
-def write_folder(root: Path, num_labels: int, num_images: int = 400, minus_one: bool = False,
-                 split_column: bool = False, seed: int = 0) -> np.ndarray:
+def write_folder(
+    root: Path,
+    num_labels: int,
+    num_images: int = 400,
+    minus_one: bool = False,
+    split_column: bool = False,
+    seed: int = 0,
+) -> np.ndarray:
     """Write the folder at ``root``; return the true labels uint8 [num_images, num_labels] in the CSV's order.
     ``minus_one`` writes -1/1 instead of 0/1; ``split_column`` adds ``split`` (train 70%, val 10%, test 20%)."""
     rng = np.random.default_rng(seed)
@@ -41,8 +47,11 @@ def write_folder(root: Path, num_labels: int, num_images: int = 400, minus_one: 
         image.save(root / name)
     negative = "-1" if minus_one else "0"
     header = ["file", *label_names(num_labels)]
-    codes = np.array(["train"] * int(0.7 * num_images) + ["val"] * int(0.1 * num_images)
-                     + ["test"] * (num_images - int(0.7 * num_images) - int(0.1 * num_images)))
+    codes = np.array(
+        ["train"] * int(0.7 * num_images)
+        + ["val"] * int(0.1 * num_images)
+        + ["test"] * (num_images - int(0.7 * num_images) - int(0.1 * num_images))
+    )
     if split_column:
         header.insert(2, "split")  # anywhere after the file column
     rows = []

@@ -27,9 +27,15 @@ def test_tau_beyond_the_datas_labels_is_refused_by_name(shared_root, tmp_path):
         run(_toy_cfg(shared_root, "aggregator=tau_pate", "aggregator.tau=10.0"), output_dir=tmp_path)
 
 
-@pytest.mark.parametrize("aggregator", ["aggregator=gaussian_pate", "aggregator=tau_pate aggregator.tau=2",
-                                        "aggregator=tau_pate",
-                                        "aggregator=stable_topk_paper"])
+@pytest.mark.parametrize(
+    "aggregator",
+    [
+        "aggregator=gaussian_pate",
+        "aggregator=tau_pate aggregator.tau=2",
+        "aggregator=tau_pate",
+        "aggregator=stable_topk_paper",
+    ],
+)
 def test_a_toy_dataset_with_five_labels_runs_end_to_end(shared_root, tmp_path, aggregator):
     cfg = _toy_cfg(shared_root, *aggregator.split())
     assert isinstance(instantiate(cfg.data.reader), DatasetReader)

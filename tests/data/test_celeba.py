@@ -155,8 +155,11 @@ def test_an_image_edited_after_its_decode_is_never_served_stale(fake_celeba, tmp
 
 def test_a_missing_image_is_named_before_any_decode(fake_celeba, tmp_path, count_decodes):
     (fake_celeba / "img_align_celeba" / "000005.jpg").unlink()
-    with pytest.raises(ValueError, match=r"000005\.jpg: no such image file, listed in .*list_attr_celeba\.txt on "
-                                         r"line 7 \(1 of the 6 listed images are missing\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"000005\.jpg: no such image file, listed in .*list_attr_celeba\.txt on "
+        r"line 7 \(1 of the 6 listed images are missing\)",
+    ):
         load_celeba(fake_celeba, 8, tmp_path / "cache", progress=False)
     assert count_decodes == []
 
@@ -192,8 +195,9 @@ def _drop_data(npy, sidecar):
     npy.unlink()
 
 
-@pytest.mark.parametrize("damage", [_flip_last_byte, _truncate, _drop_sidecar, _garble_sidecar,
-                                    _wrong_shape_in_sidecar, _drop_data])
+@pytest.mark.parametrize(
+    "damage", [_flip_last_byte, _truncate, _drop_sidecar, _garble_sidecar, _wrong_shape_in_sidecar, _drop_data]
+)
 def test_damaged_cache_is_detected_and_rebuilt(fake_celeba, tmp_path, count_decodes, caplog, damage):
     good = np.array(load_celeba(fake_celeba, 8, tmp_path / "cache", progress=False).images)
     (npy,) = (tmp_path / "cache").glob("*.npy")
@@ -268,14 +272,17 @@ def _bad_count_line(root):
     write_attr_file(root, _rows(root), count="six")
 
 
-@pytest.mark.parametrize("corrupt, message", [
-    (_count_too_high, r"list_attr_celeba\.txt: line 1 announces 7 images but the file holds 6 rows"),
-    (_wrong_names, r"list_attr_celeba\.txt, line 2: expected the label names \('5_o_Clock_Shadow', "),
-    (_value_zero, r"list_attr_celeba\.txt, line 5: value '0' for Bangs"),
-    (_short_row, r"list_attr_celeba\.txt, line 4: expected a file name and 40 values, found 40 fields"),
-    (_duplicate_name, r"list_attr_celeba\.txt, line 6: image '000001\.jpg' listed twice"),
-    (_bad_count_line, r"list_attr_celeba\.txt, line 1: expected the number of images"),
-])
+@pytest.mark.parametrize(
+    "corrupt, message",
+    [
+        (_count_too_high, r"list_attr_celeba\.txt: line 1 announces 7 images but the file holds 6 rows"),
+        (_wrong_names, r"list_attr_celeba\.txt, line 2: expected the label names \('5_o_Clock_Shadow', "),
+        (_value_zero, r"list_attr_celeba\.txt, line 5: value '0' for Bangs"),
+        (_short_row, r"list_attr_celeba\.txt, line 4: expected a file name and 40 values, found 40 fields"),
+        (_duplicate_name, r"list_attr_celeba\.txt, line 6: image '000001\.jpg' listed twice"),
+        (_bad_count_line, r"list_attr_celeba\.txt, line 1: expected the number of images"),
+    ],
+)
 def test_malformed_attribute_file_is_rejected_with_file_and_line(fake_celeba, corrupt, message):
     """Checked against CelebA's own 40 names, as a user who sets ``expected_labels`` asks."""
     corrupt(fake_celeba)
@@ -287,8 +294,10 @@ def test_malformed_attribute_file_is_rejected_with_file_and_line(fake_celeba, co
 def test_the_label_names_come_from_the_data(fake_celeba, num_labels):
     """Any labels written in CelebA's format are read, their names and number taken from line 2."""
     names = [f"tag_{index:03d}" for index in range(num_labels)]
-    rows = [(name, ["1" if (i + j) % 3 == 0 else "-1" for j in range(num_labels)])
-            for i, (name, _) in enumerate(_rows(fake_celeba))]
+    rows = [
+        (name, ["1" if (i + j) % 3 == 0 else "-1" for j in range(num_labels)])
+        for i, (name, _) in enumerate(_rows(fake_celeba))
+    ]
     write_attr_file(fake_celeba, rows, names=names)
     assert read_label_names(fake_celeba) == tuple(names)
     filenames, labels = read_attributes(fake_celeba)
@@ -302,12 +311,15 @@ def test_repeated_label_names_are_refused(fake_celeba):
         read_label_names(fake_celeba)
 
 
-@pytest.mark.parametrize("content, message", [
-    ("000001.jpg 0\n000002.jpg 0\n", r"list_eval_partition\.txt does not match .* 4 image\(s\) without a split"),
-    ("000001.jpg 3\n", r"list_eval_partition\.txt, line 1: expected '<file name> <code>'"),
-    ("000001.jpg 0\n000001.jpg 1\n", r"list_eval_partition\.txt, line 2: image '000001\.jpg' listed twice"),
-    ("".join(f"{i:06d}.jpg 0\n" for i in range(1, 8)), r"1 image\(s\) not in the attribute file .*000007\.jpg"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("000001.jpg 0\n000002.jpg 0\n", r"list_eval_partition\.txt does not match .* 4 image\(s\) without a split"),
+        ("000001.jpg 3\n", r"list_eval_partition\.txt, line 1: expected '<file name> <code>'"),
+        ("000001.jpg 0\n000001.jpg 1\n", r"list_eval_partition\.txt, line 2: image '000001\.jpg' listed twice"),
+        ("".join(f"{i:06d}.jpg 0\n" for i in range(1, 8)), r"1 image\(s\) not in the attribute file .*000007\.jpg"),
+    ],
+)
 def test_malformed_partition_file_is_rejected(fake_celeba, content, message):
     (fake_celeba / "list_eval_partition.txt").write_text(content)
     names, _ = read_attributes(fake_celeba)
@@ -321,10 +333,13 @@ def test_splits_are_celebas_codes():
     assert ATTRIBUTE_NAMES[0] == "5_o_Clock_Shadow" and ATTRIBUTE_NAMES[20] == "Male" and ATTRIBUTE_NAMES[-1] == "Young"
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"image_size": 0}, "image_size=0"),
-    ({"num_workers": -1}, "num_workers=-1"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"image_size": 0}, "image_size=0"),
+        ({"num_workers": -1}, "num_workers=-1"),
+    ],
+)
 def test_load_celeba_rejects_bad_arguments(fake_celeba, tmp_path, kwargs, message):
     args = {"image_size": 8, "cache_dir": tmp_path / "cache", **kwargs}
     with pytest.raises(ValueError, match=message):
@@ -351,4 +366,3 @@ def test_blank_line_inside_the_rows_is_rejected(fake_celeba):
     attr.write_text("\n".join(lines[:4] + [""] + lines[4:]) + "\n")
     with pytest.raises(ValueError, match=r"line 5: expected a file name and 40 values, found 0 fields"):
         read_attributes(fake_celeba)
-

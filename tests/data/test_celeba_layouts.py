@@ -42,10 +42,14 @@ def _to_torchvision(original: Path, root: Path) -> Path:
 @pytest.fixture(scope="module")
 def layouts(tmp_path_factory) -> dict[str, Path]:
     base = tmp_path_factory.mktemp("layouts")
-    original = generate_synthetic_celeba(base / "original", num_images=400, image_size=32,
-                                         split_fractions=(0.8, 0.05, 0.15), seed=0, progress=False)
-    return {"original": original, "torchvision": _to_torchvision(original, base / "tv"),
-            "kaggle": _to_kaggle(original, base / "kaggle")}
+    original = generate_synthetic_celeba(
+        base / "original", num_images=400, image_size=32, split_fractions=(0.8, 0.05, 0.15), seed=0, progress=False
+    )
+    return {
+        "original": original,
+        "torchvision": _to_torchvision(original, base / "tv"),
+        "kaggle": _to_kaggle(original, base / "kaggle"),
+    }
 
 
 @pytest.mark.parametrize("kind", ["torchvision", "kaggle"])
@@ -60,8 +64,10 @@ def test_every_layout_reads_to_the_same_arrays(layouts, kind, tmp_path):
 
 
 def test_every_layout_runs_end_to_end_to_the_same_result(layouts, tiny_cfg, tmp_path):
-    results = {kind: run(tiny_cfg("data=celeba", f"data.root={root}"), output_dir=tmp_path / kind)
-               for kind, root in layouts.items()}
+    results = {
+        kind: run(tiny_cfg("data=celeba", f"data.root={root}"), output_dir=tmp_path / kind)
+        for kind, root in layouts.items()
+    }
     for kind in ("torchvision", "kaggle"):
         for key in ("epsilon", "label_f1", "student_accuracy", "teacher_accuracy"):
             assert results[kind][key] == results["original"][key], (kind, key)
@@ -78,18 +84,29 @@ def test_a_directory_matching_no_layout_lists_what_was_looked_for_and_found(tmp_
     assert "found labels.csv, photos/" in message and "data.root=/path/to/celeba" in message
 
 
-@pytest.mark.parametrize("edit, message", [
-    (lambda text: text.replace("image_id", "filename", 1), "line 1: expected a header starting with 'image_id'"),
-    (lambda text: text.replace(",-1", ",0", 1), r"line 2: value '0' for \w+; expected 1 \(or \+1\) or -1"),
-    (lambda text: text.replace(",1\n", "\n", 1), r"line \d+: expected a file name and 40 values, found 40 fields"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda text: text.replace("image_id", "filename", 1), "line 1: expected a header starting with 'image_id'"),
+        (lambda text: text.replace(",-1", ",0", 1), r"line 2: value '0' for \w+; expected 1 \(or \+1\) or -1"),
+        (lambda text: text.replace(",1\n", "\n", 1), r"line \d+: expected a file name and 40 values, found 40 fields"),
+    ],
+)
 def test_a_bad_kaggle_file_names_the_file_and_the_line(layouts, tmp_path, edit, message):
     """Through train.py's command line: exit 2, one line naming the file and the line, no image decoded."""
     root = _to_kaggle(layouts["original"], tmp_path / "bad")
     path = root / "list_attr_celeba.csv"
     path.write_text(edit(path.read_text()))
-    done = run_cli("train.py", ["debug=tiny", "data=celeba", f"data.root={root}", f"paths.root_dir={tmp_path}",
-                                f"hydra.run.dir={tmp_path / 'run'}"])
+    done = run_cli(
+        "train.py",
+        [
+            "debug=tiny",
+            "data=celeba",
+            f"data.root={root}",
+            f"paths.root_dir={tmp_path}",
+            f"hydra.run.dir={tmp_path / 'run'}",
+        ],
+    )
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert done.returncode == 2 and len(lines) == 1, done.stdout + done.stderr
     assert lines[0].startswith(f"error: {path}, ") and re.search(message, lines[0]), lines[0]

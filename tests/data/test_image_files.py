@@ -56,12 +56,26 @@ def _same_file(root: Path, spelling: str) -> str:
     if spelling == "up_and_back":
         (root / "d").mkdir()
         return "d/../img/00000.png"
-    return {"same": "img/00000.png", "dot": "./img/00000.png", "double_slash": "img//00000.png",
-            "dot_inside": "img/./00000.png", "trailing_slashes": "img/00000.png//"}[spelling]
+    return {
+        "same": "img/00000.png",
+        "dot": "./img/00000.png",
+        "double_slash": "img//00000.png",
+        "dot_inside": "img/./00000.png",
+        "trailing_slashes": "img/00000.png//",
+    }[spelling]
 
 
-SPELLINGS = ["same", "dot", "double_slash", "dot_inside", "trailing_slashes", "up_and_back", "symlink",
-             "symlinked_dir", "hard_link"]
+SPELLINGS = [
+    "same",
+    "dot",
+    "double_slash",
+    "dot_inside",
+    "trailing_slashes",
+    "up_and_back",
+    "symlink",
+    "symlinked_dir",
+    "hard_link",
+]
 
 
 @pytest.mark.parametrize("spelling", SPELLINGS)
@@ -76,10 +90,13 @@ def test_no_spelling_or_link_puts_one_image_in_two_splits(tmp_path, spelling):
         _load(root, tmp_path / "cache")
     message = str(caught.value)
     assert "\n" not in message
-    assert message.startswith(f"{root / 'labels.csv'}, lines 2 and 8, column 1 (file): 'img/00000.png' and {name!r} "
-                              f"are {same}"), message
-    assert message.endswith("expected each image listed once (one image is one record: listed twice, it could be "
-                            "private and public at once)")
+    assert message.startswith(
+        f"{root / 'labels.csv'}, lines 2 and 8, column 1 (file): 'img/00000.png' and {name!r} are {same}"
+    ), message
+    assert message.endswith(
+        "expected each image listed once (one image is one record: listed twice, it could be "
+        "private and public at once)"
+    )
     assert not (tmp_path / "cache").exists()  # nothing decoded
 
 
@@ -115,7 +132,8 @@ def test_a_path_leading_outside_the_root_is_refused_even_if_the_file_exists(tmp_
     assert str(caught.value) == (
         f"{root / 'labels.csv'}, line 7, column 1 (file): {name!r} leads to {tmp_path / 'outside' / 'secret.png'}, "
         f"outside data.root={str(root)!r}; expected a file inside it (a '..' or a symlink that leaves it is refused; "
-        f"data.root may itself be a symlink)")
+        f"data.root may itself be a symlink)"
+    )
     assert not (tmp_path / "cache").exists()
 
 
@@ -131,11 +149,19 @@ def test_a_directory_a_loop_and_a_missing_file_are_named_by_their_row(tmp_path):
     os.symlink("loop.png", root / "img" / "loop.png")
     lines = list(range(2, 8))
     names = [name for name, _ in BASE_ROWS]
-    for bad, message in [("img", r"line 7: 'img' is \S+/img, not a file; expected an image file"),
-                         ("img/loop.png", r"line 7: 'img/loop.png': cannot read \S+/img/loop\.png \(Too many "
-                                          r"levels of symbolic links\)"),
-                         ("img/gone.png", r"img/gone\.png: no such image file, listed in labels\.csv on line 7 "
-                                          r"\(1 of the 6 listed images are missing\)")]:
+    for bad, message in [
+        ("img", r"line 7: 'img' is \S+/img, not a file; expected an image file"),
+        (
+            "img/loop.png",
+            r"line 7: 'img/loop.png': cannot read \S+/img/loop\.png \(Too many "
+            r"levels of symbolic links\)",
+        ),
+        (
+            "img/gone.png",
+            r"img/gone\.png: no such image file, listed in labels\.csv on line 7 "
+            r"\(1 of the 6 listed images are missing\)",
+        ),
+    ]:
         with pytest.raises(ValueError, match=message):
             resolve_image_files([*names[:5], bad], root, root, "labels.csv", lines)
 
@@ -159,8 +185,9 @@ def _png16(path: Path, values: np.ndarray) -> Path:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
     header = struct.pack(">IIBBBBB", width, height, 16, color_type, 0, 0, 0)
-    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw))
-                     + chunk(b"IEND", b""))
+    path.write_bytes(
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
+    )
     return path
 
 
@@ -203,15 +230,21 @@ def test_a_16_bit_rgb_png_keeps_the_high_byte_and_says_so(tmp_path):
     assert np.array_equal(pixels, (values >> 8).astype(np.uint8).transpose(2, 0, 1))
 
 
-@pytest.mark.parametrize("values, message", [
-    (np.full((4, 4), 0.5, dtype=np.float32), r"a floating-point image \(PIL mode F, stored as F;32F\)"),
-    (np.full((4, 4), 70_000, dtype=np.int32), r"an integer image \(PIL mode I, stored as I;32S\)"),
-])
+@pytest.mark.parametrize(
+    "values, message",
+    [
+        (np.full((4, 4), 0.5, dtype=np.float32), r"a floating-point image \(PIL mode F, stored as F;32F\)"),
+        (np.full((4, 4), 70_000, dtype=np.int32), r"an integer image \(PIL mode I, stored as I;32S\)"),
+    ],
+)
 def test_a_mode_without_a_fixed_range_is_refused_by_name(tmp_path, values, message):
     path = tmp_path / "odd.tif"
     Image.fromarray(values).save(path)
-    with pytest.raises(UnscalableImage, match=rf"^{path}: {message} has no fixed range to scale to 8 bits; expected 1, "
-                                              r"8 or 16 bits per channel"):
+    with pytest.raises(
+        UnscalableImage,
+        match=rf"^{path}: {message} has no fixed range to scale to 8 bits; expected 1, "
+        r"8 or 16 bits per channel",
+    ):
         decode_image(path, 4)
 
 

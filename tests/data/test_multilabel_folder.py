@@ -29,8 +29,10 @@ SPLIT_70_10_20 = "data.split_fractions=[0.7,0.1,0.2]"  # 80 test images: 60 in t
 def folders(tmp_path_factory) -> dict[str, tuple[Path, np.ndarray]]:
     """L = 5 with -1/1 values and no split column; L = 100 with 0/1 values and a split column."""
     base = tmp_path_factory.mktemp("folders")
-    return {"five": (base / "five", write_folder(base / "five", 5, minus_one=True)),
-            "hundred": (base / "hundred", write_folder(base / "hundred", 100, split_column=True))}
+    return {
+        "five": (base / "five", write_folder(base / "five", 5, minus_one=True)),
+        "hundred": (base / "hundred", write_folder(base / "hundred", 100, split_column=True)),
+    }
 
 
 def _copy(folders, name: str, tmp_path: Path) -> Path:
@@ -69,8 +71,9 @@ def test_grayscale_and_rgba_images_are_converted_and_said_once(folders, tmp_path
         again = reader.load(tmp_path / "cache", progress=False)
     gray, rgba = expected_conversions(400)
     lines = [r.message for r in caplog.records if "to RGB" in r.message]
-    assert lines == [f"converted {gray} L image(s), {rgba} RGBA image(s) to RGB (grayscale replicated to 3 channels, "
-                     f"alpha dropped)"]
+    assert lines == [
+        f"converted {gray} L image(s), {rgba} RGBA image(s) to RGB (grayscale replicated to 3 channels, alpha dropped)"
+    ]
     assert data.images.shape == (400, 3, 8, 8) and np.array_equal(data.labels, labels)
     gray_row = 3  # written grayscale: its three channels are equal
     assert np.array_equal(data.images[gray_row, 0], data.images[gray_row, 2])
@@ -91,26 +94,44 @@ def _cell(lines, line, column, value):
 
 
 MALFORMED = {  # (edit of labels.csv, the message); line and column numbers are 1-based
-    "short_row": (lambda ls: ls[:2] + [ls[2].rsplit(",", 1)[0]] + ls[3:],
-                  r"labels\.csv, line 3: expected 6 comma-separated fields \(a file name, 5 labels\), found 5"),
-    "bad_value": (lambda ls: _cell(ls, 4, 3, "2"), r"labels\.csv, line 4, column 3 \(square_001\): '2'; expected 0 or 1"),
-    "mixed_negatives": (lambda ls: _cell(ls, 6, 2, "0"),
-                        r"labels\.csv, line 6, column 2 \(circle_000\): '0'; expected the file's negative value "
-                        r"'-1' \(seen first\): one convention per file"),
-    "escaping_path": (lambda ls: _cell(ls, 5, 1, "../secret.png"),
-                      r"labels\.csv, line 5, column 1 \(file\): '\.\./secret\.png' leads to \S*secret\.png, outside "
-                      r"data\.root="),
-    "repeated_file": (lambda ls: _cell(ls, 9, 1, ls[1].split(",")[0]),
-                      r"labels\.csv, lines 2 and 9, column 1 \(file\): 'img/00000\.png' and 'img/00000\.png' are one "
-                      r"file, \S*img/00000\.png; expected each image listed once"),
+    "short_row": (
+        lambda ls: ls[:2] + [ls[2].rsplit(",", 1)[0]] + ls[3:],
+        r"labels\.csv, line 3: expected 6 comma-separated fields \(a file name, 5 labels\), found 5",
+    ),
+    "bad_value": (
+        lambda ls: _cell(ls, 4, 3, "2"),
+        r"labels\.csv, line 4, column 3 \(square_001\): '2'; expected 0 or 1",
+    ),
+    "mixed_negatives": (
+        lambda ls: _cell(ls, 6, 2, "0"),
+        r"labels\.csv, line 6, column 2 \(circle_000\): '0'; expected the file's negative value "
+        r"'-1' \(seen first\): one convention per file",
+    ),
+    "escaping_path": (
+        lambda ls: _cell(ls, 5, 1, "../secret.png"),
+        r"labels\.csv, line 5, column 1 \(file\): '\.\./secret\.png' leads to \S*secret\.png, outside "
+        r"data\.root=",
+    ),
+    "repeated_file": (
+        lambda ls: _cell(ls, 9, 1, ls[1].split(",")[0]),
+        r"labels\.csv, lines 2 and 9, column 1 \(file\): 'img/00000\.png' and 'img/00000\.png' are one "
+        r"file, \S*img/00000\.png; expected each image listed once",
+    ),
     "header_only": (lambda ls: ls[:1], r"labels\.csv: the header names 5 labels but no image follows it"),
-    "no_label_column": (lambda ls: [line.split(",")[0] + ",split" if i == 0 else line.split(",")[0] + ",train"
-                                    for i, line in enumerate(ls)],
-                        r"labels\.csv, line 1: expected at least one label column besides 'split'"),
-    "repeated_label": (lambda ls: [ls[0].replace("square_001", "circle_000")] + ls[1:],
-                       r"labels\.csv, line 1: label names must be distinct, found \['circle_000'\]"),
-    "bad_split": (lambda ls: [ls[0] + ",split"] + [line + (",dev" if i == 7 else ",train") for i, line in enumerate(ls[1:])],
-                  r"labels\.csv, line 9, column 7 \(split\): 'dev'; expected train, val or test \(or 0, 1, 2\)"),
+    "no_label_column": (
+        lambda ls: [
+            line.split(",")[0] + ",split" if i == 0 else line.split(",")[0] + ",train" for i, line in enumerate(ls)
+        ],
+        r"labels\.csv, line 1: expected at least one label column besides 'split'",
+    ),
+    "repeated_label": (
+        lambda ls: [ls[0].replace("square_001", "circle_000")] + ls[1:],
+        r"labels\.csv, line 1: label names must be distinct, found \['circle_000'\]",
+    ),
+    "bad_split": (
+        lambda ls: [ls[0] + ",split"] + [line + (",dev" if i == 7 else ",train") for i, line in enumerate(ls[1:])],
+        r"labels\.csv, line 9, column 7 \(split\): 'dev'; expected train, val or test \(or 0, 1, 2\)",
+    ),
 }
 
 
@@ -143,8 +164,7 @@ RUNS = [  # (data, overrides, queries answered): 4 teachers never pass StableTop
 
 
 @pytest.mark.parametrize("name, overrides, answered", RUNS, ids=[f"{n}-{o[0]}" for n, o, _ in RUNS])
-def test_a_folder_runs_end_to_end_with_the_datas_own_labels(folders, shared_root, tmp_path, name, overrides,
-                                                            answered):
+def test_a_folder_runs_end_to_end_with_the_datas_own_labels(folders, shared_root, tmp_path, name, overrides, answered):
     folder, _ = folders[name]
     num_labels = {"five": 5, "hundred": 100}[name]
     metrics = run(_cfg(shared_root, folder, SPLIT_70_10_20, *overrides), output_dir=tmp_path)
@@ -201,11 +221,15 @@ def _too_few_test_images(root: Path) -> str:
     return "data.num_queries=40"
 
 
-CLI_CASES = {"no_images": (_no_images, []), "bad_value": (_bad_value, []), "no_csv": (_no_csv, []),
-             "one_file_twice": (_one_file_twice, []), "symlink_out": (_symlink_out, []),
-             "too_few_test_images": (_too_few_test_images, ["data.split_fractions=[0.8,0.15,0.05]"]),
-             "bad_fractions": (lambda root: "data.split_fractions=[0.5, 0.1, 0.1]",
-                               ["data.split_fractions=[0.5,0.1,0.1]"])}
+CLI_CASES = {
+    "no_images": (_no_images, []),
+    "bad_value": (_bad_value, []),
+    "no_csv": (_no_csv, []),
+    "one_file_twice": (_one_file_twice, []),
+    "symlink_out": (_symlink_out, []),
+    "too_few_test_images": (_too_few_test_images, ["data.split_fractions=[0.8,0.15,0.05]"]),
+    "bad_fractions": (lambda root: "data.split_fractions=[0.5, 0.1, 0.1]", ["data.split_fractions=[0.5,0.1,0.1]"]),
+}
 
 
 def _malformed(case: str):
@@ -213,6 +237,7 @@ def _malformed(case: str):
         edit, message = MALFORMED[case]
         _rewrite(root, edit)
         return message
+
     return damage, []
 
 
@@ -227,12 +252,22 @@ def test_bad_folder_data_is_one_line_through_the_command_line(folders, tmp_path,
     root = _copy(folders, "five", tmp_path)
     damage, extra = CLI_CASES[case]
     names = damage(root)
-    done = run_cli("train.py", ["debug=tiny", "data=multilabel_folder", f"data.root={root}", SPLIT_70_10_20, *extra,
-                                f"paths.root_dir={tmp_path}", f"hydra.run.dir={tmp_path / 'run'}"])
+    done = run_cli(
+        "train.py",
+        [
+            "debug=tiny",
+            "data=multilabel_folder",
+            f"data.root={root}",
+            SPLIT_70_10_20,
+            *extra,
+            f"paths.root_dir={tmp_path}",
+            f"hydra.run.dir={tmp_path / 'run'}",
+        ],
+    )
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert done.returncode == 2, done.stdout + done.stderr
     assert len(lines) == 1 and lines[0].startswith("error: "), lines
-    assert (re.search(names, lines[0]) if case.startswith("csv_") else names in lines[0]), (names, lines[0])
+    assert re.search(names, lines[0]) if case.startswith("csv_") else names in lines[0], (names, lines[0])
     assert not list((tmp_path / "cache").glob("tensors/*.npy")), "images were decoded before the error"
 
 
@@ -241,8 +276,11 @@ YOUR_DATA = Path(__file__).resolve().parents[2] / "docs" / "your-data.md"
 
 def _your_data_commands() -> list[str]:
     """The command lines for a folder that docs/your-data.md shows, as written."""
-    return [line.split()[2:] for line in YOUR_DATA.read_text().splitlines()
-            if line.startswith("python train.py data=multilabel_folder")]
+    return [
+        line.split()[2:]
+        for line in YOUR_DATA.read_text().splitlines()
+        if line.startswith("python train.py data=multilabel_folder")
+    ]
 
 
 @pytest.mark.slow
@@ -253,12 +291,20 @@ def test_the_your_data_page_commands_run(folders, tmp_path):
     folder, labels = folders["hundred"]
     np.save(tmp_path / "embeddings.npy", labels.astype(np.float32) + np.random.default_rng(0).normal(size=labels.shape))
     for number, args in enumerate(commands):
-        args = [arg.replace("/path/to/images", str(folder)).replace("/path/to/embeddings.npy",
-                                                                     str(tmp_path / "embeddings.npy")) for arg in args]
-        done = run_cli("train.py", ["debug=tiny", *args, f"paths.root_dir={tmp_path}",
-                                    f"hydra.run.dir={tmp_path / f'run{number}'}"])
+        args = [
+            arg.replace("/path/to/images", str(folder)).replace(
+                "/path/to/embeddings.npy", str(tmp_path / "embeddings.npy")
+            )
+            for arg in args
+        ]
+        done = run_cli(
+            "train.py",
+            ["debug=tiny", *args, f"paths.root_dir={tmp_path}", f"hydra.run.dir={tmp_path / f'run{number}'}"],
+        )
         assert done.returncode == 0, done.stderr[-2000:]
-        assert "answered          40/40 queries" in done.stdout and (tmp_path / f"run{number}" / "metrics.json").is_file()
+        assert (
+            "answered          40/40 queries" in done.stdout and (tmp_path / f"run{number}" / "metrics.json").is_file()
+        )
 
 
 @pytest.mark.slow
@@ -266,9 +312,18 @@ def test_a_sweep_on_a_hundred_labels_gets_its_report(folders, tmp_path):
     """The report path takes L from the runs too: a two-job sweep on the L = 100 folder, through the command line,
     writes its report, every epsilon replayed from its ledger."""
     sweep = tmp_path / "sweep"
-    done = run_cli("train.py", ["-m", "debug=tiny", "data=multilabel_folder", f"data.root={folders['hundred'][0]}",
-                                "aggregator=gaussian_pate,binary_voting", f"paths.root_dir={tmp_path}",
-                                f"hydra.sweep.dir={sweep}"])
+    done = run_cli(
+        "train.py",
+        [
+            "-m",
+            "debug=tiny",
+            "data=multilabel_folder",
+            f"data.root={folders['hundred'][0]}",
+            "aggregator=gaussian_pate,binary_voting",
+            f"paths.root_dir={tmp_path}",
+            f"hydra.sweep.dir={sweep}",
+        ],
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     with open(sweep / "results.csv") as handle:
         rows = list(csv.DictReader(handle))

@@ -83,10 +83,17 @@ def test_split_public_is_deterministic_per_seed_and_nested_in_num_queries():
     assert np.array_equal(first.pool, more.pool) and np.array_equal(first.evaluation, more.evaluation)
 
 
-@pytest.mark.parametrize("pool, num_queries, match", [
-    (500, 0, "num_queries=0"), (500, -3, "num_queries=-3"), (500, 501, "num_queries=501"),
-    (500, 1.0, "num_queries=1.0"), (1000, 10, "pool size 1000"), (0, 0, "pool size 0"),
-])
+@pytest.mark.parametrize(
+    "pool, num_queries, match",
+    [
+        (500, 0, "num_queries=0"),
+        (500, -3, "num_queries=-3"),
+        (500, 501, "num_queries=501"),
+        (500, 1.0, "num_queries=1.0"),
+        (1000, 10, "pool size 1000"),
+        (0, 0, "pool size 0"),
+    ],
+)
 def test_split_public_rejects_bad_sizes(pool, num_queries, match):
     with pytest.raises(ValueError, match=match):
         split_public(RECORDS, pool, num_queries, seed=0)
@@ -102,7 +109,10 @@ def test_too_few_private_records_for_one_teacher_is_a_sentence():
     """One private record where a teacher needs three: the error says that no teacher can be trained and why,
     not an impossible range (``expected 1 <= num_teachers <= 0``)."""
     split = np.array([0, 2, 2, 2, 2, 2], dtype=np.int8)
-    with pytest.raises(ValueError, match=r"the private training split holds 1 record, and even one teacher needs 3 "
-                                         r"\(ridge heads fit on at least 3\): no teacher can be trained") as err:
+    with pytest.raises(
+        ValueError,
+        match=r"the private training split holds 1 record, and even one teacher needs 3 "
+        r"\(ridge heads fit on at least 3\): no teacher can be trained",
+    ) as err:
         check_partition_config(split, 4, 1, 0.5, records_per_teacher=3, why="ridge heads fit on at least 3")
     assert "<=" not in str(err.value)

@@ -21,15 +21,21 @@ NO_VAL = np.array([SPLITS["train"]] * 7 + [SPLITS["test"]] * 3)
 
 def test_an_empty_fit_split_is_refused_naming_the_key():
     check_fit_split(NO_VAL, "test")
-    with pytest.raises(UserError, match=r"features.fit_split='val' but the val split is empty: no image has split "
-                                        r"code 1 .*expected public images to fit the extractor on"):
+    with pytest.raises(
+        UserError,
+        match=r"features.fit_split='val' but the val split is empty: no image has split "
+        r"code 1 .*expected public images to fit the extractor on",
+    ):
         check_fit_split(NO_VAL, "val")
 
 
 @pytest.mark.parametrize("name", ["train", "valid"])
 def test_a_fit_split_that_is_not_a_public_one_is_refused(name):
-    with pytest.raises(UserError, match=rf"features.fit_split='{name}'; expected one of \['val', 'test'\]: a public "
-                                        r"split"):
+    with pytest.raises(
+        UserError,
+        match=rf"features.fit_split='{name}'; expected one of \['val', 'test'\]: a public "
+        r"split",
+    ):
         check_fit_split(NO_VAL, name)
 
 
@@ -45,14 +51,28 @@ def no_val_folder(tmp_path_factory) -> Path:
 
 def _run(folder: Path, root: Path, *overrides: str):
     # the folder has fewer labels than TauPATE's tau: the test's aggregator is GaussianPATE
-    return run_cli("train.py", ["debug=tiny", "aggregator=gaussian_pate", "data=multilabel_folder", f"data.root={folder}",
-                                *overrides, f"paths.root_dir={root}", f"hydra.run.dir={root / 'run'}"])
+    return run_cli(
+        "train.py",
+        [
+            "debug=tiny",
+            "aggregator=gaussian_pate",
+            "data=multilabel_folder",
+            f"data.root={folder}",
+            *overrides,
+            f"paths.root_dir={root}",
+            f"hydra.run.dir={root / 'run'}",
+        ],
+    )
 
 
-@pytest.mark.parametrize("overrides, message", [
-    ([], "error: features.fit_split='val' but the val split is empty"),
-    (["features.fit_split=train"], "error: features.fit_split='train'; expected one of ['val', 'test']"),
-], ids=["no_val_rows", "private_fit_split"])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ([], "error: features.fit_split='val' but the val split is empty"),
+        (["features.fit_split=train"], "error: features.fit_split='train'; expected one of ['val', 'test']"),
+    ],
+    ids=["no_val_rows", "private_fit_split"],
+)
 def test_a_fit_split_no_stage_can_use_is_one_line_before_the_decode(no_val_folder, tmp_path, overrides, message):
     done = _run(no_val_folder, tmp_path, *overrides)
     lines = [line for line in done.stderr.splitlines() if line.strip()]

@@ -103,9 +103,21 @@ def test_prevalences_match_celeba(large_sample):
 
 def test_prevalence_table_is_celebas():
     assert set(PREVALENCE) == set(ATTRIBUTE_NAMES)
-    for name, value in {"Male": 0.42, "Young": 0.77, "Smiling": 0.48, "No_Beard": 0.83, "Wearing_Lipstick": 0.47,
-                        "Eyeglasses": 0.065, "Wearing_Hat": 0.05, "Black_Hair": 0.24, "Blond_Hair": 0.15,
-                        "Brown_Hair": 0.2, "Gray_Hair": 0.04, "Bald": 0.02, "Attractive": 0.51}.items():
+    for name, value in {
+        "Male": 0.42,
+        "Young": 0.77,
+        "Smiling": 0.48,
+        "No_Beard": 0.83,
+        "Wearing_Lipstick": 0.47,
+        "Eyeglasses": 0.065,
+        "Wearing_Hat": 0.05,
+        "Black_Hair": 0.24,
+        "Blond_Hair": 0.15,
+        "Brown_Hair": 0.2,
+        "Gray_Hair": 0.04,
+        "Bald": 0.02,
+        "Attractive": 0.51,
+    }.items():
         assert abs(PREVALENCE[name] - value) < 0.01, name
 
 
@@ -230,14 +242,17 @@ def test_split_codes_are_contiguous_blocks(tiny):
     assert read_splits(tiny, names).tolist() == [0] * 160 + [1] * 10 + [2] * 30
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"num_images": 0}, "num_images=0"),
-    ({"image_size": 8}, "image_size=8"),
-    ({"split_fractions": (0.8, 0.1, 0.2)}, "split_fractions"),
-    ({"split_fractions": (0.8, 0.2)}, "split_fractions"),
-    ({"num_images": 5, "split_fractions": (0.8, 0.05, 0.15)}, r"leaves the \['val'\] split"),
-    ({"seed": -1}, "seed=-1"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"num_images": 0}, "num_images=0"),
+        ({"image_size": 8}, "image_size=8"),
+        ({"split_fractions": (0.8, 0.1, 0.2)}, "split_fractions"),
+        ({"split_fractions": (0.8, 0.2)}, "split_fractions"),
+        ({"num_images": 5, "split_fractions": (0.8, 0.05, 0.15)}, r"leaves the \['val'\] split"),
+        ({"seed": -1}, "seed=-1"),
+    ],
+)
 def test_bad_parameters_are_rejected_before_any_work(tmp_path, kwargs, message):
     args = {"num_images": 20, "image_size": 16, **kwargs}
     with pytest.raises(ValueError, match=message):
@@ -287,7 +302,8 @@ def test_the_renderer_draws_the_recorded_faces():
     digest = hashlib.sha256()
     for i in range(12):
         attributes = {name: bool(value) for name, value in zip(ATTRIBUTE_NAMES, sample.true[i])}
-        face = render_face(attributes, dict(zip(LATENT_NAMES, sample.latents[i])), (16, 32, 64)[i % 3],
-                           np.random.default_rng(i))
+        face = render_face(
+            attributes, dict(zip(LATENT_NAMES, sample.latents[i])), (16, 32, 64)[i % 3], np.random.default_rng(i)
+        )
         digest.update(np.asarray(face).tobytes())
     assert digest.hexdigest() == expected

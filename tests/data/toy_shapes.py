@@ -35,8 +35,9 @@ class ToyShapes(CelebAFormat):
     def label_names(self) -> tuple[str, ...]:
         return SHAPES
 
-    def load(self, cache_dir: Path, progress: bool = True,
-             check_splits: Callable[[np.ndarray], None] | None = None) -> LabelledImages:
+    def load(
+        self, cache_dir: Path, progress: bool = True, check_splits: Callable[[np.ndarray], None] | None = None
+    ) -> LabelledImages:
         root = Path(self.root)
         if not (root / PARTITION_FILE).exists():
             _write(root, self.num_images, self.seed)
@@ -73,6 +74,8 @@ def _write(root: Path, num_images: int, seed: int) -> None:
         image.save(root / IMAGE_DIR / name)
     rows = [name + "".join(" 1" if on else " -1" for on in present) for name, present in zip(names, labels)]
     (root / ATTRIBUTE_FILE).write_text("\n".join([str(num_images), " ".join(SHAPES), *rows]) + "\n")
-    codes = np.repeat([0, 1, 2], [int(0.8 * num_images), int(0.05 * num_images),
-                                   num_images - int(0.8 * num_images) - int(0.05 * num_images)])
+    codes = np.repeat(
+        [0, 1, 2],
+        [int(0.8 * num_images), int(0.05 * num_images), num_images - int(0.8 * num_images) - int(0.05 * num_images)],
+    )
     (root / PARTITION_FILE).write_text("".join(f"{name} {code}\n" for name, code in zip(names, codes)))

@@ -28,15 +28,21 @@ def test_random_patch_encoder_equals_its_definition_at_every_position():
     folded = ex._filters.double().numpy().reshape(8, -1)
     for r in range(4):
         for c in range(4):
-            p = img[0, :, r:r + 5, c:c + 5].astype(np.float64).reshape(-1) / 255
+            p = img[0, :, r : r + 5, c : c + 5].astype(np.float64).reshape(-1) / 255
             p = (p - p.mean()) / np.sqrt(p.var() + 10 / 255**2)
             resp = folded @ p - ex._bias.double().numpy()
             np.testing.assert_allclose(got[0, :, r, c], np.maximum(resp - 0.25, 0), atol=2e-4)
             np.testing.assert_allclose(got[1, :, r, c], np.maximum(-resp - 0.25, 0), atol=2e-4)
 
 
-@pytest.mark.parametrize("make", [lambda: PixelFeatures(size=4), lambda: RandomConvFeatures(width=4, pool=2),
-                                  lambda: RandomPatchFeatures(num_filters=8, num_fit_patches=500)])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: PixelFeatures(size=4),
+        lambda: RandomConvFeatures(width=4, pool=2),
+        lambda: RandomPatchFeatures(num_filters=8, num_fit_patches=500),
+    ],
+)
 def test_features_are_standardised_on_the_fit_images_and_deterministic(make):
     images = _images()
     first, second = make().fit(images, seed=3), make().fit(images, seed=3)
@@ -52,8 +58,15 @@ def test_transform_before_fit_is_refused():
         PixelFeatures().transform(torch.zeros(1, 3, 8, 8, dtype=torch.uint8))
 
 
-@pytest.mark.parametrize("kwargs, match", [({"num_filters": 0}, "num_filters"), ({"alpha": -1.0}, "alpha"),
-                                           ({"zca_eps": 0.0}, "zca_eps"), ({"stride": 0}, "stride")])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"num_filters": 0}, "num_filters"),
+        ({"alpha": -1.0}, "alpha"),
+        ({"zca_eps": 0.0}, "zca_eps"),
+        ({"stride": 0}, "stride"),
+    ],
+)
 def test_bad_settings_name_the_argument(kwargs, match):
     with pytest.raises(ValueError, match=match):
         RandomPatchFeatures(**kwargs)
@@ -62,14 +75,25 @@ def test_bad_settings_name_the_argument(kwargs, match):
 def test_build_features_refuses_private_fit_rows(tmp_path):
     images = _images()
     with pytest.raises(ValueError, match="private training rows"):
-        build_features(tmp_path, PixelFeatures(size=2), images, fit_rows=np.arange(10), rows=np.arange(40),
-                       private_rows=np.arange(5, 20), fit_seed=0, progress=False)
+        build_features(
+            tmp_path,
+            PixelFeatures(size=2),
+            images,
+            fit_rows=np.arange(10),
+            rows=np.arange(40),
+            private_rows=np.arange(5, 20),
+            fit_seed=0,
+            progress=False,
+        )
 
 
-@pytest.mark.parametrize("features", [
-    "features=random_patches",
-    "features=ssl features.extractor.width=4 features.extractor.epochs=1 features.extractor.train_batch_size=16",
-])
+@pytest.mark.parametrize(
+    "features",
+    [
+        "features=random_patches",
+        "features=ssl features.extractor.width=4 features.extractor.epochs=1 features.extractor.train_batch_size=16",
+    ],
+)
 def test_the_feature_stage_fits_on_public_images_only(features, tiny_cfg, tmp_path, monkeypatch):
     """Spy on the extractor's fit (the only way images reach an extractor's fitting, SimCLR training
     included): every image it receives is a validation-split image (public), none is a training (private) or
@@ -123,9 +147,12 @@ def _extractor(name: str, tmp_path):
             torch.manual_seed(0)
             torch.save(torchvision.models.resnet18(weights=None).state_dict(), weights)
         return TorchvisionFeatures(arch="resnet18", weights_path=str(weights), input_size=32)
-    return {"pixels": lambda: PixelFeatures(size=4), "random_conv": lambda: RandomConvFeatures(width=4, pool=2),
-            "random_patches": lambda: RandomPatchFeatures(num_filters=8, num_fit_patches=500),
-            "ssl": lambda: SimCLRFeatures(width=4, epochs=1, train_batch_size=16)}[name]()
+    return {
+        "pixels": lambda: PixelFeatures(size=4),
+        "random_conv": lambda: RandomConvFeatures(width=4, pool=2),
+        "random_patches": lambda: RandomPatchFeatures(num_filters=8, num_fit_patches=500),
+        "ssl": lambda: SimCLRFeatures(width=4, epochs=1, train_batch_size=16),
+    }[name]()
 
 
 def _tensors(value):
@@ -177,8 +204,9 @@ def test_extractors_on_a_gpu_match_the_cpu(name, tmp_path):
     torch.testing.assert_close(got, expected, atol=2e-2, rtol=2e-2)
 
 
-@pytest.mark.parametrize("make", [lambda: RandomConvFeatures(), lambda: RandomPatchFeatures(num_fit_patches=5000),
-                                  lambda: PixelFeatures()])
+@pytest.mark.parametrize(
+    "make", [lambda: RandomConvFeatures(), lambda: RandomPatchFeatures(num_fit_patches=5000), lambda: PixelFeatures()]
+)
 @pytest.mark.parametrize("num_rows", [33, 64, 65])
 def test_a_records_features_do_not_depend_on_the_number_of_rows_encoded(make, num_rows):
     """add_remove's neighbour, built by its definition: the rows with one record inserted first (every later row
@@ -191,8 +219,9 @@ def test_a_records_features_do_not_depend_on_the_number_of_rows_encoded(make, nu
     encoded = extractor.encode_rows(images, rows)
     assert torch.equal(extractor.encode_rows(images, np.arange(0, num_rows + 1))[1:], encoded)  # one inserted first
     assert torch.equal(extractor.encode_rows(images, np.arange(1, num_rows + 2))[:-1], encoded)  # one appended
-    assert torch.equal(torch.cat([extractor.encode_rows(images, rows[i:i + 1]) for i in (0, num_rows - 1)]),
-                       encoded[[0, -1]])  # each alone (padded), as in a batch of 32
+    assert torch.equal(
+        torch.cat([extractor.encode_rows(images, rows[i : i + 1]) for i in (0, num_rows - 1)]), encoded[[0, -1]]
+    )  # each alone (padded), as in a batch of 32
 
 
 def test_random_conv_features_depend_on_the_batch_size_without_padding():

@@ -31,16 +31,27 @@ def folder(tmp_path_factory) -> tuple[Path, np.ndarray]:
 def _embeddings(labels: np.ndarray, seed: int = 0) -> np.ndarray:
     """What a good public encoder would give: the labels, mixed and noisy, in 16 float32 dims."""
     rng = np.random.default_rng(seed)
-    return (labels @ rng.normal(size=(labels.shape[1], 16)) + 0.3 * rng.normal(size=(len(labels), 16))).astype(np.float32)
+    return (labels @ rng.normal(size=(labels.shape[1], 16)) + 0.3 * rng.normal(size=(len(labels), 16))).astype(
+        np.float32
+    )
 
 
 def _args(folder: Path, path: Path, root: Path) -> list[str]:
     # privacy.noise=seeded: a folder's noise is secure by default, fresh in each run, and these tests compare runs
     # GaussianPATE: the folder has fewer labels than TauPATE's tau
-    return ["debug=tiny", "aggregator=gaussian_pate", "data=multilabel_folder", f"data.root={folder}",
-            "data.split_fractions=[0.7,0.1,0.2]", "privacy.noise=seeded",
-            "features=precomputed", f"features.extractor.path={path}", "features.num_fit_images=40",
-            f"paths.root_dir={root}", f"hydra.run.dir={root / 'run'}"]
+    return [
+        "debug=tiny",
+        "aggregator=gaussian_pate",
+        "data=multilabel_folder",
+        f"data.root={folder}",
+        "data.split_fractions=[0.7,0.1,0.2]",
+        "privacy.noise=seeded",
+        "features=precomputed",
+        f"features.extractor.path={path}",
+        "features.num_fit_images=40",
+        f"paths.root_dir={root}",
+        f"hydra.run.dir={root / 'run'}",
+    ]
 
 
 @pytest.mark.slow
@@ -123,9 +134,12 @@ def test_a_row_beyond_float16_after_standardisation_is_refused_naming_row_and_co
     table = np.random.default_rng(4).normal(size=(30, 3))
     table[4, 2] = 1e39  # finite in float64, not in float32; not a fit row, so the fit's scale cannot absorb it
     np.save(tmp_path / "t.npy", table)
-    with pytest.raises(ValueError, match=r"row 4, column 2 standardises to 1.*e\+39 in magnitude with the "
-                                         r"public fit rows' mean and standard deviation, beyond float16's largest "
-                                         r"value 65504"):
+    with pytest.raises(
+        ValueError,
+        match=r"row 4, column 2 standardises to 1.*e\+39 in magnitude with the "
+        r"public fit rows' mean and standard deviation, beyond float16's largest "
+        r"value 65504",
+    ):
         PrecomputedFeatures(str(tmp_path / "t.npy")).check_encoding(np.arange(10, 30), np.arange(30))
 
 
@@ -209,9 +223,23 @@ def _beyond_float16(tmp_path, labels):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("bad", [_wrong_rows, _non_finite, _one_dimensional, _strings, _several_arrays, _csv_file,
-                                 _missing, _not_numpy, _all_zero, _offset_beyond_float64, _beyond_float16],
-                         ids=lambda f: f.__name__.strip("_"))
+@pytest.mark.parametrize(
+    "bad",
+    [
+        _wrong_rows,
+        _non_finite,
+        _one_dimensional,
+        _strings,
+        _several_arrays,
+        _csv_file,
+        _missing,
+        _not_numpy,
+        _all_zero,
+        _offset_beyond_float64,
+        _beyond_float16,
+    ],
+    ids=lambda f: f.__name__.strip("_"),
+)
 def test_bad_embeddings_are_one_line_through_the_command_line(folder, tmp_path, bad):
     root, labels = folder
     path, message = bad(tmp_path, labels)

@@ -66,10 +66,10 @@ def test_heads_fitted_together_equal_heads_fitted_one_at_a_time():
     queries = torch.randn(7, 30, generator=torch.Generator().manual_seed(0))
     scores = head_scores(queries, *head_weights(x, together.beta, together.ybar))
     for g in range(5):
-        alone = fit_ridge_heads(x[g:g + 1], y[g:g + 1], LAMBDAS)
+        alone = fit_ridge_heads(x[g : g + 1], y[g : g + 1], LAMBDAS)
         np.testing.assert_array_equal(alone.lam[0].numpy(), together.lam[g].numpy())
         np.testing.assert_allclose(alone.beta[0].numpy(), together.beta[g].numpy(), rtol=1e-4, atol=1e-6)
-        own = head_scores(queries, *head_weights(x[g:g + 1], alone.beta, alone.ybar))[0]
+        own = head_scores(queries, *head_weights(x[g : g + 1], alone.beta, alone.ybar))[0]
         np.testing.assert_allclose(own.numpy(), scores[g].numpy(), rtol=1e-4, atol=1e-5)
 
 

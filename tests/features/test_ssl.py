@@ -87,9 +87,17 @@ def test_fit_learns_is_deterministic_and_leaves_the_global_rng_alone():
     assert first.losses != make().fit(images, seed=4).losses
 
 
-@pytest.mark.parametrize("kwargs, match", [({"width": 0}, "width"), ({"min_scale": 0.0}, "min_scale"),
-                                           ({"min_scale": 1.5}, "min_scale"), ({"jitter": 1.0}, "jitter"),
-                                           ({"temperature": -1.0}, "temperature"), ({"epochs": 2.5}, "epochs")])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"width": 0}, "width"),
+        ({"min_scale": 0.0}, "min_scale"),
+        ({"min_scale": 1.5}, "min_scale"),
+        ({"jitter": 1.0}, "jitter"),
+        ({"temperature": -1.0}, "temperature"),
+        ({"epochs": 2.5}, "epochs"),
+    ],
+)
 def test_bad_settings_name_the_argument(kwargs, match):
     with pytest.raises(ValueError, match=match):
         SimCLRFeatures(**kwargs)

@@ -21,8 +21,16 @@ def _table(tmp_path, images, seed=0):
     work = tmp_path / f"features{seed}"
     work.mkdir()
     extractor = RandomConvFeatures(width=4, pool=2, seed=seed)
-    build_features(work, extractor, images, fit_rows=np.arange(30, 40), rows=np.arange(30), private_rows=np.arange(10),
-                   fit_seed=0, progress=False)
+    build_features(
+        work,
+        extractor,
+        images,
+        fit_rows=np.arange(30, 40),
+        rows=np.arange(30),
+        private_rows=np.arange(10),
+        fit_seed=0,
+        progress=False,
+    )
     return extractor, read_features(Artifact("features", "k", work))
 
 
@@ -43,7 +51,9 @@ def test_views_cover_the_pool_rows_and_are_seeded(tmp_path, images):
         build_views(tmp_path / name, extractor, images, pool, table, seed, 0.5, 0.3, progress=False)
         outs.append(read_features(Artifact("views", name, tmp_path / name)))
     assert outs[0].rows.tolist() == sorted(pool.tolist())
-    assert torch.equal(outs[0].take(pool), outs[1].take(pool)) and not torch.equal(outs[0].take(pool), outs[2].take(pool))
+    assert torch.equal(outs[0].take(pool), outs[1].take(pool)) and not torch.equal(
+        outs[0].take(pool), outs[2].take(pool)
+    )
     assert not torch.allclose(outs[0].take(pool), table.take(pool), atol=0.05)  # augmented, not the image itself
     assert outs[0].identity["strong_view"] == {"seed": 3, "min_scale": 0.5, "jitter": 0.3}
     with pytest.raises(KeyError, match="no features for image rows"):

@@ -90,8 +90,9 @@ def test_the_cost_event_is_the_tests_gaussian_and_the_approximate_proposal():
 @pytest.mark.parametrize("relation", ["replace", "add_remove"])
 def test_calibration_meets_the_target_and_a_failed_test_releases_nothing(relation):
     teachers = 400  # the test needs the votes ~30 teachers away from trouble
-    aggregator = DataDependentBinaryVoting(L, teachers, sigma=5.0, order=8.0, test_sigma=1.0, test_delta=1e-7,
-                                           neighbors=relation)
+    aggregator = DataDependentBinaryVoting(
+        L, teachers, sigma=5.0, order=8.0, test_sigma=1.0, test_delta=1e-7, neighbors=relation
+    )
     calibrated, _ = aggregator.calibrated(4.0, 1e-6, 30)
     assert Ledger().compose(calibrated).epsilon(1e-6)[0] == pytest.approx(4.0, rel=1e-3)
     assert calibrated.order > 1 and calibrated.rdp_budget > 0
@@ -120,8 +121,17 @@ def test_a_proposal_is_needed_and_bad_settings_are_refused():
 
 def test_the_screen_leaves_out_contentious_labels_and_the_label_cost_is_the_tables():
     rng, teachers = np.random.default_rng(2), 400
-    aggregator = DataDependentBinaryVoting(L, teachers, sigma=20.0, order=8.0, test_sigma=1.0, test_delta=1e-7,
-                                           rdp_budget=200.0, screen_sigma=20.0, screen_threshold=0.8)
+    aggregator = DataDependentBinaryVoting(
+        L,
+        teachers,
+        sigma=20.0,
+        order=8.0,
+        test_sigma=1.0,
+        test_delta=1e-7,
+        rdp_budget=200.0,
+        screen_sigma=20.0,
+        screen_threshold=0.8,
+    )
     votes = np.tile([0, teachers, teachers // 2, teachers // 2 + 1, teachers, 0], (40, 1))
     result = aggregator(votes, rng)
     assert result.details["test"]["passed"]
@@ -166,19 +176,23 @@ def test_a_certain_screen_still_prices_its_neighbours_failure(yes, other):
     T = 250). The release's three outcomes have closed forms: the screen passes with Phi((max - t) / s), and GNMax
     says yes with Phi((2 yes - T) / (sqrt(2) sigma))."""
     from scipy.special import log_ndtr, logsumexp
-    teachers, sigma, screen_sigma, threshold, order = (40, 0.25, 0.125, 28.0, 4.5) if yes < 40 else \
-        (250, 10.0, 1.0, 200.0, 64.0)
+
+    teachers, sigma, screen_sigma, threshold, order = (
+        (40, 0.25, 0.125, 28.0, 4.5) if yes < 40 else (250, 10.0, 1.0, 200.0, 64.0)
+    )
 
     def log_law(y):
         larger = max(y, teachers - y)
         margin = (2 * y - teachers) / (math.sqrt(2.0) * sigma)
         log_pass = log_ndtr((larger - threshold) / screen_sigma)
-        return np.array([log_ndtr((threshold - larger) / screen_sigma), log_pass + log_ndtr(margin),
-                         log_pass + log_ndtr(-margin)])
+        return np.array(
+            [log_ndtr((threshold - larger) / screen_sigma), log_pass + log_ndtr(margin), log_pass + log_ndtr(-margin)]
+        )
 
     exact = logsumexp(order * log_law(yes) + (1 - order) * log_law(other)) / (order - 1)
-    priced = binary_label_rdp(np.array([yes]), np.array([teachers - yes]), [order], sigma, sigma,
-                              (screen_sigma, threshold))[0, 0]
+    priced = binary_label_rdp(
+        np.array([yes]), np.array([teachers - yes]), [order], sigma, sigma, (screen_sigma, threshold)
+    )[0, 0]
     assert exact <= priced * (1 + 1e-9), (exact, priced)
 
 
@@ -190,12 +204,20 @@ def _hand_table(size=11):
     return np.maximum(0.0, 3.0 - np.abs(counts[:, None] - counts[None, :]))
 
 
-@pytest.mark.parametrize("budget, expected", [
-    (0.0, 0), (0.5, 0), (0.999, 0),  # U(1) = 1 > B: k = 0
-    (1.0, 1), (3.999, 1),  # U(1) = 1 <= B < U(2) = 4: k = 1 (the boundary B = U(1) is not "> B")
-    (4.0, 2), (5.999, 2),  # U(2) = 4 <= B < U(3) = 6: k = 2
-    (6.0, 3), (100.0, 3),  # no U(d + 1) > B up to d_max = 4: capped at d_max - 1 = 3
-])
+@pytest.mark.parametrize(
+    "budget, expected",
+    [
+        (0.0, 0),
+        (0.5, 0),
+        (0.999, 0),  # U(1) = 1 > B: k = 0
+        (1.0, 1),
+        (3.999, 1),  # U(1) = 1 <= B < U(2) = 4: k = 1 (the boundary B = U(1) is not "> B")
+        (4.0, 2),
+        (5.999, 2),  # U(2) = 4 <= B < U(3) = 6: k = 2
+        (6.0, 3),
+        (100.0, 3),  # no U(d + 1) > B up to d_max = 4: capped at d_max - 1 = 3
+    ],
+)
 def test_the_distance_to_the_budget_is_the_hand_computed_one(budget, expected):
     """k(D) = min{ d >= 0 : U(D, d + 1) > B } exactly, on a table small enough to do by hand (``_hand_table``), T = 6,
     two labels: (yes, no) = (6, 0), gap 6, and (1, 5), gap 4. Largest cost within d, per label:
@@ -260,9 +282,17 @@ def test_the_aggregators_screen_releases_at_the_rate_of_the_sigma_it_prices():
     proposal is so large that no histogram's cost exceeds it: k is the cap, and the test passes (with probability
     1 - 3e-7; checked), so ``released`` is the screen's outcome alone."""
     draws = 20_000
-    aggregator = DataDependentBinaryVoting(len(_SCREEN_YES), _SCREEN_T, sigma=5.0, order=8.0, test_sigma=1.0,
-                                           test_delta=1e-7, rdp_budget=1e9, screen_sigma=_SCREEN_SIGMA,
-                                           screen_threshold=_SCREEN_FRACTION)
+    aggregator = DataDependentBinaryVoting(
+        len(_SCREEN_YES),
+        _SCREEN_T,
+        sigma=5.0,
+        order=8.0,
+        test_sigma=1.0,
+        test_delta=1e-7,
+        rdp_budget=1e9,
+        screen_sigma=_SCREEN_SIGMA,
+        screen_threshold=_SCREEN_FRACTION,
+    )
     screen_sigma, threshold = aggregator.screen
     assert aggregator.data_independent_event(1).event.events[0].sigma == screen_sigma
     result = aggregator(np.tile(_SCREEN_YES, (draws, 1)), np.random.default_rng(12))

@@ -16,9 +16,9 @@ from pate.mechanisms.poisson import SAMPLE_BITS, poisson_subsample, realised_sam
 def test_the_priced_rate_is_the_least_multiple_of_two_to_the_minus_53_at_or_above_gamma(rate):
     """The sampler keeps a record iff a uniform integer in [0, 2^53) is below ceil(gamma 2^53): the realised rate,
     by counting, is ceil(gamma 2^53) / 2^53 (exact rationals here, not floats), never below gamma."""
-    exact = Fraction(math.ceil(Fraction(rate) * 2 ** SAMPLE_BITS), 2 ** SAMPLE_BITS)
+    exact = Fraction(math.ceil(Fraction(rate) * 2**SAMPLE_BITS), 2**SAMPLE_BITS)
     assert Fraction(realised_sampling_rate(rate)) == exact >= Fraction(rate)
-    assert exact - Fraction(rate) < Fraction(1, 2 ** SAMPLE_BITS)
+    assert exact - Fraction(rate) < Fraction(1, 2**SAMPLE_BITS)
 
 
 def test_a_tiny_rate_keeps_records_at_the_rate_priced_not_at_a_float32_grid():

@@ -22,8 +22,11 @@ from pate.privacy import Ledger, calibrate_noise
 
 def _data(n=40, d=6, num_labels=3, seed=0):
     rng = np.random.default_rng(seed)
-    return (rng.normal(size=(n, d)).astype(np.float32), (rng.random((n, num_labels)) < 0.5).astype(np.uint8),
-            rng.normal(size=(7, d)).astype(np.float32))
+    return (
+        rng.normal(size=(n, d)).astype(np.float32),
+        (rng.random((n, num_labels)) < 0.5).astype(np.uint8),
+        rng.normal(size=(7, d)).astype(np.float32),
+    )
 
 
 def _direct_votes(private, labels, query, k, keep):
@@ -36,16 +39,28 @@ def _direct_votes(private, labels, query, k, keep):
 
 def test_with_every_record_sampled_the_votes_are_the_k_nearest_records_labels():
     private, labels, queries = _data()
-    votes = subsampled_knn_votes(torch.from_numpy(private), torch.from_numpy(labels), torch.from_numpy(queries), 5,
-                                 1.0, torch.Generator().manual_seed(0))
+    votes = subsampled_knn_votes(
+        torch.from_numpy(private),
+        torch.from_numpy(labels),
+        torch.from_numpy(queries),
+        5,
+        1.0,
+        torch.Generator().manual_seed(0),
+    )
     expected = [_direct_votes(private, labels, q, 5, np.ones(len(private), bool)) for q in queries]
     np.testing.assert_array_equal(votes, np.array(expected))
 
 
 def test_a_subsample_smaller_than_k_votes_with_the_records_it_has():
     private, labels, queries = _data(n=6)
-    votes = subsampled_knn_votes(torch.from_numpy(private), torch.from_numpy(labels), torch.from_numpy(queries), 50,
-                                 0.3, torch.Generator().manual_seed(3))
+    votes = subsampled_knn_votes(
+        torch.from_numpy(private),
+        torch.from_numpy(labels),
+        torch.from_numpy(queries),
+        50,
+        0.3,
+        torch.Generator().manual_seed(3),
+    )
     assert votes.max() <= 6 and votes.min() >= 0
 
 
@@ -56,8 +71,15 @@ def test_one_querys_release_frequencies_match_a_direct_simulation():
     trials, k, rate, sigma = 20_000, 5, 0.4, 1.5
     mechanism = PrivateKNN(3, k, rate, sigma, "replace")
     repeated = torch.from_numpy(np.repeat(queries[:1], trials, axis=0))
-    counts = subsampled_knn_votes(torch.from_numpy(private), torch.from_numpy(labels), repeated, k, rate,
-                                  torch.Generator().manual_seed(1), chunk=4096)
+    counts = subsampled_knn_votes(
+        torch.from_numpy(private),
+        torch.from_numpy(labels),
+        repeated,
+        k,
+        rate,
+        torch.Generator().manual_seed(1),
+        chunk=4096,
+    )
     ours = mechanism.release(counts, np.random.default_rng(2)).mean(axis=0)
     rng = np.random.default_rng(3)
     direct = np.zeros(3)
@@ -100,10 +122,17 @@ def test_calibration_meets_the_target_with_the_least_noise(relation):
     assert less > 2.0
 
 
-@pytest.mark.parametrize("argument,kwargs", [
-    ("k", {"k": 0}), ("sampling_rate", {"sampling_rate": 1.5}), ("sampling_rate", {"sampling_rate": 0.0}),
-    ("sigma", {"sigma": -1.0}), ("num_labels", {"num_labels": 0}), ("neighbors", {"neighbors": "swap"}),
-])
+@pytest.mark.parametrize(
+    "argument,kwargs",
+    [
+        ("k", {"k": 0}),
+        ("sampling_rate", {"sampling_rate": 1.5}),
+        ("sampling_rate", {"sampling_rate": 0.0}),
+        ("sigma", {"sigma": -1.0}),
+        ("num_labels", {"num_labels": 0}),
+        ("neighbors", {"neighbors": "swap"}),
+    ],
+)
 def test_bad_settings_are_refused_by_name(argument, kwargs):
     settings = {"num_labels": 3, "k": 5, "sampling_rate": 0.5, "sigma": 1.0, "neighbors": "replace", **kwargs}
     with pytest.raises(ValueError, match=argument):
@@ -166,8 +195,15 @@ def test_a_record_added_moves_the_votes_by_at_most_sqrt_l_even_with_duplicated_n
         labels = torch.zeros(7, num_labels, dtype=torch.int64)
         labels[0] = 1
         votes = subsampled_knn_votes(private, labels, query, k, 1.0, torch.Generator().manual_seed(0), chunk=1)
-        added = subsampled_knn_votes(torch.cat([private, query]), torch.cat([labels, torch.ones(1, num_labels,
-                                     dtype=torch.int64)]), query, k, 1.0, torch.Generator().manual_seed(0), chunk=1)
+        added = subsampled_knn_votes(
+            torch.cat([private, query]),
+            torch.cat([labels, torch.ones(1, num_labels, dtype=torch.int64)]),
+            query,
+            k,
+            1.0,
+            torch.Generator().manual_seed(0),
+            chunk=1,
+        )
         assert np.linalg.norm(added - votes) <= math.sqrt(num_labels) + 1e-9, (votes, added)
 
 
@@ -189,8 +225,14 @@ def test_non_finite_features_are_refused_by_name():
     private, labels, queries = _data()
     private[3, 2] = np.nan
     with pytest.raises(ValueError, match=r"private: expected finite features; row 3 holds nan or inf"):
-        subsampled_knn_votes(torch.from_numpy(private), torch.from_numpy(labels), torch.from_numpy(queries), 3, 1.0,
-                             torch.Generator().manual_seed(0))
+        subsampled_knn_votes(
+            torch.from_numpy(private),
+            torch.from_numpy(labels),
+            torch.from_numpy(queries),
+            3,
+            1.0,
+            torch.Generator().manual_seed(0),
+        )
 
 
 def test_a_column_major_table_gives_the_contiguous_tables_directions():

@@ -50,8 +50,10 @@ def test_ld_shuts_out_a_bin_no_more_often_than_its_delta():
     mechanism = LimitedDomain(1, kbar, 1.0, delta)
     h = np.array([0] * kbar + [1] * kbar)
     released = mechanism(np.repeat(h[None], 200_000, axis=0), np.random.default_rng(0)).indices[:, 0]
-    assert not np.any(mechanism(np.repeat((h + (np.arange(2 * kbar) < kbar))[None], 20_000, axis=0),
-                                np.random.default_rng(1)).indices >= kbar)
+    assert not np.any(
+        mechanism(np.repeat((h + (np.arange(2 * kbar) < kbar))[None], 20_000, axis=0), np.random.default_rng(1)).indices
+        >= kbar
+    )
     assert np.mean(released >= kbar) <= 1.1 * delta
 
 
@@ -69,8 +71,9 @@ def test_ld_single_pick_is_the_exponential_mechanism_over_the_limited_domain_and
     weights = np.exp(epsilon * np.array([5.0, 3.0, h_bot]))
     expected = weights / weights.sum()  # bin 1, bin 0, nothing
     released = mechanism(np.tile(counts, (DRAWS, 1)), np.random.default_rng(3)).indices[:, 0]
-    for frequency, probability in zip([(released == 1).mean(), (released == 0).mean(), (released == -1).mean()],
-                                      expected):
+    for frequency, probability in zip(
+        [(released == 1).mean(), (released == 0).mean(), (released == -1).mean()], expected
+    ):
         assert within_standard_errors(frequency, probability, DRAWS)
     assert not np.any(released == 2)
 
@@ -143,8 +146,9 @@ def test_delta_max_hand_computed():
     assert delta_max(0.01, 0.5) == pytest.approx(0.075, rel=1e-12)
     # The paper's form, at the TS default c and a small delta_q.
     c, value = 2 * 0.37 / 0.63, 1e-7
-    assert delta_max(value, c) == pytest.approx((2 * value**c + value - c * (value**c + 2 * value)) / (4 * (1 - c)),
-                                                rel=1e-9)
+    assert delta_max(value, c) == pytest.approx(
+        (2 * value**c + value - c * (value**c + 2 * value)) / (4 * (1 - c)), rel=1e-9
+    )
 
 
 @pytest.mark.parametrize("c, delta", [(2 * 0.37 / 0.63, 0.05), (0.5, 0.05), (2.5, 1e-3)])
@@ -214,8 +218,9 @@ def test_ts_fill_peels_the_missing_slots_with_the_exponential_mechanism():
 
 def test_ts_fill_completes_a_short_stable_set_with_other_bins():
     counts = np.array([999, 11, 1000, 9, 998, 10, 8, 7, 6, 5])
-    indices = TopStable(5, 6, 1.0, 1e-6, fill_epsilon=2.0)(np.tile(counts, (2000, 1)),
-                                                           np.random.default_rng(14)).indices
+    indices = TopStable(5, 6, 1.0, 1e-6, fill_epsilon=2.0)(
+        np.tile(counts, (2000, 1)), np.random.default_rng(14)
+    ).indices
     assert np.all(np.sort(indices[:, :3], axis=1) == [0, 2, 4])
     assert np.all(indices >= 0)
     assert np.all(np.sort(indices, axis=1)[:, 1:] != np.sort(indices, axis=1)[:, :-1])  # distinct

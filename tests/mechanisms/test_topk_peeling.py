@@ -77,11 +77,22 @@ def _dp_topk_em_epsilon_cdp(epsilon, delta, k):
     return max(epsilon / k, math.sqrt((8 * log_delta + 8 * epsilon) / k) - math.sqrt(8 * log_delta / k))
 
 
-@pytest.mark.parametrize("epsilon, delta, picks", [(1.0, 1e-6, 1), (1.0, 1e-6, 10), (8.0, 1e-6, 2), (50.0, 1e-6, 3),
-                                                   (0.15, 1e-6, 1500), (4.0, 1e-8, 150), (30.0, 1e-3, 5)])
+@pytest.mark.parametrize(
+    "epsilon, delta, picks",
+    [
+        (1.0, 1e-6, 1),
+        (1.0, 1e-6, 10),
+        (8.0, 1e-6, 2),
+        (50.0, 1e-6, 3),
+        (0.15, 1e-6, 1500),
+        (4.0, 1e-8, 150),
+        (30.0, 1e-3, 5),
+    ],
+)
 def test_em_cdp_pick_epsilon_is_dp_topks_formula(epsilon, delta, picks):
     assert em_cdp_pick_epsilon(epsilon, delta, picks) == pytest.approx(
-        _dp_topk_em_epsilon_cdp(epsilon, delta, picks), rel=1e-12)
+        _dp_topk_em_epsilon_cdp(epsilon, delta, picks), rel=1e-12
+    )
 
 
 def test_one_pick_spends_the_whole_budget():

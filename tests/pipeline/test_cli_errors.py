@@ -32,7 +32,10 @@ CONFIG_CASES = [
     (["privacy.budget_epsilon=0.001"], "privacy.budget_epsilon=0.001 cannot pay for one query"),
     (["aggregator=gaussian_pate", "privacy.target_epsilon=null", "aggregator.sigma=0"], "aggregator.sigma"),
     (["aggregator=tau_pate", "aggregator.tau=0"], "aggregator.tau"),
-    (["aggregator=binary_voting_dd", "privacy.budget_epsilon=3"], "privacy.budget_epsilon=3: DataDependentBinaryVoting"),
+    (
+        ["aggregator=binary_voting_dd", "privacy.budget_epsilon=3"],
+        "privacy.budget_epsilon=3: DataDependentBinaryVoting",
+    ),
     (["aggregator=confident_binary_voting", "aggregator.screen_threshold=0.3"], "screen_threshold=0.3"),
     (["aggregator=binary_voting_dd", "privacy.target_epsilon=null"], "has no proposal yet"),
     (["aggregator=tau_pate", "aggregator.norm=l3"], "aggregator.norm"),
@@ -54,8 +57,10 @@ CONFIG_CASES = [
     (["debug=tiny_cnn", "trainer.precision=foo"], "trainer.precision='foo'"),
     (["debug=tiny_cnn", "trainer.accelerator=gpu"], "trainer.accelerator='gpu'"),
     (["trainer=gpu"], "trainer.accelerator='gpu' but torch sees no CUDA device"),  # heads: the features' device
-    (["debug=tiny_cnn", "teacher=resnet18", "teacher.model.width=null", "teacher.model.norm=frozen"],
-     "norm='frozen' keeps the pretrained BatchNorm statistics"),
+    (
+        ["debug=tiny_cnn", "teacher=resnet18", "teacher.model.width=null", "teacher.model.norm=frozen"],
+        "norm='frozen' keeps the pretrained BatchNorm statistics",
+    ),
     (["debug=tiny_cnn", "teacher=resnet18", "teacher.model.depth=19"], "teacher.model.depth"),
     (["debug=tiny_cnn", "teacher.model._target_=teachers.training.models.NoSuchNet"], "teacher.model"),
     (["privacy.target_epsilon=0.001", "aggregator=stable_topk_paper"], "target_epsilon=0.001"),
@@ -65,14 +70,21 @@ CONFIG_CASES = [
     (["partition.seed=1.5"], "partition.seed=1.5"),
     (["debug=tiny_cnn", "teacher.ensemble_size=0"], "teacher.ensemble_size=0"),
     (["debug=tiny_cnn", "teacher.model.norm=layer"], "teacher.model.norm"),
-    (["teacher=resnet18_imagenet"], "teacher.model.weights_path"),  # TORCH_HOME is empty: the weights are not there, and runs never download
+    (
+        ["teacher=resnet18_imagenet"],
+        "teacher.model.weights_path",
+    ),  # TORCH_HOME is empty: the weights are not there, and runs never download
 ]
 
 
 def _run(args: list[str], root: Path) -> Completed:
     """``python train.py <args>`` from ``root``, in this process, with the run's files under ``root``."""
-    return run_cli("train.py", [*args, f"paths.root_dir={root}", f"hydra.run.dir={root / 'run'}"], cwd=root,
-                   env={"TORCH_HOME": str(root / "torch_home")})  # no pretrained weights, whatever this machine has
+    return run_cli(
+        "train.py",
+        [*args, f"paths.root_dir={root}", f"hydra.run.dir={root / 'run'}"],
+        cwd=root,
+        env={"TORCH_HOME": str(root / "torch_home")},
+    )  # no pretrained weights, whatever this machine has
 
 
 def _run_real(args: list[str], root: Path, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -87,16 +99,23 @@ def _assert_short_error(done: Completed | subprocess.CompletedProcess, names: st
     assert done.returncode == 2, done.stdout + done.stderr
     assert lines[-1].startswith("error: ") and names in lines[-1], lines[-1]
     assert len(lines) <= 3 and "Traceback" not in done.stderr, lines
-    assert not list(root.rglob("teacher_*.pt")) and not list((root / "cache").glob("teachers/*")), \
+    assert not list(root.rglob("teacher_*.pt")) and not list((root / "cache").glob("teachers/*")), (
         "a teacher was trained"
+    )
 
 
 @pytest.fixture(scope="module")
 def root(tmp_path_factory, shared_root) -> Path:
     """A run root whose tiny synthetic set is the session's (copied), so no case pays for its generation."""
     root = tmp_path_factory.mktemp("cli")
-    generate_synthetic_celeba(root / "data" / "synthetic_celeba_n400_px32_seed0", num_images=400, image_size=32,
-                              split_fractions=(0.8, 0.05, 0.15), seed=0, progress=False)
+    generate_synthetic_celeba(
+        root / "data" / "synthetic_celeba_n400_px32_seed0",
+        num_images=400,
+        image_size=32,
+        split_fractions=(0.8, 0.05, 0.15),
+        seed=0,
+        progress=False,
+    )
     return root
 
 
@@ -118,8 +137,11 @@ def test_a_bad_config_value_is_one_line_naming_the_key(args, names, root):
     assert not list(root.rglob("teacher_*.pt")) and not list((root / "cache").glob("teachers/*"))
 
 
-@pytest.mark.parametrize("args, names", [case for case in CONFIG_CASES if case[1] in COMMAND_LINE_SAMPLE],
-                         ids=lambda value: " ".join(value) if isinstance(value, list) else "")
+@pytest.mark.parametrize(
+    "args, names",
+    [case for case in CONFIG_CASES if case[1] in COMMAND_LINE_SAMPLE],
+    ids=lambda value: " ".join(value) if isinstance(value, list) else "",
+)
 def test_a_bad_config_value_through_a_fresh_interpreter(args, names, root):
     _assert_short_error(_run_real(_with_debug(args), root), names, root)
 
@@ -156,8 +178,11 @@ def _missing_attributes(celeba: Path) -> str:
     return "list_attr_celeba.txt"
 
 
-@pytest.mark.parametrize("damage", [_truncate_image, _binary_partition, _no_test_split, _missing_attributes],
-                         ids=lambda f: f.__name__.strip("_"))
+@pytest.mark.parametrize(
+    "damage",
+    [_truncate_image, _binary_partition, _no_test_split, _missing_attributes],
+    ids=lambda f: f.__name__.strip("_"),
+)
 def test_bad_celeba_data_is_one_line_naming_the_file(damage, root, tmp_path):
     celeba = _celeba(tmp_path, root / "data" / "synthetic_celeba_n400_px32_seed0")
     names = damage(celeba)
@@ -181,10 +206,26 @@ def test_a_stop_signal_says_what_was_saved_and_how_to_resume(root, tmp_path):
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         run_root = tmp_path / signum.name
         shutil.copytree(root / "data", run_root / "data")  # a cache of its own: no other run's teachers in it
-        cmd = [sys.executable, str(ROOT / "train.py"), "debug=tiny_cnn", "teacher.max_epochs=200",
-               f"seed={90 + signum}", f"paths.root_dir={run_root}", f"hydra.run.dir={run_root / 'run'}"]
-        procs[signum] = run_root, subprocess.Popen(cmd, cwd=run_root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                                   text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+        cmd = [
+            sys.executable,
+            str(ROOT / "train.py"),
+            "debug=tiny_cnn",
+            "teacher.max_epochs=200",
+            f"seed={90 + signum}",
+            f"paths.root_dir={run_root}",
+            f"hydra.run.dir={run_root / 'run'}",
+        ]
+        procs[signum] = (
+            run_root,
+            subprocess.Popen(
+                cmd,
+                cwd=run_root,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env={**os.environ, "OMP_NUM_THREADS": "1"},
+            ),
+        )
     deadline = time.monotonic() + 180
     waiting = dict(procs)
     while waiting and time.monotonic() < deadline:
@@ -205,8 +246,10 @@ def test_a_stop_signal_says_what_was_saved_and_how_to_resume(root, tmp_path):
 def test_help_lists_the_groups_train_py_accepts(root):
     done = run_cli("train.py", ["--help"], cwd=root)
     assert done.returncode == 0
-    assert ("aggregator: binary_voting, binary_voting_dd, confident_binary_voting, gaussian_pate, stable_topk_gumbel, "
-            "stable_topk_paper, tau_pate") in done.stdout
+    assert (
+        "aggregator: binary_voting, binary_voting_dd, confident_binary_voting, gaussian_pate, stable_topk_gumbel, "
+        "stable_topk_paper, tau_pate"
+    ) in done.stdout
     assert "student: head, resnet18, small_cnn" in done.stdout
     assert "topk_experiment" not in done.stdout  # topk.py's group: train.py rejects it
 
@@ -237,15 +280,17 @@ def _where_cases(tmp_path: Path) -> list[tuple[list[str], str]]:
     """Places a run cannot write to, made under ``tmp_path``: (extra arguments, what the one line names)."""
     (tmp_path / "a_file").write_text("not a directory")
     (tmp_path / "gone").symlink_to(tmp_path / "cleaned_scratch")
-    return [([f"hydra.run.dir={tmp_path / 'a_file'}"], "hydra.run.dir="),
-            (["-m", f"hydra.sweep.dir={tmp_path / 'a_file' / 'sweep'}", "seed=1,2"], "hydra.sweep.dir="),
-            ([f"paths.cache_dir={tmp_path / 'gone'}", f"hydra.run.dir={tmp_path / 'run'}"],
-             "paths.cache_dir="),
-            (["task_name=../../outside"], "task_name='../../outside'")]
+    return [
+        ([f"hydra.run.dir={tmp_path / 'a_file'}"], "hydra.run.dir="),
+        (["-m", f"hydra.sweep.dir={tmp_path / 'a_file' / 'sweep'}", "seed=1,2"], "hydra.sweep.dir="),
+        ([f"paths.cache_dir={tmp_path / 'gone'}", f"hydra.run.dir={tmp_path / 'run'}"], "paths.cache_dir="),
+        (["task_name=../../outside"], "task_name='../../outside'"),
+    ]
 
 
-@pytest.mark.parametrize("case", range(4), ids=["run dir a file", "sweep dir under a file", "cache a dangling link",
-                                                 "task_name with .."])
+@pytest.mark.parametrize(
+    "case", range(4), ids=["run dir a file", "sweep dir under a file", "cache a dangling link", "task_name with .."]
+)
 def test_where_a_run_writes_is_one_line_before_anything_is_created(case, root, tmp_path):
     """Hydra creates the run and sweep directories before train.py's code runs: a file there, a cache linked to
     nothing or a task_name that leaves PROJECT_ROOT is one line and exit 2, and nothing is written anywhere."""
@@ -253,8 +298,12 @@ def test_where_a_run_writes_is_one_line_before_anything_is_created(case, root, t
     before = sorted(tmp_path.rglob("*"))
     flags = [arg for arg in args if arg == "-m"]  # Hydra's flags come before the overrides
     overrides = [arg for arg in args if arg != "-m"]
-    done = run_cli("train.py", [*flags, "debug=tiny", f"paths.root_dir={root}", *overrides], cwd=tmp_path,
-                   env={"PROJECT_ROOT": str(tmp_path / "project")})
+    done = run_cli(
+        "train.py",
+        [*flags, "debug=tiny", f"paths.root_dir={root}", *overrides],
+        cwd=tmp_path,
+        env={"PROJECT_ROOT": str(tmp_path / "project")},
+    )
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert done.returncode == 2, done.stdout + done.stderr
     assert len(lines) == 1 and lines[0].startswith("error: ") and names in lines[0], lines
@@ -264,10 +313,11 @@ def test_where_a_run_writes_is_one_line_before_anything_is_created(case, root, t
 def test_help_imports_neither_torch_nor_lightning():
     """`python train.py --help` composes the config and prints the groups: it needs none of torch or Lightning, whose
     import took most of its 21 s (the runner imports them for a run)."""
-    code = ("import runpy, sys\nsys.argv = ['train.py', '--help']\ntry:\n    runpy.run_path('train.py', "
-            "run_name='__main__')\nexcept SystemExit:\n    pass\nprint(sorted(m for m in ('torch', 'pytorch_lightning', "
-            "'lightning') if m in sys.modules))")
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120)
+    code = (
+        "import runpy, sys\nsys.argv = ['train.py', '--help']\ntry:\n    runpy.run_path('train.py', "
+        "run_name='__main__')\nexcept SystemExit:\n    pass\nprint(sorted(m for m in ('torch', 'pytorch_lightning', "
+        "'lightning') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "train.py" in done.stdout and done.stdout.strip().splitlines()[-1] == "[]"

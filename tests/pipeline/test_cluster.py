@@ -21,8 +21,12 @@ def _train(root: Path, *args: str, multirun: bool = False) -> Completed:
     """train.py's command line in this process (tests/cli.py); submitit's job processes unpickle the task function,
     so they import it from train.py: the checkout is on their PYTHONPATH."""
     flags = ["-m"] if multirun else []
-    done = run_cli("train.py", [*flags, "debug=tiny_cnn", f"paths.root_dir={root}", *args], cwd=root,
-                   env={"PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))})
+    done = run_cli(
+        "train.py",
+        [*flags, "debug=tiny_cnn", f"paths.root_dir={root}", *args],
+        cwd=root,
+        env={"PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))},
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return done
 
@@ -36,8 +40,13 @@ def _votes(root: Path) -> np.ndarray:
 def test_sharded_teachers_through_the_submitit_local_launcher_vote_like_unsharded_ones(tmp_path):
     sharded, single = tmp_path / "sharded", tmp_path / "single"
     sharded.mkdir(), single.mkdir()
-    _train(sharded, "hydra/launcher=submitit_local", "teacher_shard=0/2,1/2", f"hydra.sweep.dir={sharded / 'sweep'}",
-           multirun=True)
+    _train(
+        sharded,
+        "hydra/launcher=submitit_local",
+        "teacher_shard=0/2,1/2",
+        f"hydra.sweep.dir={sharded / 'sweep'}",
+        multirun=True,
+    )
     teachers = list((sharded / "cache" / "teachers").glob("*.partial/teacher_*.pt"))
     assert len(teachers) == 4, "the two shard jobs did not train two teachers each"
     assert not list((sharded / "cache" / "votes").glob("*")), "a shard job went past the teachers"

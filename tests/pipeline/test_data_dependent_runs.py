@@ -31,9 +31,16 @@ def test_a_failed_test_releases_nothing_and_the_epsilon_is_still_the_proposals(t
 def test_a_confident_selection_releases_some_labels_and_the_student_sees_the_rest_as_missing(tiny_cfg, tmp_path):
     """A proposal no histogram can exceed (1e6 at order 2: each of the 1,600 labels costs at most the
     data-independent 2 / 0.5^2 = 8) passes; the screen leaves some labels out."""
-    cfg = tiny_cfg("aggregator=confident_binary_voting", "privacy.target_epsilon=null", "aggregator.sigma=0.5",
-                   "aggregator.screen_sigma=1.0", "aggregator.screen_threshold=0.9", "aggregator.order=2",
-                   "aggregator.test_sigma=0.5", "aggregator.rdp_budget=1e6")
+    cfg = tiny_cfg(
+        "aggregator=confident_binary_voting",
+        "privacy.target_epsilon=null",
+        "aggregator.sigma=0.5",
+        "aggregator.screen_sigma=1.0",
+        "aggregator.screen_threshold=0.9",
+        "aggregator.order=2",
+        "aggregator.test_sigma=0.5",
+        "aggregator.rdp_budget=1e6",
+    )
     metrics = run(cfg, output_dir=tmp_path)
     assert metrics["data_dependent_test"]["passed"] is True
     assert 0 < metrics["released_label_fraction"] < metrics["answered_fraction"]

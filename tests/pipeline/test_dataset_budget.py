@@ -56,14 +56,18 @@ def code_change(monkeypatch):
 
     def edit() -> None:
         edits.append(len(edits))
-        monkeypatch.setattr(artifacts, "code_fingerprint",
-                            lambda modules: original(modules) + ("-edit%d" % len(edits) if "pate.aggregate" in modules
-                                                                 else ""))
+        monkeypatch.setattr(
+            artifacts,
+            "code_fingerprint",
+            lambda modules: original(modules) + ("-edit%d" % len(edits) if "pate.aggregate" in modules else ""),
+        )
+
     return edit
 
 
-def test_a_code_change_announces_a_second_release_and_the_total_composes_both(shared_root, tmp_path, code_change,
-                                                                               caplog):
+def test_a_code_change_announces_a_second_release_and_the_total_composes_both(
+    shared_root, tmp_path, code_change, caplog
+):
     caplog.set_level(logging.INFO)
     first = run(_cfg(shared_root, tmp_path), tmp_path / "run1")
     assert first["dataset_budget"]["this_release"] == "drawn" and first["dataset_budget"]["releases"] == 1
@@ -91,8 +95,11 @@ def test_a_code_change_announces_a_second_release_and_the_total_composes_both(sh
     # a cap at what one release costs refuses a third one before any compute: no stage is built
     code_change()
     built = sorted(p.name for p in (tmp_path / "cache").rglob("*"))
-    with pytest.raises(UserError, match=r"privacy.dataset_budget=.*would take the total spent on this private data to "
-                                        r"epsilon .*spent so far: epsilon = "):
+    with pytest.raises(
+        UserError,
+        match=r"privacy.dataset_budget=.*would take the total spent on this private data to "
+        r"epsilon .*spent so far: epsilon = ",
+    ):
         prepare(_cfg(shared_root, tmp_path, f"privacy.dataset_budget={first['epsilon'] * 1.01}"))
     assert sorted(p.name for p in (tmp_path / "cache").rglob("*")) == built
     assert len(_entries(tmp_path)) == 2
@@ -121,6 +128,7 @@ def _during_the_student(monkeypatch, action) -> None:
             done.append(True)
             action()
         return original(self, stage)
+
     monkeypatch.setattr(ArtifactStore, "get", get)
 
 
@@ -142,8 +150,11 @@ def test_a_release_deleted_during_the_run_stops_it_without_a_second_draw(shared_
     cfg = _cfg(shared_root, tmp_path)
     release = prepare(cfg)[0].release.labels
     _during_the_student(monkeypatch, lambda: shutil.rmtree(tmp_path / "cache" / "aggregate" / release.key))
-    with pytest.raises(UserError, match=r"was deleted while the run went on .* this run stops rather than draw a "
-                                        r"second release of the same data"):
+    with pytest.raises(
+        UserError,
+        match=r"was deleted while the run went on .* this run stops rather than draw a "
+        r"second release of the same data",
+    ):
         run(cfg, tmp_path / "run")
     assert len(_entries(tmp_path)) == 1  # drawn once, counted once
     assert not (tmp_path / "cache" / "aggregate" / release.key).exists()
@@ -154,8 +165,11 @@ def test_a_damaged_budget_entry_refuses_the_run_in_one_line(shared_root, tmp_pat
     (entry,) = list((tmp_path / "budget" / "entries").glob("*.json"))
     entry.write_bytes(entry.read_bytes()[: entry.stat().st_size // 2])  # truncated
     shutil.rmtree(tmp_path / "cache" / "aggregate")
-    with pytest.raises(UserError, match=rf"file {entry} is damaged or missing .* no release on this data is drawn "
-                                        r"until it is restored"):
+    with pytest.raises(
+        UserError,
+        match=rf"file {entry} is damaged or missing .* no release on this data is drawn "
+        r"until it is restored",
+    ):
         prepare(_cfg(shared_root, tmp_path))
 
 
@@ -164,8 +178,14 @@ def test_a_damaged_secret_release_is_one_line_and_exit_2(shared_root, tmp_path):
     stderr, exit 2, naming the directory; no traceback."""
     from tests.cli import run_cli
 
-    args = ["debug=tiny", "privacy.noise=secure", "privacy.target_epsilon=10", f"paths.root_dir={tmp_path}",
-            f"paths.data_dir={shared_root / 'data'}", f"hydra.run.dir={tmp_path / 'run'}"]
+    args = [
+        "debug=tiny",
+        "privacy.noise=secure",
+        "privacy.target_epsilon=10",
+        f"paths.root_dir={tmp_path}",
+        f"paths.data_dir={shared_root / 'data'}",
+        f"hydra.run.dir={tmp_path / 'run'}",
+    ]
     done = run_cli("train.py", args, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
@@ -205,8 +225,9 @@ def test_a_secret_release_that_declares_no_cost_is_refused(shared_root, tmp_path
     from pate.pipeline.methods.pate import PATE
 
     release = PATE.release
-    monkeypatch.setattr(PATE, "release", lambda self, data, shared: dataclasses.replace(release(self, data, shared),
-                                                                                        cost=None))
+    monkeypatch.setattr(
+        PATE, "release", lambda self, data, shared: dataclasses.replace(release(self, data, shared), cost=None)
+    )
     with pytest.raises(UserError, match=r"its release draws secret noise but declares no cost \(Release.cost\)"):
         prepare(_cfg(shared_root, tmp_path))
 

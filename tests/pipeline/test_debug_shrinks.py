@@ -14,11 +14,14 @@ REPO = Path(__file__).resolve().parents[2]
 SWEEP_METHODS = ("stable_topk_gumbel", "stable_topk_paper", "gaussian_pate", "tau_pate", "dp_sgd", "private_knn")
 
 
-@pytest.mark.parametrize("overrides, target", [
-    ([], "pate.aggregators.TauPATE"),  # the default aggregator
-    (["aggregator=stable_topk_gumbel"], "pate.aggregators.StableTopK"),
-    (["compare=gaussian_pate"], "pate.aggregators.GaussianPATE"),
-])
+@pytest.mark.parametrize(
+    "overrides, target",
+    [
+        ([], "pate.aggregators.TauPATE"),  # the default aggregator
+        (["aggregator=stable_topk_gumbel"], "pate.aggregators.StableTopK"),
+        (["compare=gaussian_pate"], "pate.aggregators.GaussianPATE"),
+    ],
+)
 def test_debug_keeps_the_aggregator(overrides, target):
     assert compose_config([*overrides, "debug=tiny"]).aggregator._target_ == target
 
@@ -35,8 +38,11 @@ def test_debug_shrinks_each_method_to_the_tiny_split_and_nothing_else():
 @pytest.mark.slow
 def test_the_readme_sweep_runs_under_debug_one_job_per_method(shared_root, tmp_path):
     out = tmp_path / "sweep"
-    done = run_cli("train.py", ["-m", "experiment=eps_sweep", "debug=tiny", f"paths.root_dir={shared_root}",
-                                f"hydra.sweep.dir={out}"], cwd=REPO)
+    done = run_cli(
+        "train.py",
+        ["-m", "experiment=eps_sweep", "debug=tiny", f"paths.root_dir={shared_root}", f"hydra.sweep.dir={out}"],
+        cwd=REPO,
+    )
     assert done.returncode == 0, done.stderr[-4000:]
     with open(out / "results.csv") as fh:
         rows = list(csv.DictReader(fh))
@@ -44,8 +50,13 @@ def test_the_readme_sweep_runs_under_debug_one_job_per_method(shared_root, tmp_p
     assert all(row["status"] == "finished" for row in rows)
     report = (out / "report.md").read_text()
     assert all(f"`{method}`" in report for method in SWEEP_METHODS)
-    kinds = {"stable_topk": "StableTopK(", "gaussian_pate": "GaussianPATE(", "tau_pate": "TauPATE(",
-             "dp_sgd": "DP-SGD(", "private_knn": "PrivateKNN("}
+    kinds = {
+        "stable_topk": "StableTopK(",
+        "gaussian_pate": "GaussianPATE(",
+        "tau_pate": "TauPATE(",
+        "dp_sgd": "DP-SGD(",
+        "private_knn": "PrivateKNN(",
+    }
     for metrics in out.glob("*/metrics.json"):
         record = json.loads(metrics.read_text())
         name = record.get("aggregator") or record["mechanism"]
@@ -55,11 +66,23 @@ def test_the_readme_sweep_runs_under_debug_one_job_per_method(shared_root, tmp_p
 @pytest.mark.slow
 def test_a_job_that_would_run_another_method_than_its_label_is_refused_up_front(shared_root, tmp_path):
     out = tmp_path / "sweep"
-    done = run_cli("train.py", ["-m", "debug=tiny", "compare=tau_pate,gaussian_pate", "aggregator=stable_topk_gumbel",
-                                f"paths.root_dir={shared_root}", f"hydra.sweep.dir={out}"], cwd=REPO)
+    done = run_cli(
+        "train.py",
+        [
+            "-m",
+            "debug=tiny",
+            "compare=tau_pate,gaussian_pate",
+            "aggregator=stable_topk_gumbel",
+            f"paths.root_dir={shared_root}",
+            f"hydra.sweep.dir={out}",
+        ],
+        cwd=REPO,
+    )
     assert done.returncode == 2
     errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and errors[0].startswith("error: job 0 (") and "no job was started" in errors[0]
-    assert ("compare=tau_pate selects aggregator=tau_pate, but the job's config runs aggregator=stable_topk_gumbel"
-            in errors[0])
+    assert (
+        "compare=tau_pate selects aggregator=tau_pate, but the job's config runs aggregator=stable_topk_gumbel"
+        in errors[0]
+    )
     assert not list(out.glob("*/metrics.json"))

@@ -71,8 +71,11 @@ def _flip_private_labels(root: Path, rows: int) -> None:
     """Negate every attribute of the first ``rows`` images of the training split in list_attr_celeba.txt."""
     path = root / ATTRIBUTE_FILE
     lines = path.read_text().splitlines()
-    train = {line.split()[0] for line in (root / "list_eval_partition.txt").read_text().splitlines()
-             if line.split()[1] == "0"}
+    train = {
+        line.split()[0]
+        for line in (root / "list_eval_partition.txt").read_text().splitlines()
+        if line.split()[1] == "0"
+    }
     flipped = 0
     for n, line in enumerate(lines[2:], start=2):
         name, *values = line.split()
@@ -115,15 +118,21 @@ def test_one_flipped_byte_in_one_teacher_retrains_exactly_that_teacher(tiny_cnn_
     assert [args[5]["teacher"] for args in trained] == [2]
     assert (cache / "teachers" / f"{uninterrupted['artifacts']['teachers']}.damaged-0" / "teacher_0002.pt").exists()
     drop = ("versions", "host")
-    assert {k: v for k, v in again.items() if k not in drop} == {k: v for k, v in uninterrupted.items() if k not in drop}
+    assert {k: v for k, v in again.items() if k not in drop} == {
+        k: v for k, v in uninterrupted.items() if k not in drop
+    }
 
 
 def test_two_runs_started_together_keep_their_own_metrics(tmp_path):
     env = {**os.environ, "PROJECT_ROOT": str(tmp_path), "OMP_NUM_THREADS": "1"}
-    commands = [[sys.executable, str(REPO / "train.py"), "debug=tiny", f"aggregator={name}", "trainer.num_workers=0"]
-                for name in ("gaussian_pate", "tau_pate")]
-    processes = [subprocess.Popen(c, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-                 for c in commands]
+    commands = [
+        [sys.executable, str(REPO / "train.py"), "debug=tiny", f"aggregator={name}", "trainer.num_workers=0"]
+        for name in ("gaussian_pate", "tau_pate")
+    ]
+    processes = [
+        subprocess.Popen(c, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for c in commands
+    ]
     outputs = [p.communicate(timeout=600)[0] for p in processes]
     assert [p.returncode for p in processes] == [0, 0], outputs
     found = sorted((tmp_path / "logs" / "debug" / "runs").glob("*/metrics.json"))
@@ -135,8 +144,9 @@ def test_two_runs_started_together_keep_their_own_metrics(tmp_path):
 def test_an_artifact_copied_over_another_configs_key_is_detected_and_rebuilt(tmp_path, caplog):
     """A group member copies one config's release over another's key: the rerun moves it aside, rebuilds, and its
     metrics are those of a clean run."""
-    one, two = (compose_config(["debug=tiny", *FIXED_NOISE[:1], f"aggregator.sigma={sigma}"], tmp_path)
-                for sigma in (3.0, 4.0))
+    one, two = (
+        compose_config(["debug=tiny", *FIXED_NOISE[:1], f"aggregator.sigma={sigma}"], tmp_path) for sigma in (3.0, 4.0)
+    )
     first, clean = run(one, output_dir=tmp_path / "one"), run(two, output_dir=tmp_path / "two")
     aggregate = tmp_path / "cache" / "aggregate"
     target = aggregate / clean["artifacts"]["aggregate"]

@@ -14,21 +14,30 @@ def test_a_pate_run_under_add_remove_is_teacher_level_and_lists_what_epsilon_doe
     metrics = run(tiny_cfg("privacy.neighbors=add_remove", "references=true"), output_dir=tmp_path)
     on_disk = json.loads((tmp_path / "metrics.json").read_text())
     assert on_disk["privacy_unit"] == "one teacher added or removed" and on_disk["record_level"] is False
-    assert "one neighbour: one teacher added or removed (teacher-level: NOT a record-level guarantee)" in \
-        metrics["privacy"]
+    assert (
+        "one neighbour: one teacher added or removed (teacher-level: NOT a record-level guarantee)"
+        in metrics["privacy"]
+    )
     assert on_disk["not_covered_by_epsilon"]["keys"] == [  # synthetic data: seeded noise, so the seed and the keys
-        "teacher_accuracy", "reference.majority_vote", "reference.true_labels", "seed", "artifacts",
-        "host.finished_utc"]
+        "teacher_accuracy",
+        "reference.majority_vote",
+        "reference.true_labels",
+        "seed",
+        "artifacts",
+        "host.finished_utc",
+    ]
     assert "teacher_accuracy" in on_disk and "student_accuracy" in on_disk["reference"]["majority_vote"]  # contract
     text = summary(metrics)
     assert "privacy unit      one teacher added or removed (teacher-level: NOT a record-level guarantee)" in text
-    assert ("not covered       by epsilon: teacher_accuracy, reference.majority_vote, reference.true_labels, seed"
-            in text)
+    assert (
+        "not covered       by epsilon: teacher_accuracy, reference.majority_vote, reference.true_labels, seed" in text
+    )
     assert "no privacy cost" not in text
 
 
-@pytest.mark.parametrize("relation, neighbour", [("replace", "one record replaced"),
-                                                 ("add_remove", "one record added or removed")])
+@pytest.mark.parametrize(
+    "relation, neighbour", [("replace", "one record replaced"), ("add_remove", "one record added or removed")]
+)
 def test_a_record_level_method_is_record_level_under_both_relations(tiny_cfg, tmp_path, relation, neighbour):
     metrics = run(tiny_cfg(*TOY, f"privacy.neighbors={relation}"), output_dir=tmp_path)
     assert (metrics["privacy_unit"], metrics["record_level"]) == (neighbour, True)
@@ -39,8 +48,14 @@ def test_a_record_level_method_is_record_level_under_both_relations(tiny_cfg, tm
 def test_a_data_dependent_release_lists_its_raw_statistics_as_not_covered(tiny_cfg, tmp_path):
     metrics = run(tiny_cfg("aggregator=binary_voting_dd"), output_dir=tmp_path)
     assert metrics["not_covered_by_epsilon"]["keys"] == [
-        "teacher_accuracy", "epsilon_data_dependent", "privacy_data_dependent",
-        "data_dependent_test.not_itself_private", "seed", "artifacts", "host.finished_utc"]
+        "teacher_accuracy",
+        "epsilon_data_dependent",
+        "privacy_data_dependent",
+        "data_dependent_test.not_itself_private",
+        "seed",
+        "artifacts",
+        "host.finished_utc",
+    ]
     assert "NOT ITSELF PRIVATE, not covered by epsilon" in summary(metrics)
     unit = "one neighbour: one teacher's vote replaced (record-level)"
     assert all(unit in metrics[key] for key in ("privacy", "privacy_data_dependent", "privacy_data_independent"))

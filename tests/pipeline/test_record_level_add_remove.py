@@ -15,8 +15,10 @@ from pate.pipeline.runner import prepare
 from tests.conftest import compose_config
 from tests.data.folder_data import write_folder
 
-RECORD_LEVEL = [["method=private_knn"], ["method=dp_sgd", "method.expected_batch_size=16",
-                                         "method.public_num_records=200"]]
+RECORD_LEVEL = [
+    ["method=private_knn"],
+    ["method=dp_sgd", "method.expected_batch_size=16", "method.public_num_records=200"],
+]
 
 
 def test_a_split_drawn_from_all_rows_moves_other_records_when_one_is_appended():
@@ -36,16 +38,29 @@ def folders(tmp_path_factory) -> dict[str, Path]:
 
 
 def _prepare(root: Path, tmp_path: Path, *overrides: str):
-    return prepare(compose_config(["debug=tiny", "data=multilabel_folder", f"data.root={root}",
-                                   "data.split_fractions=[0.7,0.1,0.2]", "features.fit_split=test",
-                                   "data.num_queries=5",
-                                   *overrides], tmp_path))
+    return prepare(
+        compose_config(
+            [
+                "debug=tiny",
+                "data=multilabel_folder",
+                f"data.root={root}",
+                "data.split_fractions=[0.7,0.1,0.2]",
+                "features.fit_split=test",
+                "data.num_queries=5",
+                *overrides,
+            ],
+            tmp_path,
+        )
+    )
 
 
 @pytest.mark.parametrize("method", RECORD_LEVEL)
 def test_a_record_level_add_remove_run_on_a_drawn_split_is_refused(folders, tmp_path, method):
-    with pytest.raises(UserError, match=r"privacy.neighbors=add_remove with MultilabelFolder data that has no split "
-                                        r"column: its rows are split by a seeded permutation"):
+    with pytest.raises(
+        UserError,
+        match=r"privacy.neighbors=add_remove with MultilabelFolder data that has no split "
+        r"column: its rows are split by a seeded permutation",
+    ):
         _prepare(folders["drawn"], tmp_path, *method, "privacy.neighbors=add_remove")
     _prepare(folders["column"], tmp_path, *method, "privacy.neighbors=add_remove")  # each record's own split
     _prepare(folders["drawn"], tmp_path, *method, "privacy.neighbors=replace")  # replace keeps every row's place

@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def umask():
     def set_(mask: int) -> None:
         os.umask(mask)
+
     old = os.umask(0o022)
     yield set_
     os.umask(old)
@@ -143,8 +144,9 @@ def test_a_full_disk_ends_the_run_in_one_line(full_disk):
     assert lines[-1].startswith("error: cannot write ") and "the disk is full" in lines[-1], lines[-1]
 
 
-@pytest.mark.parametrize("code, says", [(errno.ENOSPC, "the disk is full"), (errno.EROFS, "read-only"),
-                                        (errno.EACCES, "permission denied")])
+@pytest.mark.parametrize(
+    "code, says", [(errno.ENOSPC, "the disk is full"), (errno.EROFS, "read-only"), (errno.EACCES, "permission denied")]
+)
 def test_an_unwritable_place_is_one_line_naming_it(code, says, capsys, tmp_path):
     cfg = OmegaConf.create({"paths": {"cache_dir": str(tmp_path)}})
     with pytest.raises(SystemExit) as stop, command_line_errors(cfg):
@@ -184,8 +186,9 @@ def _train(args: list[str], cwd: Path) -> Completed:
 @pytest.mark.slow
 def test_every_job_of_a_sweep_is_checked_before_the_first_starts(tmp_path):
     """-m privacy.target_epsilon=100,nan,200: one line naming job 1 and its value; job 0 never ran."""
-    done = _train(["-m", "debug=tiny", "privacy.target_epsilon=100,nan,200", f"hydra.sweep.dir={tmp_path / 'sweep'}"],
-                  tmp_path)
+    done = _train(
+        ["-m", "debug=tiny", "privacy.target_epsilon=100,nan,200", f"hydra.sweep.dir={tmp_path / 'sweep'}"], tmp_path
+    )
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert lines[-1].startswith("error: job 1 (") and "privacy.target_epsilon=nan" in lines[-1], lines[-1]
@@ -204,6 +207,7 @@ def test_a_sweep_directory_holding_earlier_results_is_refused(tmp_path):
 
 def test_a_run_directory_used_again_keeps_the_earlier_result_aside(tiny_cfg, tmp_path):
     from pate.pipeline.runner import run
+
     run(tiny_cfg(), output_dir=tmp_path)
     first = (tmp_path / "metrics.json").read_text()
     run(tiny_cfg("seed=5"), output_dir=tmp_path)
@@ -216,8 +220,14 @@ def test_sigterm_to_the_whole_process_group_ends_generation_in_one_line(tmp_path
     """SLURM and Ctrl-C signal every process of a job: the generator's workers die quietly, and the run says what is
     saved and exits 143 -- not 0 (a signal raised inside an at-fork hook used to be dropped and the run carried
     on), and not with a traceback per worker."""
-    cmd = [sys.executable, str(ROOT / "train.py"), "debug=tiny", "data.synthetic.num_images=30000",
-           "data.num_workers=2", f"paths.root_dir={tmp_path}"]
+    cmd = [
+        sys.executable,
+        str(ROOT / "train.py"),
+        "debug=tiny",
+        "data.synthetic.num_images=30000",
+        "data.num_workers=2",
+        f"paths.root_dir={tmp_path}",
+    ]
     with open(tmp_path / "out.txt", "w") as out, open(tmp_path / "err.txt", "w") as err:
         process = subprocess.Popen(cmd, cwd=tmp_path, stdout=out, stderr=err, start_new_session=True)
         deadline = time.time() + 120

@@ -36,7 +36,9 @@ def test_default_config_composes_with_every_group():
     assert (cfg.partition.num_teachers, cfg.data.num_queries) == (400, 600)
     assert (cfg.data.synthetic.num_images, cfg.features.extractor.pool) == (150000, 4)
     assert (cfg.teacher.component._target_, cfg.student.component._target_) == (
-        "pate.pipeline.teachers.HeadTeachers", "pate.pipeline.students.HeadStudent")
+        "pate.pipeline.teachers.HeadTeachers",
+        "pate.pipeline.students.HeadStudent",
+    )
     assert cfg.features.extractor._target_ == "pate.features.RandomPatchFeatures"
     assert cfg.features.fit_split == "val"  # public images: never the private training split
     for experiment in ("paper_celeba", "paper_synthetic"):
@@ -55,8 +57,18 @@ def test_end_to_end_metrics(tiny_cfg, tmp_path):
     metrics = run(tiny_cfg(), output_dir=tmp_path)
     on_disk = json.loads((tmp_path / "metrics.json").read_text())
     assert on_disk == json.loads(json.dumps(metrics))
-    for key in ("epsilon", "delta", "neighbors", "aggregator", "queries", "answered_fraction", "label_f1",
-                "student_accuracy", "student_f1", "teacher_accuracy"):
+    for key in (
+        "epsilon",
+        "delta",
+        "neighbors",
+        "aggregator",
+        "queries",
+        "answered_fraction",
+        "label_f1",
+        "student_accuracy",
+        "student_f1",
+        "teacher_accuracy",
+    ):
         assert key in metrics, key
     assert metrics["neighbors"] == "replace" and metrics["delta"] == 1e-6
     assert metrics["queries"] == 40 and 0 <= metrics["answered_fraction"] <= 1
@@ -86,8 +98,10 @@ def test_changing_the_teacher_retrains(tiny_cnn_cfg, tmp_path):
     assert other["artifacts"]["partition"] == first["artifacts"]["partition"]
 
 
-@pytest.mark.parametrize("override", ["features=random_conv", "features.extractor.seed=1", "features.fit_seed=1",
-                                      "teacher.lambdas=[0.1,1.0]"])
+@pytest.mark.parametrize(
+    "override",
+    ["features=random_conv", "features.extractor.seed=1", "features.fit_seed=1", "teacher.lambdas=[0.1,1.0]"],
+)
 def test_changing_the_extractor_or_the_heads_retrains_the_teachers(tiny_cfg, tmp_path, override):
     first = run(tiny_cfg(), output_dir=tmp_path / "a")
     other = run(tiny_cfg(override), output_dir=tmp_path / "b")
@@ -173,8 +187,9 @@ def test_missing_celeba_root_says_how_to_point_to_it(tmp_path, monkeypatch):
 def test_same_config_and_seed_give_identical_metrics(tiny_cfg, tmp_path):
     """Two independent runs (separate caches: teachers, votes and student all rebuilt) agree exactly, which
     is what makes two sweeps with the same configs and seeds give identical report tables."""
-    runs = [run(tiny_cfg(f"paths.cache_dir={tmp_path / name}"), output_dir=tmp_path / name / "run")
-            for name in ("a", "b")]
+    runs = [
+        run(tiny_cfg(f"paths.cache_dir={tmp_path / name}"), output_dir=tmp_path / name / "run") for name in ("a", "b")
+    ]
     drop = ("versions", "host")
     a, b = ({k: v for k, v in m.items() if k not in drop} for m in runs)
     assert a == b
@@ -187,14 +202,16 @@ def test_budget_stops_answering_queries(tiny_cfg, tmp_path):
     assert 0 < metrics["queries_asked"] < metrics["queries"]
     assert metrics["answered"] <= metrics["queries_asked"]
     assert metrics["epsilon"] <= 80
-    released = np.load(Path(tiny_cfg().paths.cache_dir) / "aggregate" / metrics["artifacts"]["aggregate"]
-                       / "aggregate.npz")
-    assert not released["answered"][metrics["queries_asked"]:].any()
+    released = np.load(
+        Path(tiny_cfg().paths.cache_dir) / "aggregate" / metrics["artifacts"]["aggregate"] / "aggregate.npz"
+    )
+    assert not released["answered"][metrics["queries_asked"] :].any()
 
 
 def test_teacher_shards_fill_the_cache_for_the_next_run(tiny_cnn_cfg, tmp_path):
     """Cluster array jobs train disjoint shards into the shared cache; the ordinary run that follows
     trains nothing again and seals the artifact with the shards' files."""
+
     def cfg(*overrides):
         return tiny_cnn_cfg(f"paths.cache_dir={tmp_path / 'cache'}", *overrides)
 
@@ -244,11 +261,17 @@ def test_unanswered_queries_join_the_unlabeled_pool(tiny_cfg, tmp_path, monkeypa
 @pytest.mark.parametrize("make_name", ["tiny_cfg", "tiny_cnn_cfg"])
 def test_a_tiny_semi_supervised_run_is_deterministic(make_name, method, request, tmp_path):
     make = request.getfixturevalue(make_name)
-    runs = [run(make(f"student.semi.method={method}", f"paths.cache_dir={tmp_path / name}"),
-                output_dir=tmp_path / name / "run") for name in ("a", "b")]
+    runs = [
+        run(
+            make(f"student.semi.method={method}", f"paths.cache_dir={tmp_path / name}"),
+            output_dir=tmp_path / name / "run",
+        )
+        for name in ("a", "b")
+    ]
     drop = ("versions", "host")
-    assert [{k: v for k, v in r.items() if k not in drop} for r in runs][0] == \
-        {k: v for k, v in runs[1].items() if k not in drop}
+    assert [{k: v for k, v in r.items() if k not in drop} for r in runs][0] == {
+        k: v for k, v in runs[1].items() if k not in drop
+    }
     assert runs[0]["student_accuracy"] is not None and runs[0]["method"].endswith(f"+{method}")
     assert runs[0]["student_unlabeled_size"] > 0
 
@@ -280,7 +303,12 @@ def test_an_empty_split_is_named(codes, split):
     from pate.data import LabelledImages
     from pate.data.partition import check_partition_config
 
-    data = LabelledImages(images=np.zeros((4, 3, 2, 2), np.uint8), labels=np.zeros((4, 40), np.uint8),
-                        split=np.array(codes, np.int8), filenames=tuple("abcd"), label_names=())
+    data = LabelledImages(
+        images=np.zeros((4, 3, 2, 2), np.uint8),
+        labels=np.zeros((4, 40), np.uint8),
+        split=np.array(codes, np.int8),
+        filenames=tuple("abcd"),
+        label_names=(),
+    )
     with pytest.raises(ValueError, match=f"the {split} split is empty"):
         check_partition_config(data.split, num_teachers=1, num_queries=1, pool_fraction=0.5)

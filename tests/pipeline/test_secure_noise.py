@@ -27,14 +27,20 @@ REUSED = "no new noise drawn"
 
 
 # ------------------------------------------------------------------------------------------ the mode
-@pytest.mark.parametrize("overrides, mode", [
-    (["debug=tiny"], "seeded"),  # the built-in synthetic data
-    (["data=synthetic"], "seeded"),
-    (FOLDER, "secure"),
-    (["debug=tiny", "data=celeba", "data.root=/nowhere"], "secure"),  # CelebA's files, even a copy of synthetic ones
-    (["debug=tiny", "privacy.noise=secure"], "secure"),
-    ([*FOLDER, "privacy.noise=seeded"], "seeded"),
-])
+@pytest.mark.parametrize(
+    "overrides, mode",
+    [
+        (["debug=tiny"], "seeded"),  # the built-in synthetic data
+        (["data=synthetic"], "seeded"),
+        (FOLDER, "secure"),
+        (
+            ["debug=tiny", "data=celeba", "data.root=/nowhere"],
+            "secure",
+        ),  # CelebA's files, even a copy of synthetic ones
+        (["debug=tiny", "privacy.noise=secure"], "secure"),
+        ([*FOLDER, "privacy.noise=seeded"], "seeded"),
+    ],
+)
 def test_auto_seeds_the_noise_on_the_synthetic_data_only(overrides, mode):
     noise = noise_source(compose_config([*overrides, "seed=7"]))
     assert noise.mode == mode
@@ -52,20 +58,25 @@ def test_a_bad_mode_is_refused_before_any_data_is_read():
 def test_secure_generators_differ_across_calls_and_seeded_ones_replay():
     secure, seeded = NoiseSource("secure", None, "secure"), NoiseSource("seeded", 3, "seeded")
     draws = [secure.generator().random(8) for _ in range(3)]
-    assert not any(np.array_equal(a, b) for i, a in enumerate(draws) for b in draws[i + 1:])
-    torch_draws = [torch.randint(0, 2 ** 62, (4,), generator=secure.torch_generator()) for _ in range(3)]
-    assert not any(torch.equal(a, b) for i, a in enumerate(torch_draws) for b in torch_draws[i + 1:])
+    assert not any(np.array_equal(a, b) for i, a in enumerate(draws) for b in draws[i + 1 :])
+    torch_draws = [torch.randint(0, 2**62, (4,), generator=secure.torch_generator()) for _ in range(3)]
+    assert not any(torch.equal(a, b) for i, a in enumerate(torch_draws) for b in torch_draws[i + 1 :])
     assert np.array_equal(seeded.generator().random(8), np.random.default_rng(3).random(8))
     stream_1 = int(np.random.SeedSequence([3, 1]).generate_state(1, np.uint32)[0])
     assert seeded.torch_generator(stream=1).initial_seed() == stream_1
-    assert torch.equal(torch.rand(5, generator=seeded.torch_generator(stream=1)),
-                       torch.rand(5, generator=torch.Generator().manual_seed(stream_1)))
+    assert torch.equal(
+        torch.rand(5, generator=seeded.torch_generator(stream=1)),
+        torch.rand(5, generator=torch.Generator().manual_seed(stream_1)),
+    )
 
 
 def test_seeded_streams_are_distinct_across_seeds_and_streams():
     """Seed s's stream 1 is not seed s + 1's stream 0 (as seed + stream made it): a sweep's seeds share no draws."""
-    seeds = {(seed, stream): NoiseSource("seeded", seed, "seeded").torch_generator(stream=stream).initial_seed()
-             for seed in range(4) for stream in range(3)}
+    seeds = {
+        (seed, stream): NoiseSource("seeded", seed, "seeded").torch_generator(stream=stream).initial_seed()
+        for seed in range(4)
+        for stream in range(3)
+    }
     assert len(set(seeds.values())) == len(seeds)
 
 
@@ -74,23 +85,24 @@ def _mt19937_seeding(seed: int) -> list[int]:
     w_0 = seed, w_j = 1812433253 (w_{j-1} xor (w_{j-1} >> 30)) + j mod 2^32."""
     words = [seed]
     for j in range(1, 624):
-        words.append((1812433253 * (words[-1] ^ (words[-1] >> 30)) + j) % 2 ** 32)
+        words.append((1812433253 * (words[-1] ^ (words[-1] >> 30)) + j) % 2**32)
     return words
 
 
 def _state_words(generator: torch.Generator) -> list[int]:
-    return np.frombuffer(generator.get_state().numpy()[24:24 + 8 * 624].tobytes(), "<u8").tolist()
+    return np.frombuffer(generator.get_state().numpy()[24 : 24 + 8 * 624].tobytes(), "<u8").tolist()
 
 
-@pytest.mark.parametrize("seed", [0, 5489, 2 ** 32 - 1])
+@pytest.mark.parametrize("seed", [0, 5489, 2**32 - 1])
 def test_a_generator_built_from_state_words_draws_what_torchs_seeding_of_those_words_draws(seed):
     """The layout mt19937_generator writes is torch's: the words MT19937 seeds from ``seed`` give manual_seed's
     stream, uniform and normal draws alike (a wrong offset or word width would draw another stream)."""
     built, seeded = mt19937_generator(_mt19937_seeding(seed)), torch.Generator().manual_seed(seed)
     assert torch.equal(torch.rand(1000, generator=built), torch.rand(1000, generator=seeded))
     assert torch.equal(torch.randn(1000, generator=built), torch.randn(1000, generator=seeded))
-    assert torch.equal(torch.randint(0, 2 ** 53, (100,), generator=built),
-                       torch.randint(0, 2 ** 53, (100,), generator=seeded))
+    assert torch.equal(
+        torch.randint(0, 2**53, (100,), generator=built), torch.randint(0, 2**53, (100,), generator=seeded)
+    )
 
 
 def test_torchs_cpu_generator_keeps_32_bits_of_a_seed_so_secure_ones_are_not_seeded():
@@ -99,18 +111,25 @@ def test_torchs_cpu_generator_keeps_32_bits_of_a_seed_so_secure_ones_are_not_see
     (its words do not follow the seeding recurrence from their first: chance 2^-32 per generator) and differs
     between generators."""
     wide = 12345 + (7 << 40)
-    assert torch.equal(torch.rand(8, generator=torch.Generator().manual_seed(wide)),
-                       torch.rand(8, generator=torch.Generator().manual_seed(wide % 2 ** 32)))
+    assert torch.equal(
+        torch.rand(8, generator=torch.Generator().manual_seed(wide)),
+        torch.rand(8, generator=torch.Generator().manual_seed(wide % 2**32)),
+    )
     states = [_state_words(secret_torch_generator()) for _ in range(3)]
     for words in states:
-        assert len(words) == 624 and max(words) < 2 ** 32
+        assert len(words) == 624 and max(words) < 2**32
         assert words != _mt19937_seeding(words[0])
     assert states[0] != states[1] != states[2]
 
 
-@pytest.mark.parametrize("words, message", [
-    ([1] * 623, "got 623 words"), ([2 ** 32] + [1] * 623, r"in \[1, 4294967296\]"), ([0] * 624, "not all zero"),
-])
+@pytest.mark.parametrize(
+    "words, message",
+    [
+        ([1] * 623, "got 623 words"),
+        ([2**32] + [1] * 623, r"in \[1, 4294967296\]"),
+        ([0] * 624, "not all zero"),
+    ],
+)
 def test_bad_state_words_are_refused(words, message):
     with pytest.raises(ValueError, match=message):
         mt19937_generator(words)
@@ -119,8 +138,9 @@ def test_bad_state_words_are_refused(words, message):
 def _aggregate_key(*overrides: str) -> tuple[str, dict]:
     cfg = compose_config([*FOLDER, *overrides])
     aggregator = GaussianPATE(num_labels=5, num_teachers=4, sigma=2.0, neighbors="replace")
-    stage = aggregate_stage(aggregator, plain(cfg.aggregator), 40, Stage("votes", {"v": 1}, lambda work, up: None),
-                            noise_source(cfg), 5)
+    stage = aggregate_stage(
+        aggregator, plain(cfg.aggregator), 40, Stage("votes", {"v": 1}, lambda work, up: None), noise_source(cfg), 5
+    )
     return stage.key, dict(stage.config)
 
 
@@ -172,8 +192,13 @@ def test_a_folder_run_draws_secret_noise_once_per_cache(folder, tmp_path):
     cache reuses its release (the same labels) and says that no new noise was drawn."""
     # epsilon 10 over 40 queries: sigma about 8 against 4 teachers' counts, so two independent draws of the 200
     # (query, label) decisions agree with negligible probability
-    args = ["debug=tiny", "data=multilabel_folder", f"data.root={folder}", "data.split_fractions=[0.7,0.1,0.2]",
-            "privacy.target_epsilon=10"]
+    args = [
+        "debug=tiny",
+        "data=multilabel_folder",
+        f"data.root={folder}",
+        "data.split_fractions=[0.7,0.1,0.2]",
+        "privacy.target_epsilon=10",
+    ]
     first, console = _train(args, tmp_path / "a", "run1")
     assert first["noise_source"].startswith("secure") and "no seed recorded" in first["noise_source"]
     assert "seed=" not in first["noise_source"] and REPLAYABLE not in console
@@ -193,9 +218,19 @@ def test_a_folder_run_draws_secret_noise_once_per_cache(folder, tmp_path):
 def test_every_method_keys_its_release_by_the_noise_source(folder, tmp_path, method):
     """Private-kNN's and DP-SGD's release stages, like PATE's aggregate: no seed in a secure key, one per seed in a
     seeded key."""
+
     def release(*overrides: str) -> Stage:
-        cfg = compose_config(["debug=tiny", "data=multilabel_folder", f"data.root={folder}",
-                              "data.split_fractions=[0.7,0.1,0.2]", *method, *overrides], tmp_path)
+        cfg = compose_config(
+            [
+                "debug=tiny",
+                "data=multilabel_folder",
+                f"data.root={folder}",
+                "data.split_fractions=[0.7,0.1,0.2]",
+                *method,
+                *overrides,
+            ],
+            tmp_path,
+        )
         return prepare(cfg)[0].release.labels
 
     secure = [release(f"seed={seed}") for seed in (0, 1)]

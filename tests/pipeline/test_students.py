@@ -36,23 +36,32 @@ def test_the_network_student_is_keyed_by_its_node_the_precision_and_the_seed(tin
     assert isinstance(student, NetworkStudent) and not student.reads_features and not student.needs_views
     assert student.settings.recipe.batch_size == cfg.student.batch_size
     assert student.trainer.precision == cfg.trainer.precision
-    assert _config(student) == [("student", plain(cfg.student)), ("precision", str(cfg.trainer.precision)),
-                                ("seed", 6)]
+    assert _config(student) == [("student", plain(cfg.student)), ("precision", str(cfg.trainer.precision)), ("seed", 6)]
 
 
-@pytest.mark.parametrize(("make", "overrides", "message"), [
-    ("tiny_cfg", ["student.lambdas=[0.1,-1]"], "student.lambdas=[0.1, -1]; expected a non-empty list"),
-    ("tiny_cfg", ["student.lambdas=0.1"], "student.lambdas=0.1; expected a non-empty list"),
-    ("tiny_cfg", ["student.semi.method=fixmatch"], "student.semi.method='fixmatch'; expected one of"),
-    ("tiny_cfg", ["+student.semi.rounds_=2"], "student.semi has unknown keys ['rounds_']"),
-    ("tiny_cnn_cfg", ["student.batch_size=0"], "student.batch_size must be a positive integer, got 0"),
-    ("tiny_cnn_cfg", ["student.semi.keep_fraction=0"], "student.semi.keep_fraction=0; expected a number in (0, 1]"),
-    ("tiny_cfg", ["student.component._target_=builtins.dict"], "student.component._target_='builtins.dict' is not a "
-                                                               "Student: expected a subclass of "
-                                                               "pate.pipeline.students.Student"),
-    ("tiny_cfg", ["+student.component.lambdas=[1.0]"], "student.component.lambdas: student.component holds only its "
-                                                       "_target_"),
-])
+@pytest.mark.parametrize(
+    ("make", "overrides", "message"),
+    [
+        ("tiny_cfg", ["student.lambdas=[0.1,-1]"], "student.lambdas=[0.1, -1]; expected a non-empty list"),
+        ("tiny_cfg", ["student.lambdas=0.1"], "student.lambdas=0.1; expected a non-empty list"),
+        ("tiny_cfg", ["student.semi.method=fixmatch"], "student.semi.method='fixmatch'; expected one of"),
+        ("tiny_cfg", ["+student.semi.rounds_=2"], "student.semi has unknown keys ['rounds_']"),
+        ("tiny_cnn_cfg", ["student.batch_size=0"], "student.batch_size must be a positive integer, got 0"),
+        ("tiny_cnn_cfg", ["student.semi.keep_fraction=0"], "student.semi.keep_fraction=0; expected a number in (0, 1]"),
+        (
+            "tiny_cfg",
+            ["student.component._target_=builtins.dict"],
+            "student.component._target_='builtins.dict' is not a "
+            "Student: expected a subclass of "
+            "pate.pipeline.students.Student",
+        ),
+        (
+            "tiny_cfg",
+            ["+student.component.lambdas=[1.0]"],
+            "student.component.lambdas: student.component holds only its _target_",
+        ),
+    ],
+)
 def test_a_bad_student_setting_is_refused_at_construction_naming_its_key(make, overrides, message, request):
     cfg = request.getfixturevalue(make)(*overrides)
     with pytest.raises(UserError) as refused:

@@ -18,17 +18,29 @@ def sweep_dir(shared_root, tmp_path_factory) -> Path:
     # a fresh sweep directory each time the fixture is set up: pytest-xdist's worksteal may split this module's
     # tests so that one worker sets it up twice, and a second sweep into the first one's directory is refused
     out = tmp_path_factory.mktemp("sweep")
-    args = ["-m", "debug=tiny", "references=true", f"aggregator={','.join(METHODS)}",
-            f"privacy.target_epsilon={','.join(map(str, EPSILONS))}", f"seed={','.join(map(str, SEEDS))}",
-            f"paths.root_dir={shared_root}", f"hydra.sweep.dir={out}"]
+    args = [
+        "-m",
+        "debug=tiny",
+        "references=true",
+        f"aggregator={','.join(METHODS)}",
+        f"privacy.target_epsilon={','.join(map(str, EPSILONS))}",
+        f"seed={','.join(map(str, SEEDS))}",
+        f"paths.root_dir={shared_root}",
+        f"hydra.sweep.dir={out}",
+    ]
     proc = run_cli("train.py", args, cwd=REPO)  # the command line, in this process (tests/cli.py)
     assert proc.returncode == 0, proc.stderr[-4000:]
     return out
 
 
 def test_sweep_writes_every_report_file(sweep_dir):
-    for name in ("report.md", "results.csv", "accuracy_vs_epsilon.png", "label_f1_vs_epsilon.png",
-                 "answered_vs_epsilon.png"):
+    for name in (
+        "report.md",
+        "results.csv",
+        "accuracy_vs_epsilon.png",
+        "label_f1_vs_epsilon.png",
+        "answered_vs_epsilon.png",
+    ):
         assert (sweep_dir / name).stat().st_size > 0, name
     for png in sweep_dir.glob("*.png"):
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", png
@@ -39,7 +51,8 @@ def test_results_csv_has_one_calibrated_row_per_run(sweep_dir):
         rows = list(csv.DictReader(fh))
     assert len(rows) == len(METHODS) * len(EPSILONS) * len(SEEDS)
     assert {(r["method"], float(r["target_epsilon"]), int(r["seed"])) for r in rows} == {
-        (m, e, s) for m in METHODS for e in EPSILONS for s in SEEDS}
+        (m, e, s) for m in METHODS for e in EPSILONS for s in SEEDS
+    }
     for r in rows:
         assert r["neighbors"] == "replace" and float(r["delta"]) == 1e-6
         target, achieved = float(r["target_epsilon"]), float(r["epsilon"])
@@ -70,8 +83,17 @@ def test_a_failed_job_is_named_and_the_report_names_the_jobs_that_never_started(
     from pate.report.generate import write_report
 
     out = tmp_path / "sweep"
-    done = run_cli("train.py", ["-m", "debug=tiny", "partition.num_teachers=4,100000,5",
-                                f"paths.root_dir={shared_root}", f"hydra.sweep.dir={out}"], cwd=REPO)
+    done = run_cli(
+        "train.py",
+        [
+            "-m",
+            "debug=tiny",
+            "partition.num_teachers=4,100000,5",
+            f"paths.root_dir={shared_root}",
+            f"hydra.sweep.dir={out}",
+        ],
+        cwd=REPO,
+    )
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert done.returncode == 2 and len(lines) == 1, done.stderr[-4000:]
     job, _, error = lines[0].partition(f") of the sweep in {out}: ")

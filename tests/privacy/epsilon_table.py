@@ -48,20 +48,32 @@ def _mechanisms(relation: str) -> dict[str, object]:
         "TauPATE(40,800,190,10,l1)": TauPATE(40, 800, 190.0, 10.0, "l1", relation),
         "TauPATE(40,800,190,10,l2)": TauPATE(40, 800, 190.0, 10.0, "l2", relation),
         "TauPATE(100,250,80,3,l2)": TauPATE(100, 250, 80.0, 3.0, "l2", relation),
-        "StableTopK(gumbel .0333, gaussian 60)": StableTopK(40, 800, "gumbel", eps_select=0.0333, sigma_test=60.0,
-                                                            delta_t=1e-9, neighbors=relation),
-        "StableTopK(gaussian 50, gaussian 60)": StableTopK(40, 800, "gaussian", sigma_select=50.0, sigma_test=60.0,
-                                                           delta_t=1e-9, neighbors=relation),
-        "StableTopK(laplace 20, laplace .1)": StableTopK(40, 800, "laplace", sigma_select=20.0, test="laplace",
-                                                         eps_test=0.1, delta_t=1e-7, neighbors=relation),
-        "StableTopK(gumbel .5, max_k 5)": StableTopK(40, 800, "gumbel", eps_select=0.5, sigma_test=30.0, delta_t=1e-8,
-                                                     max_k=5, neighbors=relation),
-        "StableTopK(gaussian 10, regularized)": StableTopK(4, 20, "gaussian", sigma_select=10.0, sigma_test=12.0,
-                                                           delta_t=1e-6, regularizer=(0.0, 1.0, inf, 0.5, inf),
-                                                           neighbors=relation),
+        "StableTopK(gumbel .0333, gaussian 60)": StableTopK(
+            40, 800, "gumbel", eps_select=0.0333, sigma_test=60.0, delta_t=1e-9, neighbors=relation
+        ),
+        "StableTopK(gaussian 50, gaussian 60)": StableTopK(
+            40, 800, "gaussian", sigma_select=50.0, sigma_test=60.0, delta_t=1e-9, neighbors=relation
+        ),
+        "StableTopK(laplace 20, laplace .1)": StableTopK(
+            40, 800, "laplace", sigma_select=20.0, test="laplace", eps_test=0.1, delta_t=1e-7, neighbors=relation
+        ),
+        "StableTopK(gumbel .5, max_k 5)": StableTopK(
+            40, 800, "gumbel", eps_select=0.5, sigma_test=30.0, delta_t=1e-8, max_k=5, neighbors=relation
+        ),
+        "StableTopK(gaussian 10, regularized)": StableTopK(
+            4,
+            20,
+            "gaussian",
+            sigma_select=10.0,
+            sigma_test=12.0,
+            delta_t=1e-6,
+            regularizer=(0.0, 1.0, inf, 0.5, inf),
+            neighbors=relation,
+        ),
         "GapSelection(laplace 7)": GapSelection(40, 800, "laplace", sigma=7.0, neighbors=relation),
-        "GapSelection(gaussian 3, max_k 10)": GapSelection(40, 800, "gaussian", sigma=3.0, max_k=10,
-                                                           neighbors=relation),
+        "GapSelection(gaussian 3, max_k 10)": GapSelection(
+            40, 800, "gaussian", sigma=3.0, max_k=10, neighbors=relation
+        ),
         "GapTest(laplace .3)": GapTest("laplace", 1e-6, epsilon=0.3, neighbors=relation),
     }
 
@@ -98,8 +110,9 @@ def _experiment_jobs() -> list[tuple[str, list[str]]]:
         params = dict((OmegaConf.load(path).get("hydra") or {}).get("sweeper", {}).get("params", {}))
         if "compare" in params:  # the method axis: its PATE members are the aggregator axis the table was made with
             # (DP-SGD and Private-kNN came later; tests/student/test_dp_sgd.py and test_private_knn.py price them)
-            params["aggregator"] = ",".join(value for value in str(params.pop("compare")).split(",")
-                                            if value not in ("dp_sgd", "private_knn"))
+            params["aggregator"] = ",".join(
+                value for value in str(params.pop("compare")).split(",") if value not in ("dp_sgd", "private_knn")
+            )
         grid = [[]]
         for axis in privacy_axes:
             if axis in params:
@@ -137,8 +150,11 @@ def experiment_rows() -> dict[str, float]:
 
 def _numeric_fields(mechanism) -> dict[str, float]:
     """Every float constructor argument of a mechanism (its calibrated noise and budget split)."""
-    return {f.name: float(getattr(mechanism, f.name)) for f in dataclasses.fields(mechanism)
-            if f.init and isinstance(getattr(mechanism, f.name), float)}
+    return {
+        f.name: float(getattr(mechanism, f.name))
+        for f in dataclasses.fields(mechanism)
+        if f.init and isinstance(getattr(mechanism, f.name), float)
+    }
 
 
 def topk_rows() -> dict[str, float]:
@@ -152,8 +168,7 @@ def topk_rows() -> dict[str, float]:
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
         for experiment in sorted(p.stem for p in Path(CONF_DIR, "topk_experiment").glob("*.yaml")):
             for relation in RELATIONS:
-                cfg = compose(config_name="topk", overrides=[f"topk_experiment={experiment}",
-                                                            f"neighbors={relation}"])
+                cfg = compose(config_name="topk", overrides=[f"topk_experiment={experiment}", f"neighbors={relation}"])
                 spec = cfg.topk_experiment
                 settings = settings_for(OmegaConf.to_container(spec.data, resolve=True), spec.ks, spec.delta)
                 factories = {name: instantiate(cfg.mechanisms[name]) for name in sorted(cfg.mechanisms)}
@@ -162,9 +177,12 @@ def topk_rows() -> dict[str, float]:
                         for k in setting.ks:
                             kbar = min(int(cfg.kbar_factor) * k, setting.histograms.shape[1] - 1)
                             for name, factory in factories.items():
-                                mechanism = _build(factory, k, float(epsilon), setting.delta, setting.queries,
-                                                   relation, kbar)
-                                prefix = f"topk={experiment} | {relation} | {setting.label} | eps={epsilon} | k={k} | {name}"
+                                mechanism = _build(
+                                    factory, k, float(epsilon), setting.delta, setting.queries, relation, kbar
+                                )
+                                prefix = (
+                                    f"topk={experiment} | {relation} | {setting.label} | eps={epsilon} | k={k} | {name}"
+                                )
                                 for key, value in _numeric_fields(mechanism).items():
                                     rows[f"{prefix} | {key}"] = value
                                 rows[f"{prefix} | spent"] = mechanism.spent(setting.queries, setting.delta)

@@ -107,8 +107,9 @@ def test_calibrate_finds_dp_sgds_noise_multiplier_from_its_event_alone():
     from pate.privacy import PoissonSampledGaussianEvent, calibrate
 
     orders = [float(order) for order in range(2, 257)]
-    multiplier = calibrate(lambda m: PoissonSampledGaussianEvent(0.01, m, 1000), 2.0, 1e-5, orders=orders,
-                           neighbors="add_remove")
+    multiplier = calibrate(
+        lambda m: PoissonSampledGaussianEvent(0.01, m, 1000), 2.0, 1e-5, orders=orders, neighbors="add_remove"
+    )
     reference = RdpAccountant(orders=orders)
     reference.compose(dpa.PoissonSampledDpEvent(0.01, dpa.GaussianDpEvent(multiplier)), 1000)
     assert reference.get_epsilon(1e-5) <= 2.0 * (1 + 1e-6)
@@ -119,10 +120,14 @@ def test_calibrate_finds_dp_sgds_noise_multiplier_from_its_event_alone():
         calibrate(lambda m: PoissonSampledGaussianEvent(0.01, m, 1000), 2.0, 1e-5, neighbors="replace")
 
 
-@pytest.mark.parametrize("event_of,neighbors", [
-    (lambda m: GaussianEvent(m, 1.0), None),
-    (lambda m: PoissonSampledGaussianEvent(0.05, m, 200, "replace"), "replace"),
-], ids=["gaussian", "sampled"])
+@pytest.mark.parametrize(
+    "event_of,neighbors",
+    [
+        (lambda m: GaussianEvent(m, 1.0), None),
+        (lambda m: PoissonSampledGaussianEvent(0.05, m, 200, "replace"), "replace"),
+    ],
+    ids=["gaussian", "sampled"],
+)
 def test_calibrating_by_the_tightest_epsilon_meets_the_target_with_less_noise(event_of, neighbors):
     """The same search priced by ``Ledger.epsilon_tightest`` (exact GDP for the Gaussian, PLD for the sampled one):
     the least noise that meets the target by that epsilon, below the RDP calibration's."""

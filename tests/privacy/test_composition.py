@@ -26,8 +26,11 @@ def kairouz_optimal_epsilon(epsilon: float, count: int, delta: float) -> float:
     log_normaliser = count * math.log1p(math.exp(epsilon))
     for i in range(count // 2 + 1):
         terms = [
-            math.comb(count, ell) * (math.exp((count - ell) * epsilon - log_normaliser)
-                                     - math.exp((count - 2 * i + ell) * epsilon - log_normaliser))
+            math.comb(count, ell)
+            * (
+                math.exp((count - ell) * epsilon - log_normaliser)
+                - math.exp((count - 2 * i + ell) * epsilon - log_normaliser)
+            )
             for ell in range(i)
         ]
         if sum(terms) <= delta:
@@ -90,8 +93,9 @@ def test_bounded_range_composition_at_a_hand_computed_point():
     # term 3: 10 * 0.01 / 2 + 0.1 sqrt(10 * 13.815511 / 2) = 0.05 + 0.8311292 = 0.8811292 (the minimum).
     assert bounded_range_composition(0.1, 10, 1e-6) == pytest.approx(0.8811292, rel=1e-6)
     # eps = 0.01, k = 10000: term 2 = 100 tanh(0.005) + 0.01 sqrt(20000 * 13.815511) = 0.4999958 + 5.2565160.
-    assert bounded_range_composition(0.01, 10_000, 1e-6) == pytest.approx(min(100.0, 5.7565118, 0.5 + 2.6282580),
-                                                                          rel=1e-6)
+    assert bounded_range_composition(0.01, 10_000, 1e-6) == pytest.approx(
+        min(100.0, 5.7565118, 0.5 + 2.6282580), rel=1e-6
+    )
     assert bounded_range_composition(0.3, 4, 1e-6) == pytest.approx(1.2)  # few mechanisms: basic wins
     assert bounded_range_composition(0.3, 4, 0.0) == pytest.approx(1.2)
 

@@ -26,7 +26,9 @@ def _renyi(p, q, alpha):
 
 @pytest.mark.parametrize(("sigma", "sensitivity"), [(1.0, 1.0), (50.0, 2.0), (60.0, np.sqrt(40)), (0.3, 5.0)])
 def test_gaussian_closed_form(sigma, sensitivity):
-    np.testing.assert_allclose(gaussian_rdp(ORDERS, sigma, sensitivity), ORDERS * sensitivity**2 / (2 * sigma**2), rtol=1e-15)
+    np.testing.assert_allclose(
+        gaussian_rdp(ORDERS, sigma, sensitivity), ORDERS * sensitivity**2 / (2 * sigma**2), rtol=1e-15
+    )
 
 
 def test_gaussian_shape_follows_orders():

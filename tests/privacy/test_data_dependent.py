@@ -38,13 +38,15 @@ def test_gnmax_matches_the_reference_code(case):
     np.testing.assert_allclose(data_dependent_rdp(log_q, ORDERS, case["sigma"]), case["rdp"], rtol=1e-9, atol=0)
 
 
-@pytest.mark.parametrize("case", REFERENCE["threshold"],
-                         ids=lambda c: f"{c['max_count']}-{c['threshold']}-sigma{c['sigma']:g}")
+@pytest.mark.parametrize(
+    "case", REFERENCE["threshold"], ids=lambda c: f"{c['max_count']}-{c['threshold']}-sigma{c['sigma']:g}"
+)
 def test_threshold_matches_the_reference_code(case):
     log_pass = threshold_log_pass(case["max_count"], case["threshold"], case["sigma"])
     assert float(log_pass) == pytest.approx(case["log_pass"], rel=1e-9, abs=1e-300)
-    np.testing.assert_allclose(threshold_data_dependent_rdp(log_pass, case["sigma"], ORDERS), case["rdp"],
-                               rtol=1e-9, atol=0)
+    np.testing.assert_allclose(
+        threshold_data_dependent_rdp(log_pass, case["sigma"], ORDERS), case["rdp"], rtol=1e-9, atol=0
+    )
 
 
 def test_closed_forms():
@@ -62,8 +64,9 @@ def test_closed_forms():
 
 def test_log1mexp_is_accurate_on_both_branches_and_refuses_positive_input():
     x = np.array([-50.0, -1.5, -1.0, -1e-3, -1e-12])
-    np.testing.assert_allclose(log1mexp(x), [math.log1p(-math.exp(v)) if v < -1 else math.log(-math.expm1(v))
-                                             for v in x], rtol=1e-14)
+    np.testing.assert_allclose(
+        log1mexp(x), [math.log1p(-math.exp(v)) if v < -1 else math.log(-math.expm1(v)) for v in x], rtol=1e-14
+    )
     assert np.isneginf(log1mexp(0.0))
     with pytest.raises(ValueError, match="x <= 0"):
         log1mexp(0.1)

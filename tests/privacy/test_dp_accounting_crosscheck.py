@@ -92,7 +92,9 @@ def test_laplace_curve_matches_rdp_accountant(noise_multiplier):
     np.testing.assert_allclose(7 * laplace_rdp(DEFAULT_ORDERS, noise_multiplier, 1.0), accountant.rdp, rtol=1e-9)
 
 
-@pytest.mark.parametrize(("sigma", "count", "delta"), [(5.0, 100, 1e-6), (60.0 / math.sqrt(40), 600, 1e-6), (2.0, 10, 1e-5)])
+@pytest.mark.parametrize(
+    ("sigma", "count", "delta"), [(5.0, 100, 1e-6), (60.0 / math.sqrt(40), 600, 1e-6), (2.0, 10, 1e-5)]
+)
 def test_ledger_lies_between_exact_gaussian_and_classic_conversion(sigma, count, delta):
     """Exact (analytic Gaussian mechanism, Balle & Wang 2018, and the PLD accountant) <= ledger <= classic.
 

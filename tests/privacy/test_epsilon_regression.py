@@ -23,8 +23,11 @@ def _compare(rows: dict[str, float]) -> None:
     missing = sorted(set(rows) ^ part)
     assert not missing, f"rows computed now but not in the reference table: {missing[:5]}"
     assert len(rows) > 0
-    mismatches = [(key, REFERENCE[key], rows[key]) for key in sorted(rows)
-                  if not (rows[key] == REFERENCE[key] or math.isclose(rows[key], REFERENCE[key], rel_tol=1e-9))]
+    mismatches = [
+        (key, REFERENCE[key], rows[key])
+        for key in sorted(rows)
+        if not (rows[key] == REFERENCE[key] or math.isclose(rows[key], REFERENCE[key], rel_tol=1e-9))
+    ]
     assert not mismatches, f"{len(mismatches)} of {len(rows)} numbers moved, e.g. {mismatches[:5]}"
 
 
@@ -37,6 +40,14 @@ def test_reference_table_covers_every_part():
     """The table is not empty in any part: a mechanism, an experiment job and a top-k mechanism of each kind."""
     assert sum(" | rdp(alpha=" in key for key in REFERENCE) > 1000
     assert sum(key.endswith(" | epsilon") and "experiment=" in key for key in REFERENCE) >= 100
-    for name in ("em_cdp", "em_cdp_rdp", "pnf_peel", "joint", "limited_domain", "top_stable", "top_stable_fill",
-                 "stable_topk"):
+    for name in (
+        "em_cdp",
+        "em_cdp_rdp",
+        "pnf_peel",
+        "joint",
+        "limited_domain",
+        "top_stable",
+        "top_stable_fill",
+        "stable_topk",
+    ):
         assert any(key.endswith(f"| {name} | spent") for key in REFERENCE), name

@@ -50,12 +50,34 @@ def _aggregators(neighbors):
     return [
         GaussianPATE(num_labels=L, num_teachers=T, sigma=40.0, neighbors=neighbors),
         TauPATE(num_labels=L, num_teachers=T, sigma=12.0, tau=10, norm="l1", neighbors=neighbors),
-        StableTopK(num_labels=L, num_teachers=T, selection="gaussian", sigma_select=50.0, sigma_test=60.0,
-                   delta_t=1e-9, neighbors=neighbors),
-        StableTopK(num_labels=L, num_teachers=T, selection="gumbel", eps_select=0.5, sigma_test=60.0,
-                   delta_t=1e-9, neighbors=neighbors),
-        StableTopK(num_labels=L, num_teachers=T, selection="laplace", sigma_select=9.0, test="laplace", eps_test=0.2,
-                   delta_t=1e-9, neighbors=neighbors),
+        StableTopK(
+            num_labels=L,
+            num_teachers=T,
+            selection="gaussian",
+            sigma_select=50.0,
+            sigma_test=60.0,
+            delta_t=1e-9,
+            neighbors=neighbors,
+        ),
+        StableTopK(
+            num_labels=L,
+            num_teachers=T,
+            selection="gumbel",
+            eps_select=0.5,
+            sigma_test=60.0,
+            delta_t=1e-9,
+            neighbors=neighbors,
+        ),
+        StableTopK(
+            num_labels=L,
+            num_teachers=T,
+            selection="laplace",
+            sigma_select=9.0,
+            test="laplace",
+            eps_test=0.2,
+            delta_t=1e-9,
+            neighbors=neighbors,
+        ),
     ]
 
 
@@ -66,8 +88,13 @@ EVERY_EVENT = [
     BoundedRangeEvent(epsilon=0.7),
     ZcdpEvent(rho=0.01),
     PoissonSampledGaussianEvent(sampling_rate=0.01, noise_multiplier=1.1, steps=1000),
-    RdpCurveEvent(orders=tuple(ORDERS), epsilons=tuple(ORDERS * 0.01), delta=1e-9, data_dependent_bound=True,
-                  source="a smooth-sensitivity bound"),
+    RdpCurveEvent(
+        orders=tuple(ORDERS),
+        epsilons=tuple(ORDERS * 0.01),
+        delta=1e-9,
+        data_dependent_bound=True,
+        source="a smooth-sensitivity bound",
+    ),
     ReportNoisyMaxEvent(GaussianEvent(50.0, 4.0), num_candidates=41),
     TightestOfEvent((PureDpEvent(1.0), BoundedRangeEvent(1.5))),
     ApproximateEvent(GaussianEvent(60.0, 2.0), delta=1e-9),
@@ -135,8 +162,9 @@ def test_the_poisson_sampled_gaussian_composes_only_under_the_relation_it_is_pri
     event = PoissonSampledGaussianEvent(0.01, 1.0, 100)
     Ledger(neighbors="add_remove").compose_event(event, neighbors="add_remove")
     Ledger(neighbors="replace").compose_event(PoissonSampledGaussianEvent(0.01, 1.0, 100, "replace"))
-    with pytest.raises(ValueError,
-                       match="neighbors='add_remove' cannot compose into a ledger with neighbors='replace'"):
+    with pytest.raises(
+        ValueError, match="neighbors='add_remove' cannot compose into a ledger with neighbors='replace'"
+    ):
         Ledger(neighbors="replace").compose_event(event, name="DP-SGD")
     with pytest.raises(ValueError, match="neighbors='add_remove' cannot compose into a ledger with neighbors=None"):
         Ledger().compose_event(event)
@@ -157,13 +185,16 @@ def test_a_tabulated_curve_is_read_at_its_own_orders_only():
         price(event, [2.0, 3.0])
 
 
-@pytest.mark.parametrize("record,match", [
-    ({"type": "gaussian", "sigma": 1.0}, "needs the fields"),
-    ({"type": "wishful", "epsilon": 0.0}, "unknown cost event type 'wishful'"),
-    ({"sigma": 1.0}, "must be a dict with a 'type'"),
-    ({"type": "gaussian", "sigma": -1.0, "sensitivity": 1.0}, "sigma must be"),
-    ({"type": "approximate", "event": {"type": "pure_dp", "epsilon": 1.0}, "delta": 2.0}, "delta"),
-])
+@pytest.mark.parametrize(
+    "record,match",
+    [
+        ({"type": "gaussian", "sigma": 1.0}, "needs the fields"),
+        ({"type": "wishful", "epsilon": 0.0}, "unknown cost event type 'wishful'"),
+        ({"sigma": 1.0}, "must be a dict with a 'type'"),
+        ({"type": "gaussian", "sigma": -1.0, "sensitivity": 1.0}, "sigma must be"),
+        ({"type": "approximate", "event": {"type": "pure_dp", "epsilon": 1.0}, "delta": 2.0}, "delta"),
+    ],
+)
 def test_a_bad_event_record_is_refused_by_name(record, match):
     with pytest.raises(ValueError, match=match):
         event_from_dict(record)
@@ -195,10 +226,16 @@ def test_a_ledger_records_the_mathematics_not_the_class():
 
 
 def _mechanisms():
-    return [*_aggregators("replace"), *_aggregators("add_remove"),
-            GapSelection(L, T, "laplace", sigma=7.0), GapTest("laplace", 1e-6, epsilon=0.3),
-            EMPeeling(k=5, pick_epsilon=0.1), PNFPeeling(k=5, pick_epsilon=0.1), Joint(k=5, epsilon=0.3),
-            StableTopKFixed(k=5, select_epsilon=0.2, test_sigma=9.0, fill_rho=0.01, delta_t=1e-8)]
+    return [
+        *_aggregators("replace"),
+        *_aggregators("add_remove"),
+        GapSelection(L, T, "laplace", sigma=7.0),
+        GapTest("laplace", 1e-6, epsilon=0.3),
+        EMPeeling(k=5, pick_epsilon=0.1),
+        PNFPeeling(k=5, pick_epsilon=0.1),
+        Joint(k=5, epsilon=0.3),
+        StableTopKFixed(k=5, select_epsilon=0.2, test_sigma=9.0, fill_rho=0.01, delta_t=1e-8),
+    ]
 
 
 @pytest.mark.parametrize("mechanism", _mechanisms(), ids=lambda m: m.name)
@@ -246,8 +283,9 @@ def test_an_opaque_mechanism_is_recorded_as_its_curve_and_replays(tmp_path):
 
 
 def test_a_data_dependent_curve_is_flagged_in_the_description():
-    bound = RdpCurveEvent(tuple(DEFAULT_ORDERS), tuple(DEFAULT_ORDERS * 1e-4), data_dependent_bound=True,
-                          source="GNMax data-dependent")
+    bound = RdpCurveEvent(
+        tuple(DEFAULT_ORDERS), tuple(DEFAULT_ORDERS * 1e-4), data_dependent_bound=True, source="GNMax data-dependent"
+    )
     ledger = Ledger(neighbors="replace").compose(_aggregators("replace")[0], count=1)
     assert not ledger.data_dependent
     ledger.compose_event(ComposedEvent((bound,)), count=10, name="GNMax")
@@ -257,7 +295,9 @@ def test_a_data_dependent_curve_is_flagged_in_the_description():
 
 @pytest.mark.parametrize("old_format", [1, 2])
 def test_an_older_ledger_is_refused_in_one_line(old_format):
-    with pytest.raises(ValueError, match=f"ledger format {old_format} cannot be priced by this version.*rebuild") as err:
+    with pytest.raises(
+        ValueError, match=f"ledger format {old_format} cannot be priced by this version.*rebuild"
+    ) as err:
         Ledger().load_state_dict({"format": old_format, "history": []})
     assert "\n" not in str(err.value)
 
@@ -277,8 +317,9 @@ def test_a_release_priced_by_a_data_dependent_bound_is_not_reported_as_epsilon(t
     from pate.aggregate import LEDGER_FILE, replay_privacy
     from pate.artifacts import Artifact
 
-    bound = RdpCurveEvent(tuple(DEFAULT_ORDERS), tuple(DEFAULT_ORDERS * 1e-4), data_dependent_bound=True,
-                          source="GNMax data-dependent")
+    bound = RdpCurveEvent(
+        tuple(DEFAULT_ORDERS), tuple(DEFAULT_ORDERS * 1e-4), data_dependent_bound=True, source="GNMax data-dependent"
+    )
     Ledger(neighbors="replace").compose_event(bound, count=5, name="GNMax").save(tmp_path / LEDGER_FILE)
     with pytest.raises(ValueError, match="data-dependent RDP bound, which is not by itself a DP guarantee"):
         replay_privacy(Artifact("aggregate", "k", tmp_path), 1e-6)

@@ -12,8 +12,14 @@ from dp_accounting.pld import pld_privacy_accountant
 from scipy.stats import norm
 
 from pate.aggregators import BinaryVoting, GaussianPATE, TauPATE
-from pate.privacy import (ApproximateEvent, ComposedEvent, GaussianEvent, Ledger, PoissonSampledGaussianEvent,
-                          SelfComposedEvent)
+from pate.privacy import (
+    ApproximateEvent,
+    ComposedEvent,
+    GaussianEvent,
+    Ledger,
+    PoissonSampledGaussianEvent,
+    SelfComposedEvent,
+)
 from pate.privacy.gdp import gaussian_mu, gdp_delta, gdp_epsilon
 
 CASES = [(0.05, 1e-6), (0.5, 1e-5), (1.4506, 1e-6), (3.0, 1e-8), (10.0, 1e-6)]
@@ -60,10 +66,16 @@ def test_dp_accountings_pld_agrees_and_never_goes_below_the_exact_epsilon(mu, de
     assert pld >= exact * (1 - 2e-5) - 1e-12 and pld == pytest.approx(exact, rel=1e-3, abs=1e-6)
 
 
-@pytest.mark.parametrize("aggregator", [
-    TauPATE(40, 400, 75.5143, 10, "l1", "replace"), TauPATE(40, 400, 30.0, 5, "l2", "add_remove"),
-    GaussianPATE(40, 250, 40.0, "replace"), BinaryVoting(40, 400, 106.793, "add_remove"),
-], ids=lambda agg: agg.name)
+@pytest.mark.parametrize(
+    "aggregator",
+    [
+        TauPATE(40, 400, 75.5143, 10, "l1", "replace"),
+        TauPATE(40, 400, 30.0, 5, "l2", "add_remove"),
+        GaussianPATE(40, 250, 40.0, "replace"),
+        BinaryVoting(40, 400, 106.793, "add_remove"),
+    ],
+    ids=lambda agg: agg.name,
+)
 def test_exact_epsilon_is_never_above_the_rdp_bound_of_the_same_queries(aggregator):
     ledger = Ledger().compose(aggregator, count=600)
     exact = gdp_epsilon(gaussian_mu([(aggregator.dp_event, 600)]), 1e-6)
@@ -86,10 +98,15 @@ def test_mu_composes_as_the_root_sum_of_squares():
     assert gaussian_mu([]) == 0.0
 
 
-@pytest.mark.parametrize("event", [
-    PoissonSampledGaussianEvent(0.01, 1.0, 100, "replace"), ApproximateEvent(GaussianEvent(1.0, 1.0), 1e-9),
-    ComposedEvent((GaussianEvent(1.0, 1.0), PoissonSampledGaussianEvent(0.01, 1.0, 10, "replace"))),
-], ids=["poisson_sampled", "approximate", "composed_with_sampled"])
+@pytest.mark.parametrize(
+    "event",
+    [
+        PoissonSampledGaussianEvent(0.01, 1.0, 100, "replace"),
+        ApproximateEvent(GaussianEvent(1.0, 1.0), 1e-9),
+        ComposedEvent((GaussianEvent(1.0, 1.0), PoissonSampledGaussianEvent(0.01, 1.0, 10, "replace"))),
+    ],
+    ids=["poisson_sampled", "approximate", "composed_with_sampled"],
+)
 def test_events_without_a_closed_form_have_no_exact_epsilon(event):
     assert gaussian_mu([(GaussianEvent(1.0, 1.0), 3), (event, 1)]) is None
     ledger = Ledger(neighbors="replace").compose_event(GaussianEvent(1.0, 1.0), 3).compose_event(event, 1)

@@ -13,8 +13,18 @@ from dp_accounting.pld.pld_privacy_accountant import PLDAccountant
 
 from pate.aggregators import GaussianPATE, TauPATE
 from pate.mechanisms import PrivateKNN
-from pate.privacy import (ApproximateEvent, BoundedRangeEvent, ComposedEvent, GaussianEvent, LaplaceEvent, Ledger,
-                          PoissonSampledGaussianEvent, PureDpEvent, SelfComposedEvent, calibrate)
+from pate.privacy import (
+    ApproximateEvent,
+    BoundedRangeEvent,
+    ComposedEvent,
+    GaussianEvent,
+    LaplaceEvent,
+    Ledger,
+    PoissonSampledGaussianEvent,
+    PureDpEvent,
+    SelfComposedEvent,
+    calibrate,
+)
 from pate.privacy.gdp import gaussian_mu, gdp_epsilon
 from pate.privacy.pld import pld_epsilon
 
@@ -30,9 +40,11 @@ def test_a_gaussian_composition_is_within_1e3_of_its_exact_epsilon_and_never_bel
 
 
 @pytest.mark.parametrize("relation", ["replace", "add_remove"])
-@pytest.mark.parametrize("rate,multiplier,steps", [(0.05, 1.0, 400), (0.0125, 0.8, 1000),
-                                                   (4096 / 120_510, 0.9645, 883), (4096 / 120_510, 1.34, 883)],
-                         ids=["q0.05", "q0.0125", "dp_sgd_eps8_add_remove", "dp_sgd_eps8_replace"])
+@pytest.mark.parametrize(
+    "rate,multiplier,steps",
+    [(0.05, 1.0, 400), (0.0125, 0.8, 1000), (4096 / 120_510, 0.9645, 883), (4096 / 120_510, 1.34, 883)],
+    ids=["q0.05", "q0.0125", "dp_sgd_eps8_add_remove", "dp_sgd_eps8_replace"],
+)
 def test_the_sampled_gaussian_is_dp_accountings_own_under_each_relation(relation, rate, multiplier, steps):
     # the last two: DP-SGD's default batches and steps at its epsilon-8 noise (accountants.json), where the
     # floating-point bound spent out of delta costs most; the issue's bar is 1e-3 relative
@@ -58,10 +70,16 @@ def test_pure_dp_composes_no_worse_than_basic_composition():
     assert pld_epsilon([(PureDpEvent(0.7), 1)], DELTA) == pytest.approx(0.7, abs=1e-3)
 
 
-@pytest.mark.parametrize("mechanism", [TauPATE(40, 400, 75.5143, 10, "l1", "replace"),
-                                       GaussianPATE(40, 250, 40.0, "add_remove"),
-                                       PrivateKNN(40, 200, 0.1, 20.0, "replace"),
-                                       PrivateKNN(40, 200, 0.1, 20.0, "add_remove")], ids=lambda m: m.name)
+@pytest.mark.parametrize(
+    "mechanism",
+    [
+        TauPATE(40, 400, 75.5143, 10, "l1", "replace"),
+        GaussianPATE(40, 250, 40.0, "add_remove"),
+        PrivateKNN(40, 200, 0.1, 20.0, "replace"),
+        PrivateKNN(40, 200, 0.1, 20.0, "add_remove"),
+    ],
+    ids=lambda m: m.name,
+)
 def test_a_ledger_prices_its_history_by_pld_no_higher_than_by_rdp(mechanism):
     ledger = Ledger().compose(mechanism, count=600)
     assert ledger.epsilon_pld(DELTA) <= ledger.epsilon(DELTA)[0]
@@ -79,9 +97,15 @@ def test_composed_and_self_composed_events_are_the_composition_of_their_parts():
     assert pld_epsilon([(gaussian, 0)], DELTA) == 0.0
 
 
-@pytest.mark.parametrize("event", [BoundedRangeEvent(0.5), ApproximateEvent(GaussianEvent(1.0, 1.0), 1e-9),
-                                   ComposedEvent((GaussianEvent(1.0, 1.0), BoundedRangeEvent(0.5)))],
-                         ids=["bounded_range", "approximate", "composed_with_bounded_range"])
+@pytest.mark.parametrize(
+    "event",
+    [
+        BoundedRangeEvent(0.5),
+        ApproximateEvent(GaussianEvent(1.0, 1.0), 1e-9),
+        ComposedEvent((GaussianEvent(1.0, 1.0), BoundedRangeEvent(0.5))),
+    ],
+    ids=["bounded_range", "approximate", "composed_with_bounded_range"],
+)
 def test_events_without_a_pld_leave_the_rdp_bound_standing(event):
     assert pld_epsilon([(GaussianEvent(1.0, 1.0), 2), (event, 1)], DELTA) is None
     assert Ledger().compose_event(event, 1).epsilon_pld(DELTA) is None
@@ -96,9 +120,14 @@ def test_bad_arguments_are_refused_naming_them():
         pld_epsilon([(GaussianEvent(1.0, 1.0), -1)], DELTA)
 
 
-@pytest.mark.parametrize("mechanism,accountant", [
-    (TauPATE(40, 400, 75.5143, 10, "l1", "replace"), "gdp"), (PrivateKNN(40, 200, 0.1, 20.0, "replace"), "pld"),
-], ids=["gaussian", "sampled"])
+@pytest.mark.parametrize(
+    "mechanism,accountant",
+    [
+        (TauPATE(40, 400, 75.5143, 10, "l1", "replace"), "gdp"),
+        (PrivateKNN(40, 200, 0.1, 20.0, "replace"), "pld"),
+    ],
+    ids=["gaussian", "sampled"],
+)
 def test_the_tightest_epsilon_is_the_smallest_valid_one_and_names_its_accountant(mechanism, accountant):
     """The least of the RDP bound and the exact GDP epsilon where it exists (the PLD, an upper bound on the same
     profile, is then not asked), else of the RDP bound and the PLD."""
@@ -125,8 +154,9 @@ def _pure_dp_delta(epsilon0: float, count: int, epsilon: float) -> float:
 
 def _gdp_delta(mu: float, epsilon: float) -> float:
     """The exact delta(epsilon) of mu-GDP (Balle & Wang 2018, Theorem 8), in log space."""
-    return float(np.exp(special.log_ndtr(-epsilon / mu + mu / 2))
-                 - np.exp(epsilon + special.log_ndtr(-epsilon / mu - mu / 2)))
+    return float(
+        np.exp(special.log_ndtr(-epsilon / mu + mu / 2)) - np.exp(epsilon + special.log_ndtr(-epsilon / mu - mu / 2))
+    )
 
 
 @pytest.mark.parametrize("relation", ["replace", "add_remove"])
@@ -141,8 +171,10 @@ def test_many_pure_dp_events_are_never_priced_below_their_exact_epsilon(epsilon0
         assert printed <= exact * (1 + 1e-2)  # the bound's price at 10,000 events (1.7e-7 of the 1e-6)
 
 
-@pytest.mark.parametrize("multiplier,steps,delta", [(math.sqrt(100_000), 100_000, 1e-12), (100.0, 10_000, 1e-12),
-                                                    (100.0, 10_000, 1e-6), (20.0, 400, 1e-10)])
+@pytest.mark.parametrize(
+    "multiplier,steps,delta",
+    [(math.sqrt(100_000), 100_000, 1e-12), (100.0, 10_000, 1e-12), (100.0, 10_000, 1e-6), (20.0, 400, 1e-10)],
+)
 def test_full_batch_gaussian_steps_are_never_priced_below_their_exact_gdp_epsilon(multiplier, steps, delta):
     # q = 1: every record in every step, so the composition is exactly mu-GDP with mu = sqrt(steps) / multiplier
     mu = math.sqrt(steps) / multiplier
@@ -156,8 +188,13 @@ def test_full_batch_gaussian_steps_are_never_priced_below_their_exact_gdp_epsilo
 def test_calibration_by_the_tightest_accountant_meets_its_target_at_small_delta():
     # the audit's calibration: target 7 at delta 1e-12 over 100,000 full-batch steps returned noise whose exact
     # epsilon was 7.079
-    multiplier = calibrate(lambda m: PoissonSampledGaussianEvent(1.0, m, 100_000, "add_remove"), 7.0, 1e-12,
-                           neighbors="add_remove", accountant="tightest")
+    multiplier = calibrate(
+        lambda m: PoissonSampledGaussianEvent(1.0, m, 100_000, "add_remove"),
+        7.0,
+        1e-12,
+        neighbors="add_remove",
+        accountant="tightest",
+    )
     assert _gdp_delta(math.sqrt(100_000) / multiplier, 7.0) <= 1e-12
 
 
@@ -166,6 +203,7 @@ def test_the_round_off_bound_is_small_beside_the_default_delta_and_grows_with_th
 
     def margin(steps):
         return delta_error_bound(_composed([(PoissonSampledGaussianEvent(0.034, 2.4, steps, "replace"), 1)], 1e-4))
+
     assert 0 < margin(100) < margin(1000) < 1e-7  # a hundredth of the default delta at DP-SGD's ~900 steps
 
 
@@ -174,7 +212,8 @@ def test_private_knns_600_queries_are_within_1e3_of_dp_accountings_epsilon(relat
     # Private-kNN's default: 600 queries, each a Poisson-sampled Gaussian step at gamma 0.3 (its epsilon-8 noise)
     event, count = Ledger().compose(PrivateKNN(40, 800, 0.3, 60.0, relation), count=600)._events()[0]
     accountant = PLDAccountant(neighboring_relation=RELATION[relation], value_discretization_interval=1e-4)
-    accountant.compose(dpa.PoissonSampledDpEvent(event.sampling_rate, dpa.GaussianDpEvent(event.noise_multiplier)),
-                       count * event.steps)
+    accountant.compose(
+        dpa.PoissonSampledDpEvent(event.sampling_rate, dpa.GaussianDpEvent(event.noise_multiplier)), count * event.steps
+    )
     theirs = accountant.get_epsilon(DELTA)
     assert theirs <= pld_epsilon([(event, count)], DELTA) <= theirs * (1 + 1e-3)

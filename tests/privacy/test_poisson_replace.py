@@ -21,8 +21,9 @@ from pate.privacy.curves import replace_convexity_bound
 @pytest.mark.parametrize("sigma", [0.7, 3.0])
 def test_with_every_record_sampled_the_replace_curve_is_the_gaussian_at_sensitivity_two(sigma):
     orders = np.array([1.5, 2.0, 8.0, 64.0, 256.0])
-    np.testing.assert_allclose(poisson_sampled_gaussian_replace_rdp(orders, 1.0, sigma), 2 * orders / sigma**2,
-                               rtol=1e-9)
+    np.testing.assert_allclose(
+        poisson_sampled_gaussian_replace_rdp(orders, 1.0, sigma), 2 * orders / sigma**2, rtol=1e-9
+    )
 
 
 @pytest.mark.parametrize("rate,sigma", [(0.01, 1.1), (0.05, 0.9), (0.3, 4.0)])
@@ -54,9 +55,13 @@ def _divergence_2d(order: float, rate: float, sigma: float, a: np.ndarray, b: np
     """D_alpha((1-q) N(0, s^2 I) + q N(a, s^2 I) || (1-q) N(0, s^2 I) + q N(b, s^2 I)) in the plane, on a grid."""
     t = np.arange(-2 * order - 2 - 10 * sigma, 10 * sigma + 2, sigma / 40)  # covers the modes (curves.py)
     x, y = np.meshgrid(t, t, indexing="ij")
+
     def log_mixture(mean):
-        return np.logaddexp(math.log1p(-rate) - (x**2 + y**2) / (2 * sigma**2),
-                            math.log(rate) - ((x - mean[0]) ** 2 + (y - mean[1]) ** 2) / (2 * sigma**2))
+        return np.logaddexp(
+            math.log1p(-rate) - (x**2 + y**2) / (2 * sigma**2),
+            math.log(rate) - ((x - mean[0]) ** 2 + (y - mean[1]) ** 2) / (2 * sigma**2),
+        )
+
     log_integrand = order * log_mixture(a) + (1 - order) * log_mixture(b) - math.log(2 * math.pi * sigma**2)
     top = log_integrand.max()
     return (top + math.log(np.exp(log_integrand - top).sum() * (sigma / 40) ** 2)) / (order - 1)
@@ -71,8 +76,10 @@ def test_no_pair_of_contributions_in_the_unit_disc_diverges_more_than_the_opposi
     rng = np.random.default_rng(0)
     angles, radii = rng.uniform(0, 2 * np.pi, (40, 2)), np.sqrt(rng.uniform(0, 1, (40, 2)))
     pairs = [(np.array([1.0, 0.0]), np.array([0.0, 1.0])), (np.array([1.0, 0.0]), np.array([0.0, 0.0]))]
-    pairs += [(r[0] * np.array([np.cos(t[0]), np.sin(t[0])]), r[1] * np.array([np.cos(t[1]), np.sin(t[1])]))
-              for t, r in zip(angles, radii)]
+    pairs += [
+        (r[0] * np.array([np.cos(t[0]), np.sin(t[0])]), r[1] * np.array([np.cos(t[1]), np.sin(t[1])]))
+        for t, r in zip(angles, radii)
+    ]
     for a, b in pairs:
         assert _divergence_2d(order, rate, sigma, a, b) <= bound * (1 + 1e-6)
     opposite = _divergence_2d(order, rate, sigma, np.array([-1.0, 0.0]), np.array([1.0, 0.0]))
@@ -83,8 +90,11 @@ def test_no_pair_of_contributions_in_the_unit_disc_diverges_more_than_the_opposi
 def test_the_replace_epsilon_is_within_ten_percent_above_dp_accountings_tight_pld(rate, sigma, steps):
     """RDP then conversion costs a little over the exact privacy-loss distribution, never less."""
     delta = 1e-6
-    ours, _ = Ledger(neighbors="replace").compose_event(
-        PoissonSampledGaussianEvent(rate, sigma, steps, "replace")).epsilon(delta)
+    ours, _ = (
+        Ledger(neighbors="replace")
+        .compose_event(PoissonSampledGaussianEvent(rate, sigma, steps, "replace"))
+        .epsilon(delta)
+    )
     pld = PLDAccountant(neighboring_relation=NeighborRel.REPLACE_ONE, value_discretization_interval=1e-3)
     pld.compose(dpa.PoissonSampledDpEvent(rate, dpa.GaussianDpEvent(sigma)), steps)
     tight = pld.get_epsilon(delta)
@@ -100,15 +110,18 @@ def _replace_divergence_mpmath(order: float, rate: float, sigma: float) -> float
     order, rate, sigma = mpmath.mpf(order), mpmath.mpf(rate), mpmath.mpf(sigma)
 
     def mixture(x, contribution):
-        return ((1 - rate) * mpmath.npdf(x, 0, sigma) + rate * mpmath.npdf(x, contribution, sigma))
+        return (1 - rate) * mpmath.npdf(x, 0, sigma) + rate * mpmath.npdf(x, contribution, sigma)
 
-    integral = mpmath.quad(lambda x: mixture(x, -1) ** order * mixture(x, 1) ** (1 - order),
-                           [-mpmath.inf, -10 * sigma, -1, 0, 1, 10 * sigma, mpmath.inf])
+    integral = mpmath.quad(
+        lambda x: mixture(x, -1) ** order * mixture(x, 1) ** (1 - order),
+        [-mpmath.inf, -10 * sigma, -1, 0, 1, 10 * sigma, mpmath.inf],
+    )
     return float(mpmath.log(integral) / (order - 1))
 
 
-@pytest.mark.parametrize("order,rate,sigma",
-                         [(1.01, 0.01, 1e4), (1.01, 0.01, 1e5), (1.02, 1e-8, 0.5), (2.0, 0.05, 1.0)])
+@pytest.mark.parametrize(
+    "order,rate,sigma", [(1.01, 0.01, 1e4), (1.01, 0.01, 1e5), (1.02, 1e-8, 0.5), (2.0, 0.05, 1.0)]
+)
 def test_a_tiny_divergence_is_never_computed_below_its_true_value(order, rate, sigma):
     # an outside audit: the sum's rounding erased the excess over 1, so the curve was 0 (1e5) or 3% low (1e4), and a
     # ledger with a 0 at any order printed epsilon 0 whatever its steps

@@ -19,10 +19,12 @@ def _query_sweep(root, job_factory, accuracy):
     make_metrics, write_job = job_factory
     sweep = root / "sweep"
     sweep.mkdir()
-    (sweep / "multirun.yaml").write_text("hydra:\n  overrides:\n    task: [experiment=query_sweep]\n"
-                                         "  sweeper:\n    _target_: hydra._internal.core_plugins.basic_sweeper.BasicSweeper\n    params: {compare: 'gaussian_pate,stable_topk_paper', "
-                                         "data.num_queries: '100,400', seed: '0,1'}\n"
-                                         "report: accuracy_vs_queries\n")
+    (sweep / "multirun.yaml").write_text(
+        "hydra:\n  overrides:\n    task: [experiment=query_sweep]\n"
+        "  sweeper:\n    _target_: hydra._internal.core_plugins.basic_sweeper.BasicSweeper\n    params: {compare: 'gaussian_pate,stable_topk_paper', "
+        "data.num_queries: '100,400', seed: '0,1'}\n"
+        "report: accuracy_vs_queries\n"
+    )
     job = 0
     for method in ("gaussian_pate", "stable_topk_paper"):
         for q in (100, 400):
@@ -31,8 +33,12 @@ def _query_sweep(root, job_factory, accuracy):
                 m["queries"], m["answered"] = q, round(q * m["answered_fraction"])
                 m["reference"]["true_labels"]["student_accuracy"] = 0.85 + 0.01 * q / 100
                 m["reference"]["majority_class"] = {"student_accuracy": 0.80}
-                write_job(sweep, str(job), [f"compare={method}", f"data.num_queries={q}", f"seed={seed}",
-                                            "experiment=query_sweep"], m)
+                write_job(
+                    sweep,
+                    str(job),
+                    [f"compare={method}", f"data.num_queries={q}", f"seed={seed}", "experiment=query_sweep"],
+                    m,
+                )
                 job += 1
     return sweep
 
@@ -49,8 +55,12 @@ def test_cells_group_by_method_epsilon_and_queries(tmp_path, job_factory):
 
 def test_the_headline_is_the_fewest_queries_that_reach_the_threshold(tmp_path, job_factory):
     # threshold 0.97 x 0.89 = 0.8633: stable_topk_paper reaches it with 100 queries, gaussian_pate only with 400
-    accuracy = {("stable_topk_paper", 100): 0.87, ("stable_topk_paper", 400): 0.88, ("gaussian_pate", 100): 0.85,
-                ("gaussian_pate", 400): 0.87}
+    accuracy = {
+        ("stable_topk_paper", 100): 0.87,
+        ("stable_topk_paper", 400): 0.88,
+        ("gaussian_pate", 100): 0.85,
+        ("gaussian_pate", 400): 0.87,
+    }
     sweep = _query_sweep(tmp_path, job_factory, lambda method, q, seed: accuracy[(method, q)])
     threshold, cheapest = query_headline(summarize_axis(collect_sweep(sweep, axis="queries"), QUERIES))
     assert threshold == pytest.approx(0.97 * 0.89)
@@ -75,22 +85,31 @@ def _teacher_sweep(root, job_factory, accuracy):
     make_metrics, write_job = job_factory
     sweep = root / "sweep"
     sweep.mkdir()
-    (sweep / "multirun.yaml").write_text("hydra:\n  overrides:\n    task: [experiment=teacher_sweep]\n"
-                                         "report: accuracy_vs_teachers\n")
+    (sweep / "multirun.yaml").write_text(
+        "hydra:\n  overrides:\n    task: [experiment=teacher_sweep]\nreport: accuracy_vs_teachers\n"
+    )
     job = 0
     for teachers in (100, 400):
         for epsilon in (1.0, 8.0):
             for seed in (0, 1):
                 m = make_metrics("gaussian_pate", epsilon, seed, accuracy=accuracy(teachers, epsilon) + 0.001 * seed)
                 m["num_teachers"], m["teacher_accuracy"] = teachers, 0.88 - teachers / 10000
-                m["reference"]["majority_vote"].update(label_accuracy=0.90 - teachers / 20000,
-                                                       student_accuracy=0.87 - teachers / 20000)
+                m["reference"]["majority_vote"].update(
+                    label_accuracy=0.90 - teachers / 20000, student_accuracy=0.87 - teachers / 20000
+                )
                 m["reference"]["majority_class"] = {"student_accuracy": 0.80}
-                write_job(sweep, str(job), [f"partition.num_teachers={teachers}", f"target_epsilon={epsilon}",
-                                            f"seed={seed}"], m)
+                write_job(
+                    sweep,
+                    str(job),
+                    [f"partition.num_teachers={teachers}", f"target_epsilon={epsilon}", f"seed={seed}"],
+                    m,
+                )
                 job += 1
-    dp_sgd = {key: value for key, value in make_metrics("gaussian_pate", 8.0, 0).items()
-              if key not in ("num_teachers", "teacher_accuracy")}
+    dp_sgd = {
+        key: value
+        for key, value in make_metrics("gaussian_pate", 8.0, 0).items()
+        if key not in ("num_teachers", "teacher_accuracy")
+    }
     write_job(sweep, str(job), ["compare=dp_sgd", "target_epsilon=8.0", "seed=0"], {**dp_sgd, "method": "dp_sgd"})
     return sweep
 
@@ -101,8 +120,10 @@ def test_the_teacher_report_has_per_t_references_and_the_best_t_at_each_epsilon(
     sweep = _teacher_sweep(tmp_path, job_factory, lambda t, eps: accuracy[(t, eps)])
     summary = summarize_axis(collect_sweep(sweep, axis="num_teachers"), TEACHERS)
     assert summary.values == (100, 400) and len(summary.cells) == 4
-    assert {eps: (c.value, round(c.student_accuracy.mean, 4)) for eps, c in best_teachers(summary).items()} == \
-        {1.0: (400, 0.8405), 8.0: (100, 0.8605)}
+    assert {eps: (c.value, round(c.student_accuracy.mean, 4)) for eps, c in best_teachers(summary).items()} == {
+        1.0: (400, 0.8405),
+        8.0: (100, 0.8605),
+    }
     vote = summary.references["reference.majority_vote.label_accuracy"]
     assert vote[100].mean == pytest.approx(0.895) and vote[400].mean == pytest.approx(0.88)
     assert summary.references["teacher_accuracy"][400].mean == pytest.approx(0.84)

@@ -33,16 +33,17 @@ def test_failure_is_logged_with_traceback_and_not_raised(tmp_path, caplog):
     assert record.exc_info is not None and "no multirun.yaml" in str(record.exc_info[1])
 
 
-
 def test_a_teacher_shard_sweep_has_no_report(tmp_path, caplog):
-    config = OmegaConf.create({"hydra": {"sweep": {"dir": str(tmp_path)},
-                                         "overrides": {"task": ["debug=tiny_cnn", "teacher_shard=0/2,1/2"]}}})
+    config = OmegaConf.create(
+        {"hydra": {"sweep": {"dir": str(tmp_path)}, "overrides": {"task": ["debug=tiny_cnn", "teacher_shard=0/2,1/2"]}}}
+    )
     with caplog.at_level(logging.INFO, logger="pate.report.callback"):
         ReportCallback().on_multirun_end(config)
     assert not (tmp_path / "report.md").exists()
     assert [r.levelno for r in caplog.records] == [logging.INFO] and "teacher shards" in caplog.text
 
-APP = '''
+
+APP = """
 import json
 from pathlib import Path
 
@@ -56,9 +57,9 @@ def main(cfg):
     (out / "metrics.json").write_text(json.dumps(table[f"{cfg.method}|{cfg.target_epsilon}|{cfg.seed}"]))
 
 main()
-'''
+"""
 
-CONFIG = '''
+CONFIG = """
 method: stable_topk_paper
 target_epsilon: 1.0
 seed: 0
@@ -71,22 +72,38 @@ hydra:
   callbacks:
     report:
       _target_: pate.report.callback.ReportCallback
-'''
+"""
 
 
 @pytest.mark.slow
 def test_real_hydra_multirun_gets_its_report(tmp_path, job_factory, subprocess_env):
     """The registration the lead puts in conf/hydra/default.yaml, with the same ${now:} sweep dir."""
     make_metrics, _ = job_factory
-    table = {f"{m}|{e}|{s}": make_metrics(m, e, s)
-             for m in ("stable_topk_paper", "gaussian_pate") for e in (1.0, 4.0) for s in (0, 1)}
+    table = {
+        f"{m}|{e}|{s}": make_metrics(m, e, s)
+        for m in ("stable_topk_paper", "gaussian_pate")
+        for e in (1.0, 4.0)
+        for s in (0, 1)
+    }
     (tmp_path / "table.json").write_text(json.dumps(table))
     (tmp_path / "app.py").write_text(APP)
     (tmp_path / "config.yaml").write_text(textwrap.dedent(CONFIG.format(root=tmp_path)))
     result = subprocess.run(
-        [sys.executable, str(tmp_path / "app.py"), "-m", "method=stable_topk_paper,gaussian_pate",
-         "target_epsilon=1.0,4.0", "seed=0,1", f"metrics_table={tmp_path / 'table.json'}"],
-        capture_output=True, text=True, timeout=300, cwd=tmp_path, env=subprocess_env)
+        [
+            sys.executable,
+            str(tmp_path / "app.py"),
+            "-m",
+            "method=stable_topk_paper,gaussian_pate",
+            "target_epsilon=1.0,4.0",
+            "seed=0,1",
+            f"metrics_table={tmp_path / 'table.json'}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        env=subprocess_env,
+    )
     assert result.returncode == 0, result.stderr
     (sweep,) = (tmp_path / "multiruns").iterdir()
     assert (sweep / "report.md").is_file() and (sweep / "results.csv").is_file()

@@ -29,14 +29,17 @@ def test_launcher_folders_are_not_jobs(sweep_dir):
     assert len(collect_sweep(sweep_dir).runs) == 8
 
 
-@pytest.mark.parametrize("key, value, message", [
-    ("epsilon", None, "epsilon=None"),
-    ("neighbors", "swap", "neighbors='swap'"),
-    ("delta", 1.5, "delta=1.5"),
-    ("student_accuracy", "high", "student_accuracy=.high."),
-    ("seed", 0.5, "seed=0.5"),
-    ("private", 1, "private=1"),
-])
+@pytest.mark.parametrize(
+    "key, value, message",
+    [
+        ("epsilon", None, "epsilon=None"),
+        ("neighbors", "swap", "neighbors='swap'"),
+        ("delta", 1.5, "delta=1.5"),
+        ("student_accuracy", "high", "student_accuracy=.high."),
+        ("seed", 0.5, "seed=0.5"),
+        ("private", 1, "private=1"),
+    ],
+)
 def test_schema_violation_names_file_key_and_value(sweep_dir, key, value, message):
     path = sweep_dir / "3" / "metrics.json"
     metrics = json.loads(path.read_text())
@@ -82,8 +85,12 @@ def test_mixed_relations_are_refused(sweep_dir, job_factory):
 def test_mixed_query_counts_are_refused(sweep_dir, job_factory):
     """Runs of one (method, epsilon) are averaged as seeds: another query count must not slip in among them."""
     make_metrics, write_job = job_factory
-    write_job(sweep_dir, "9", ["data.num_queries=200"], {**make_metrics("gaussian_pate", 1.0, 5), "queries": 200,
-                                                                      "answered": 200, "answered_fraction": 1.0})
+    write_job(
+        sweep_dir,
+        "9",
+        ["data.num_queries=200"],
+        {**make_metrics("gaussian_pate", 1.0, 5), "queries": 200, "answered": 200, "answered_fraction": 1.0},
+    )
     with pytest.raises(ValueError, match=r"mixes queries .*200 in jobs \['9'\]"):
         collect_sweep(sweep_dir)
 
@@ -92,8 +99,9 @@ def test_mixed_teacher_counts_are_refused_unless_they_are_the_axis(sweep_dir, jo
     """Another number of teachers must not slip in among the seeds either; a run with none (DP-SGD) mixes nothing,
     and the axis report over the number of teachers reads them all."""
     make_metrics, write_job = job_factory
-    write_job(sweep_dir, "9", ["partition.num_teachers=40"], {**make_metrics("gaussian_pate", 1.0, 5),
-                                                              "num_teachers": 40})
+    write_job(
+        sweep_dir, "9", ["partition.num_teachers=40"], {**make_metrics("gaussian_pate", 1.0, 5), "num_teachers": 40}
+    )
     with pytest.raises(ValueError, match=r"mixes num_teachers .*40 in jobs \['9'\]"):
         collect_sweep(sweep_dir)
     collect_sweep(sweep_dir, axis="num_teachers")
@@ -132,8 +140,13 @@ def test_jobs_the_overrides_promise_but_never_started_are_named(tmp_path, sweep_
     text = (sweep / "report.md").read_text()
     assert "8 more promised by the sweep's overrides never started" in text
     assert f"- job {never[0].job}: " + " ".join(f"`{o}`" for o in never[0].overrides) in text
-    assert sum(line.endswith(",never started") or ",never started," in line
-               for line in (sweep / "results.csv").read_text().splitlines()) == 8
+    assert (
+        sum(
+            line.endswith(",never started") or ",never started," in line
+            for line in (sweep / "results.csv").read_text().splitlines()
+        )
+        == 8
+    )
     notice = next(line for line in report.notices() if "never started" in line)
     assert notice.startswith("8 job(s) promised by the sweep's overrides never started: job 1 (")
 
@@ -149,18 +162,28 @@ def test_finished_jobs_the_sweep_does_not_produce_are_left_out_and_named(sweep_d
     multirun["hydra"]["sweeper"] = {"_target_": BASIC}  # as Hydra writes it: the report can enumerate the jobs
     (sweep_dir / "multirun.yaml").write_text(yaml.safe_dump(multirun))
     make_metrics, write_job = job_factory
-    write_job(sweep_dir, "9", ["aggregator=gaussian_pate", "target_epsilon=8.0", "seed=0", "neighbors=replace"],
-              make_metrics("gaussian_pate", 8.0, 0))
+    write_job(
+        sweep_dir,
+        "9",
+        ["aggregator=gaussian_pate", "target_epsilon=8.0", "seed=0", "neighbors=replace"],
+        make_metrics("gaussian_pate", 8.0, 0),
+    )
     sweep = collect_sweep(sweep_dir)
     assert sweep.foreign == ("9",) and "9" not in [run.job for run in sweep.runs] and len(sweep.runs) == 8
-    assert any("jobs ['9'] hold settings this sweep's overrides do not produce" in line
-               for line in write_report(sweep_dir).notices())
+    assert any(
+        "jobs ['9'] hold settings this sweep's overrides do not produce" in line
+        for line in write_report(sweep_dir).notices()
+    )
 
 
 def test_promised_jobs_follow_hydras_sweep_grammar():
     from pate.report.collect import promised_jobs
 
-    multirun = {"hydra": {"sweeper": {"_target_": BASIC, "params": {"seed": "range(0,3)", "compare": "a,b"}},
-                          "overrides": {"task": ["compare=a,b,c", "x=[1,2]", "y=choice(1,2)"]}}}
+    multirun = {
+        "hydra": {
+            "sweeper": {"_target_": BASIC, "params": {"seed": "range(0,3)", "compare": "a,b"}},
+            "overrides": {"task": ["compare=a,b,c", "x=[1,2]", "y=choice(1,2)"]},
+        }
+    }
     assert promised_jobs(multirun) == 3 * 3 * 2  # the command line's compare replaces the config's
     assert promised_jobs({"hydra": {"sweeper": {"_target_": "hydra_plugins.optuna.Sweeper"}}}) is None

@@ -49,7 +49,8 @@ def test_report_content(sweep_factory, tmp_path):
     assert "| 8 | **failed** |" in text
     assert str(tmp_path) not in text
     assert [n for n in report.notices() if "miss their target" in n] == [
-        "jobs ['1'] miss their target epsilon by more than 1% (neighbors=replace, delta=1e-06)"]
+        "jobs ['1'] miss their target epsilon by more than 1% (neighbors=replace, delta=1e-06)"
+    ]
 
 
 @pytest.mark.slow
@@ -82,8 +83,9 @@ def test_bad_sweep_writes_nothing(sweep_dir, job_factory):
 
 
 def _cli(env, *args):
-    return subprocess.run([sys.executable, "-m", "pate.report", *map(str, args)], capture_output=True, text=True,
-                          timeout=120, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "pate.report", *map(str, args)], capture_output=True, text=True, timeout=120, env=env
+    )
 
 
 @pytest.mark.slow
@@ -109,11 +111,14 @@ def test_cli_refuses_mixed_relations_with_a_clear_error(sweep_dir, job_factory, 
 
 @pytest.mark.slow
 def test_report_imports_neither_torch_nor_lightning(subprocess_env):
-    code = ("import sys, pate.report, pate.report.callback, pate.report.__main__; "
-            "print(sorted(m for m in ('torch', 'lightning', 'pytorch_lightning', 'teachers', 'student') "
-            "if m in sys.modules))")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                            env=subprocess_env)
+    code = (
+        "import sys, pate.report, pate.report.callback, pate.report.__main__; "
+        "print(sorted(m for m in ('torch', 'lightning', 'pytorch_lightning', 'teachers', 'student') "
+        "if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=subprocess_env
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
 
@@ -143,9 +148,16 @@ def test_the_report_says_where_and_when_its_jobs_ran(sweep_factory, tmp_path):
     jobs = sorted(sweep.glob("*/metrics.json"))
     for index, path in enumerate(jobs[:-1]):  # the last job predates the host record
         metrics = json.loads(path.read_text())
-        metrics["host"] = {"cpu": "AMD EPYC", "logical_cpus": 2, "platform": "Linux", "finished_utc":
-                           f"2026-11-2{4 + index % 2}T10:00:00Z", "accelerator": "NVIDIA H100" if index == 0 else None}
+        metrics["host"] = {
+            "cpu": "AMD EPYC",
+            "logical_cpus": 2,
+            "platform": "Linux",
+            "finished_utc": f"2026-11-2{4 + index % 2}T10:00:00Z",
+            "accelerator": "NVIDIA H100" if index == 0 else None,
+        }
         path.write_text(json.dumps(metrics))
     write_report(sweep)
-    assert ("- Machines: AMD EPYC (2 logical CPUs); AMD EPYC (2 logical CPUs, NVIDIA H100); finished 2026-11-24 to "
-            "2026-11-25 (UTC) (1 job did not record its).\n") in (sweep / "report.md").read_text()
+    assert (
+        "- Machines: AMD EPYC (2 logical CPUs); AMD EPYC (2 logical CPUs, NVIDIA H100); finished 2026-11-24 to "
+        "2026-11-25 (UTC) (1 job did not record its).\n"
+    ) in (sweep / "report.md").read_text()

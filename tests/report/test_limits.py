@@ -26,8 +26,12 @@ def test_a_method_s_own_noise_free_limit_comes_before_the_majority_vote(sweep_fa
     for job_dir in sweep.iterdir():
         if (job_dir / "metrics.json").exists():
             metrics = json.loads((job_dir / "metrics.json").read_text())
-            metrics["reference"]["noise_free"] = {"label_f1": 0.7, "label_accuracy": 0.9, "student_accuracy": 0.8705,
-                                                  "student_f1": 0.5}
+            metrics["reference"]["noise_free"] = {
+                "label_f1": 0.7,
+                "label_accuracy": 0.9,
+                "student_accuracy": 0.8705,
+                "student_f1": 0.5,
+            }
             (job_dir / "metrics.json").write_text(json.dumps(metrics))
     limits = {limit.method: limit for limit in privacy_free_limits(summarize(collect_sweep(sweep)))}
     assert limits["stable_topk_paper"].source == "noise_free"
@@ -61,5 +65,7 @@ def test_a_method_that_answers_nothing_at_its_largest_target_is_flagged_not_left
     assert limit.accuracy is None and limit.gap is None and limit.flagged
     section = "\n".join(limits_section(summarize(collect_sweep(sweep))))
     row = next(line for line in section.splitlines() if line.startswith("| `stable_topk_paper`"))
-    assert row == ("| `stable_topk_paper` | the teachers' plain majority vote | 4 | no student | 0.8750 |  | "
-                   "**answers no query at its largest ε** |")
+    assert row == (
+        "| `stable_topk_paper` | the teachers' plain majority vote | 4 | no student | 0.8750 |  | "
+        "**answers no query at its largest ε** |"
+    )

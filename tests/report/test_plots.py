@@ -36,12 +36,14 @@ def test_one_error_bar_series_per_method(summary, spec):
 
 def test_accuracy_plot_draws_references_and_threshold(summary):
     ax = make_plots(summary)["accuracy_vs_epsilon.png"].axes[0]
-    labelled = {line.get_label(): line.get_ydata()[0] for line in ax.get_lines()
-                if not line.get_label().startswith("_")}
+    labelled = {
+        line.get_label(): line.get_ydata()[0] for line in ax.get_lines() if not line.get_label().startswith("_")
+    }
     truth = summary.references["true_labels"]["student_accuracy"].mean
     assert labelled["reference: student on the true labels of the 600 queries (non-private)"] == pytest.approx(truth)
-    assert labelled["reference: student on the teachers' majority vote (non-private): the PATE aggregators' "
-                    "privacy-free limit"] == pytest.approx(0.875)
+    assert labelled[
+        "reference: student on the teachers' majority vote (non-private): the PATE aggregators' privacy-free limit"
+    ] == pytest.approx(0.875)
     assert labelled["97% of the true-labels student"] == pytest.approx(HEADLINE_FRACTION * truth)
 
 
@@ -69,14 +71,26 @@ def _legend_summary(make_metrics) -> Summary:
                 metrics["answered_fraction"] = metrics["answered"] / 250
                 if method == "dp_sgd":
                     limit = 0.88 if eps == 1.0 else 0.90
-                    metrics.update(privacy_unit="one record replaced", record_level=True, num_teachers=None,
-                                   student_accuracy=limit - 0.01)
-                    metrics["reference"] = {"true_labels": metrics["reference"]["true_labels"],
-                                            "noise_free": {"student_accuracy": limit + 0.001 * seed,
-                                                           "label_f1": 0.7}}
+                    metrics.update(
+                        privacy_unit="one record replaced",
+                        record_level=True,
+                        num_teachers=None,
+                        student_accuracy=limit - 0.01,
+                    )
+                    metrics["reference"] = {
+                        "true_labels": metrics["reference"]["true_labels"],
+                        "noise_free": {"student_accuracy": limit + 0.001 * seed, "label_f1": 0.7},
+                    }
                 if method == "stable_topk_paper":
-                    metrics.update(answered=0, answered_fraction=0.0, mean_k=None, label_f1=None,
-                                   label_accuracy=None, student_accuracy=None, student_f1=None)
+                    metrics.update(
+                        answered=0,
+                        answered_fraction=0.0,
+                        mean_k=None,
+                        label_f1=None,
+                        label_accuracy=None,
+                        student_accuracy=None,
+                        student_f1=None,
+                    )
                 runs.append(Run(str(len(runs)), (), {}, metrics))
     return summarize(Sweep(Path("."), (), tuple(runs), (), relation="replace", delta=1e-6))
 
@@ -93,14 +107,17 @@ def test_legend_names_the_references_limits_and_a_method_without_answers(job_fac
     figures = make_plots(_legend_summary(make_metrics))
     accuracy = figures["accuracy_vs_epsilon.png"]
     assert _legend(accuracy) == [
-        "dp_sgd", "dp_sgd privacy-free limit (not private)",
+        "dp_sgd",
+        "dp_sgd privacy-free limit (not private)",
         "gaussian_pate",
         "stable_topk_paper: answers no query at any ε (no student)",
         "reference: student on the true labels of the 250 queries (non-private)",
         "reference: student on the teachers' majority vote (non-private): the PATE aggregators' privacy-free limit",
-        "97% of the true-labels student"]
-    limit = next(line for line in accuracy.axes[0].get_lines()
-                 if line.get_label() == "dp_sgd privacy-free limit (not private)")
+        "97% of the true-labels student",
+    ]
+    limit = next(
+        line for line in accuracy.axes[0].get_lines() if line.get_label() == "dp_sgd privacy-free limit (not private)"
+    )
     assert list(limit.get_xdata()) == [1.0, 4.0]
     assert list(limit.get_ydata()) == pytest.approx([0.8805, 0.9005])  # the mean over seeds at each epsilon
     assert limit.get_linestyle() == "--" and limit.get_color() == "C0"  # dashed, in dp_sgd's colour
@@ -115,9 +132,12 @@ def test_legend_names_the_references_limits_and_a_method_without_answers(job_fac
 def test_a_method_answering_a_few_queries_but_training_no_student_says_so(job_factory):
     make_metrics, _ = job_factory
     summary = _legend_summary(make_metrics)
-    runs = [dataclasses.replace(run, metrics={**run.metrics, "answered": 1, "label_f1": 0.4})
-            if run.metrics["method"] == "stable_topk_paper" and run.metrics["target_epsilon"] == 4.0 else run
-            for run in summary.sweep.runs]
+    runs = [
+        dataclasses.replace(run, metrics={**run.metrics, "answered": 1, "label_f1": 0.4})
+        if run.metrics["method"] == "stable_topk_paper" and run.metrics["target_epsilon"] == 4.0
+        else run
+        for run in summary.sweep.runs
+    ]
     summary = summarize(dataclasses.replace(summary.sweep, runs=tuple(runs)))
     labels = _legend(make_plots(summary)["accuracy_vs_epsilon.png"])
     assert "stable_topk_paper: no student at any ε (answers 2 of the 1,000 queries of its 4 runs)" in labels

@@ -20,8 +20,9 @@ def _mixed_sweep(root, job_factory, relation="add_remove"):
     sweep = root / "mixed"
     sweep.mkdir()
     task = ["compare=gaussian_pate,dp_sgd", "target_epsilon=1.0,4.0", "seed=0", f"neighbors={relation}"]
-    (sweep / "multirun.yaml").write_text(yaml.safe_dump({"hydra": {"overrides": {"task": task}},
-                                                         "report": "accuracy_vs_epsilon"}))
+    (sweep / "multirun.yaml").write_text(
+        yaml.safe_dump({"hydra": {"overrides": {"task": task}}, "report": "accuracy_vs_epsilon"})
+    )
     job = 0
     for method in ("gaussian_pate", "dp_sgd"):
         for epsilon in (1.0, 4.0):
@@ -30,10 +31,19 @@ def _mixed_sweep(root, job_factory, relation="add_remove"):
                 for key in ("aggregator", "num_teachers", "teacher_accuracy"):
                     del metrics[key]
                 neighbour = "one record added or removed" if relation == "add_remove" else "one record replaced"
-                metrics.update(method="dp_sgd", mechanism="DP-SGD(linear probe)", privacy_unit=neighbour,
-                               record_level=True, reference=None)
-            write_job(sweep, str(job), [f"compare={method}", f"target_epsilon={epsilon}", "seed=0",
-                                        f"neighbors={relation}"], metrics)
+                metrics.update(
+                    method="dp_sgd",
+                    mechanism="DP-SGD(linear probe)",
+                    privacy_unit=neighbour,
+                    record_level=True,
+                    reference=None,
+                )
+            write_job(
+                sweep,
+                str(job),
+                [f"compare={method}", f"target_epsilon={epsilon}", "seed=0", f"neighbors={relation}"],
+                metrics,
+            )
             job += 1
     return sweep
 
@@ -42,8 +52,10 @@ def test_teacher_level_rows_are_marked_and_said_not_comparable(tmp_path, job_fac
     sweep = _mixed_sweep(tmp_path, job_factory)
     write_report(sweep)
     text = (sweep / "report.md").read_text()
-    assert ("One neighbour: `dp_sgd`: one record added or removed (record-level); `gaussian_pate`: one teacher added "
-            "or removed (teacher-level: NOT a record-level guarantee).") in text
+    assert (
+        "One neighbour: `dp_sgd`: one record added or removed (record-level); `gaussian_pate`: one teacher added "
+        "or removed (teacher-level: NOT a record-level guarantee)."
+    ) in text
     assert "| gaussian_pate | 1.000 | 1.000 | teacher-level ‡ |" in text
     assert "| dp_sgd | 1.000 | 1.000 | record-level |" in text
     assert TEACHER_LEVEL_NOTE in text and "- **gaussian_pate ‡**:" in text and "- **dp_sgd**:" in text
@@ -66,26 +78,49 @@ def _not_covered(column: str) -> bool:
 def test_the_publishable_form_leaves_out_every_statistic_epsilon_does_not_cover(sweep_dir, tmp_path):
     for path in sweep_dir.glob("*/metrics.json"):  # a data-dependent release's statistics too
         metrics = json.loads(path.read_text())
-        metrics.update(epsilon_data_dependent=0.5, privacy_data_dependent="raw bound",
-                       data_dependent_test={"passed": True, "not_itself_private": {"distance": 3}})
+        metrics.update(
+            epsilon_data_dependent=0.5,
+            privacy_data_dependent="raw bound",
+            data_dependent_test={"passed": True, "not_itself_private": {"distance": 3}},
+        )
         path.write_text(json.dumps(metrics))
     write_report(sweep_dir, tmp_path / "full")
     assert main([str(sweep_dir), "--out", str(tmp_path / "public"), "--publishable"]) == 0
 
     full = (tmp_path / "full" / "results.csv").read_text().splitlines()[0].split(",")
-    assert {"teacher_accuracy", "reference.majority_vote.student_accuracy", "seed", "epsilon_data_dependent",
-            "data_dependent_test.not_itself_private.distance"} <= set(full)  # the diagnostic form keeps them
+    assert {
+        "teacher_accuracy",
+        "reference.majority_vote.student_accuracy",
+        "seed",
+        "epsilon_data_dependent",
+        "data_dependent_test.not_itself_private.distance",
+    } <= set(full)  # the diagnostic form keeps them
     public_csv = (tmp_path / "public" / "results.csv").read_text()
     public = public_csv.splitlines()[0].split(",")
     assert [column for column in public if _not_covered(column)] == []
-    assert {"epsilon", "neighbors", "delta", "student_accuracy", "privacy_unit", "record_level",
-            "data_dependent_test.passed"} <= set(public)
+    assert {
+        "epsilon",
+        "neighbors",
+        "delta",
+        "student_accuracy",
+        "privacy_unit",
+        "record_level",
+        "data_dependent_test.passed",
+    } <= set(public)
     assert "seed=" not in public_csv
 
     report = (tmp_path / "public" / "report.md").read_text()
     assert "Publishable form (`pate-report --publishable`)" in report
-    for absent in ("teacher majority vote (non-private)", "true labels (non-private)", "raw data-dependent", "seed=",
-                   "| seed |", "seed: 0", "no privacy cost", "0.8850"):
+    for absent in (
+        "teacher majority vote (non-private)",
+        "true labels (non-private)",
+        "raw data-dependent",
+        "seed=",
+        "| seed |",
+        "seed: 0",
+        "no privacy cost",
+        "0.8850",
+    ):
         assert absent not in report, absent
     assert "- Seeds: 2 (their values left out" in report
     diagnostic = (tmp_path / "full" / "report.md").read_text()
@@ -97,8 +132,11 @@ def test_an_axis_report_marks_teacher_level_rows_and_its_publishable_form_drops_
     for path in sweep.glob("*/metrics.json"):
         metrics = json.loads(path.read_text())
         teachers = "num_teachers" in metrics
-        metrics.update(neighbors="add_remove", record_level=not teachers,
-                       privacy_unit="one teacher added or removed" if teachers else "one record added or removed")
+        metrics.update(
+            neighbors="add_remove",
+            record_level=not teachers,
+            privacy_unit="one teacher added or removed" if teachers else "one record added or removed",
+        )
         path.write_text(json.dumps(metrics))
     write_report(sweep, tmp_path / "full")
     text = (tmp_path / "full" / "report.md").read_text()
@@ -127,8 +165,11 @@ def test_a_publishable_axis_report_names_no_seed_of_a_job_that_never_started(tmp
     beside 'Seeds: 1 (their values left out)', and so gave the finished runs' seed away as 0."""
     sweep = _query_sweep(tmp_path, job_factory, lambda method, q, seed: 0.86)
     for job in sweep.iterdir():
-        if job.is_dir() and (job / "metrics.json").is_file() and json.loads(
-                (job / "metrics.json").read_text())["seed"] == 1:
+        if (
+            job.is_dir()
+            and (job / "metrics.json").is_file()
+            and json.loads((job / "metrics.json").read_text())["seed"] == 1
+        ):
             for file in job.rglob("*"):
                 if file.is_file():
                     file.unlink()

@@ -21,8 +21,12 @@ def test_stat_closed_form():
 def test_cells_group_by_method_and_target_over_seeds(sweep_dir):
     summary = summarize(collect_sweep(sweep_dir))
     keys = [(c.method, c.axis, c.epsilon) for c in summary.cells]
-    assert keys == [("gaussian_pate", TARGET, 1.0), ("gaussian_pate", TARGET, 4.0),
-                    ("stable_topk_paper", TARGET, 1.0), ("stable_topk_paper", TARGET, 4.0)]
+    assert keys == [
+        ("gaussian_pate", TARGET, 1.0),
+        ("gaussian_pate", TARGET, 4.0),
+        ("stable_topk_paper", TARGET, 1.0),
+        ("stable_topk_paper", TARGET, 4.0),
+    ]
     cell = summary.cells[3]
     assert sorted(run.metrics["seed"] for run in cell.runs) == [0, 1]
     assert cell.stats["student_accuracy"].mean == pytest.approx(0.871)
@@ -44,6 +48,7 @@ def test_references_are_taken_once_per_seed(sweep_dir):
 
 def test_inconsistent_reference_within_a_seed_is_warned(sweep_dir):
     import json
+
     path = sweep_dir / "0" / "metrics.json"
     metrics = json.loads(path.read_text())
     metrics["reference"]["true_labels"]["student_accuracy"] = 0.5
@@ -107,8 +112,10 @@ def test_runs_without_target_group_by_achieved_epsilon(tmp_path, job_factory):
     write_job(sweep, "3", [], non_private)
     summary = summarize(collect_sweep(sweep))
     assert [(c.method, c.axis, c.epsilon, len(c.runs)) for c in summary.cells] == [
-        ("gaussian_pate", ACHIEVED, 0.7, 1), ("gaussian_pate", ACHIEVED, 2.5, 2),
-        ("stable_topk_paper", NON_PRIVATE, None, 1)]
+        ("gaussian_pate", ACHIEVED, 0.7, 1),
+        ("gaussian_pate", ACHIEVED, 2.5, 2),
+        ("stable_topk_paper", NON_PRIVATE, None, 1),
+    ]
     lines = {h.method: h for h in headline(summary)}
     assert lines["stable_topk_paper"].best is None  # non-private only: no epsilon to report
 
@@ -117,8 +124,11 @@ def test_same_seed_twice_in_a_cell_is_refused(sweep_dir, job_factory):
     make_metrics, write_job = job_factory
     overrides = ["aggregator=gaussian_pate", "target_epsilon=1.0", "seed=0", "neighbors=replace"]
     write_job(sweep_dir, "9", overrides + ["aggregator.tau=3"], make_metrics("gaussian_pate", 1.0, 0))
-    with pytest.raises(ValueError, match=r"jobs 4 and 9 share method='gaussian_pate'.*seed=0; "
-                                         r"they differ by \['aggregator.tau=3'\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"jobs 4 and 9 share method='gaussian_pate'.*seed=0; "
+        r"they differ by \['aggregator.tau=3'\]",
+    ):
         summarize(collect_sweep(sweep_dir))
 
 
@@ -142,8 +152,15 @@ def test_headline_of_a_method_that_never_answered(sweep_dir, job_factory):
     for job, eps in (("9", 1.0), ("10", 2.0)):
         metrics = make_metrics("stable_topk_paper", eps, 0)
         metrics["method"] = "stable_topk_gumbel"
-        metrics.update(label_f1=None, label_accuracy=None, student_accuracy=None, student_f1=None, mean_k=None,
-                       answered=0, answered_fraction=0.0)
+        metrics.update(
+            label_f1=None,
+            label_accuracy=None,
+            student_accuracy=None,
+            student_f1=None,
+            mean_k=None,
+            answered=0,
+            answered_fraction=0.0,
+        )
         write_job(sweep_dir, job, [], metrics)
     lines = {line.method: line for line in headline(summarize(collect_sweep(sweep_dir)))}
     assert lines["stable_topk_gumbel"].private

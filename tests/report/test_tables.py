@@ -32,8 +32,15 @@ def test_csv_has_one_row_per_job_sorted_by_method_epsilon_seed(summary):
 def test_csv_columns_flatten_nested_objects_and_add_calibration(summary):
     header = results_csv(summary).splitlines()[0].split(",")
     assert header[:5] == ["job", "status", "method", "aggregator", "private"]  # the schema's order
-    for column in ("noise.sigma", "noise.sigma_select", "reference.true_labels.student_accuracy", "versions.git",
-                   "artifacts.votes", "epsilon_rel_error", "calibration_miss"):
+    for column in (
+        "noise.sigma",
+        "noise.sigma_select",
+        "reference.true_labels.student_accuracy",
+        "versions.git",
+        "artifacts.votes",
+        "epsilon_rel_error",
+        "calibration_miss",
+    ):
         assert column in header
     assert header.index("epsilon_rel_error") == header.index("epsilon") + 1
     row = _rows(summary)[0]
@@ -47,8 +54,10 @@ def test_tables_hold_no_absolute_path(summary, sweep_dir):
         assert str(sweep_dir) not in text and "/tmp" not in text
 
 
-@pytest.mark.parametrize("value, text", [(None, ""), (True, "true"), (3, "3"), (0.1 + 0.2, "0.3"),
-                                         (1e-6, "1e-06"), (2.9712345678, "2.97123"), ("x", "x")])
+@pytest.mark.parametrize(
+    "value, text",
+    [(None, ""), (True, "true"), (3, "3"), (0.1 + 0.2, "0.3"), (1e-6, "1e-06"), (2.9712345678, "2.97123"), ("x", "x")],
+)
 def test_format_value(value, text):
     assert format_value(value) == text
 
@@ -63,7 +72,8 @@ def test_format_stat():
 def test_results_table_rows(summary):
     lines = results_table(summary).splitlines()
     assert len(lines) == 2 + 4
-    assert lines[2].startswith("| gaussian_pate | 1.000 | 1.000 ± 0.000 | record-level | within 1% | 2 | "
-                               "0.8210 ± 0.0014 |")
+    assert lines[2].startswith(
+        "| gaussian_pate | 1.000 | 1.000 ± 0.000 | record-level | within 1% | 2 | 0.8210 ± 0.0014 |"
+    )
     assert lines[5].endswith("| 6.9500 ± 0.0707 |")  # mean k of stable_topk_paper; "n/a" for gaussian_pate
     assert lines[2].endswith("| n/a |")

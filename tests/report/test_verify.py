@@ -19,8 +19,9 @@ def real_sweep(tiny_cfg, tmp_path, shared_root, job_factory):
     _, write_job = job_factory
     sweep = tmp_path / "sweep"
     sweep.mkdir()
-    (sweep / "multirun.yaml").write_text(yaml.safe_dump({"hydra": {"overrides": {"task": ["seed=0"]}},
-                                                         "report": "accuracy_vs_epsilon"}))
+    (sweep / "multirun.yaml").write_text(
+        yaml.safe_dump({"hydra": {"overrides": {"task": ["seed=0"]}}, "report": "accuracy_vs_epsilon"})
+    )
     for job, overrides in enumerate([[], ["method=private_knn", "method.k=10"]]):
         metrics = run(tiny_cfg(*overrides), output_dir=tmp_path / f"run{job}")
         write_job(sweep, str(job), ["seed=0"], json.loads(json.dumps(metrics)))
@@ -44,8 +45,11 @@ def test_every_epsilon_of_a_real_sweep_is_replayed_and_agrees(real_sweep):
 def test_an_edited_epsilon_is_refused_naming_the_job(real_sweep, job):
     sweep, cache = real_sweep
     _edit(sweep, job, epsilon=1.0)
-    with pytest.raises(ValueError, match=rf"job {job}: metrics.json says epsilon=1.0, its ledger \(aggregate/\w+/"
-                                         rf"ledger.json\) replays to epsilon=(199.9|200)"):
+    with pytest.raises(
+        ValueError,
+        match=rf"job {job}: metrics.json says epsilon=1.0, its ledger \(aggregate/\w+/"
+        rf"ledger.json\) replays to epsilon=(199.9|200)",
+    ):
         collect_sweep(sweep, cache_dir=cache)
 
 

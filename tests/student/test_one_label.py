@@ -30,8 +30,9 @@ def test_one_label_scores_equal_the_multilabel_scores_of_that_label():
     """The multilabel scores of two copies of one label are that label's: L = 1 must give the same numbers."""
     probs, truth = _predictions()
     twice_probs, twice_truth = probs.repeat(1, 2), truth.repeat(1, 2)
-    np.testing.assert_allclose(per_label_accuracy(probs, truth).numpy(),
-                               per_label_accuracy(twice_probs, twice_truth).numpy()[:1])
+    np.testing.assert_allclose(
+        per_label_accuracy(probs, truth).numpy(), per_label_accuracy(twice_probs, twice_truth).numpy()[:1]
+    )
     assert float(macro_f1(probs, truth)) == pytest.approx(float(macro_f1(twice_probs, twice_truth)))
     predicted = probs > 0.5
     tp = int((predicted & truth.bool()).sum())
@@ -74,9 +75,18 @@ def one_label_folder(tmp_path_factory) -> Path:
 
 def _run(folder: Path, root: Path, *overrides: str):
     # GaussianPATE unless the test picks another aggregator
-    return run_cli("train.py", ["debug=tiny", "aggregator=gaussian_pate", "data=multilabel_folder",
-                                f"data.root={folder}", *overrides, f"paths.root_dir={root}",
-                                f"hydra.run.dir={root / 'run'}"])
+    return run_cli(
+        "train.py",
+        [
+            "debug=tiny",
+            "aggregator=gaussian_pate",
+            "data=multilabel_folder",
+            f"data.root={folder}",
+            *overrides,
+            f"paths.root_dir={root}",
+            f"hydra.run.dir={root / 'run'}",
+        ],
+    )
 
 
 def test_a_one_label_folder_runs_end_to_end(one_label_folder, tmp_path):
@@ -88,9 +98,17 @@ def test_a_one_label_folder_runs_end_to_end(one_label_folder, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("overrides", [["aggregator=tau_pate", "aggregator.tau=1"], ["aggregator=stable_topk_paper"],
-                                       ["aggregator=binary_voting"], ["method=dp_sgd", "method.expected_batch_size=64"],
-                                       ["debug=tiny_cnn"]], ids=lambda o: o[0])
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        ["aggregator=tau_pate", "aggregator.tau=1"],
+        ["aggregator=stable_topk_paper"],
+        ["aggregator=binary_voting"],
+        ["method=dp_sgd", "method.expected_batch_size=64"],
+        ["debug=tiny_cnn"],
+    ],
+    ids=lambda o: o[0],
+)
 def test_every_aggregator_family_method_and_the_cnn_student_take_one_label(one_label_folder, tmp_path, overrides):
     done = _run(one_label_folder, tmp_path, *overrides)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -104,6 +122,7 @@ def test_tau_above_one_label_is_refused_before_anything_is_built(one_label_folde
     done = _run(one_label_folder, tmp_path, "aggregator=tau_pate", "aggregator.tau=10.0")
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert done.returncode == 2, done.stdout + done.stderr
-    assert len(lines) == 1 and lines[0].startswith("error: aggregator.tau must be a number in [1, num_labels=1], "
-                                                   "got 10.0: tau caps the labels"), lines
+    assert len(lines) == 1 and lines[0].startswith(
+        "error: aggregator.tau must be a number in [1, num_labels=1], got 10.0: tau caps the labels"
+    ), lines
     assert not (tmp_path / "cache" / "aggregate").exists() and not (tmp_path / "cache" / "tensors").exists()

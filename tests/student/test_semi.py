@@ -27,8 +27,9 @@ from teachers.training.trainer import TrainerSettings
 def test_the_threshold_is_per_attribute():
     """Attribute 0's scores sit near 1/2, attribute 1's far from it: each keeps its own most confident half."""
     gen = torch.Generator().manual_seed(0)
-    scores = torch.stack([0.5 + 0.01 * torch.randn(1000, generator=gen),
-                          0.5 + 0.4 * torch.randn(1000, generator=gen)], dim=1)
+    scores = torch.stack(
+        [0.5 + 0.01 * torch.randn(1000, generator=gen), 0.5 + 0.4 * torch.randn(1000, generator=gen)], dim=1
+    )
     hard, confident = confident_pseudo_labels(scores, keep_fraction=0.5)
     assert torch.equal(hard, (scores > 0.5).float())
     np.testing.assert_allclose(confident.double().mean(0).numpy(), [0.5, 0.5], atol=0.002)
@@ -36,11 +37,20 @@ def test_the_threshold_is_per_attribute():
     assert (((scores - 0.5).abs() >= (scores - 0.5).abs().median())[:, 0]).double().mean() < 0.1
 
 
-@pytest.mark.parametrize("node, match", [({"method": "fixmatch"}, "method"), ({"keep_fraction": 0}, "keep_fraction"),
-                                         ({"keep_fraction": 1.5}, "keep_fraction"), ({"rounds": 0}, "rounds"),
-                                         ({"unlabeled_weight": 0}, "unlabeled_weight"),
-                                         ({"unlabeled_ratio": 1.5}, "unlabeled_ratio"), ({"min_scale": 0}, "min_scale"),
-                                         ({"jitter": 1.2}, "jitter"), ({"jiter": 0.1}, "")])
+@pytest.mark.parametrize(
+    "node, match",
+    [
+        ({"method": "fixmatch"}, "method"),
+        ({"keep_fraction": 0}, "keep_fraction"),
+        ({"keep_fraction": 1.5}, "keep_fraction"),
+        ({"rounds": 0}, "rounds"),
+        ({"unlabeled_weight": 0}, "unlabeled_weight"),
+        ({"unlabeled_ratio": 1.5}, "unlabeled_ratio"),
+        ({"min_scale": 0}, "min_scale"),
+        ({"jitter": 1.2}, "jitter"),
+        ({"jiter": 0.1}, ""),
+    ],
+)
 def test_bad_semi_settings_name_the_key(node, match):
     cfg = OmegaConf.create({"semi": {"method": "pseudo_label", "keep_fraction": 0.5, "rounds": 1, **node}})
     with pytest.raises(ValueError, match=f"student.semi.{match}"):
@@ -52,7 +62,7 @@ def _problem(n=60, u=200, e=100, d=12, labels=3, seed=0):
     w = rng.normal(size=(d, labels))
     x = torch.from_numpy(rng.normal(size=(n + u + e, d))).float()
     y = ((x.numpy() @ w) > 0).astype(np.uint8)
-    return x[:n], y[:n], x[n:n + u], x[n + u:], y[n + u:]
+    return x[:n], y[:n], x[n : n + u], x[n + u :], y[n + u :]
 
 
 @pytest.mark.parametrize("method", ["pseudo_label", "consistency"])
@@ -77,25 +87,37 @@ def test_head_self_training_is_the_refit_it_describes(method):
     scores = head_scores(unlabeled, w, b)[0]
     conf = (scores - 0.5).abs()
     keep = conf >= torch.quantile(conf.double(), 0.7, dim=0).float()
-    w, b = fit(torch.cat([x, refit_on]), torch.cat([torch.from_numpy(y).float(),
-                                                    torch.where(keep, (scores > 0.5).float(),
-                                                                head_scores(refit_on, w, b)[0])]))
+    w, b = fit(
+        torch.cat([x, refit_on]),
+        torch.cat(
+            [torch.from_numpy(y).float(), torch.where(keep, (scores > 0.5).float(), head_scores(refit_on, w, b)[0])]
+        ),
+    )
     predicted = (head_scores(x_eval, w, b)[0] > 0.5).numpy()
     assert got["student_accuracy"] == pytest.approx(float((predicted == y_eval.astype(bool)).mean()), abs=1e-6)
     assert got["student_unlabeled_size"] == len(unlabeled) and got["student_semi"] == method
     assert got["student_pseudo_labelled_fraction"] == pytest.approx(0.3, abs=0.02)
-    supervised = train_head_student(head_student_settings(OmegaConf.create({"lambdas": lambdas})), x, y, unlabeled,
-                                    x_eval, y_eval)
+    supervised = train_head_student(
+        head_student_settings(OmegaConf.create({"lambdas": lambdas})), x, y, unlabeled, x_eval, y_eval
+    )
     assert supervised["student_unlabeled_size"] == 0 and supervised["student_pseudo_labelled_fraction"] == 0
 
 
 def test_head_consistency_with_identical_views_is_pseudo_labelling():
     x, y, unlabeled, x_eval, y_eval = _problem(seed=3)
     node = {"keep_fraction": 0.4, "rounds": 2}
-    runs = [train_head_student(head_student_settings(OmegaConf.create({"lambdas": [0.1, 1.0],
-                                                                       "semi": {"method": method, **node}})),
-                               x, y, unlabeled, x_eval, y_eval, strong_features=unlabeled.clone())
-            for method in ("pseudo_label", "consistency")]
+    runs = [
+        train_head_student(
+            head_student_settings(OmegaConf.create({"lambdas": [0.1, 1.0], "semi": {"method": method, **node}})),
+            x,
+            y,
+            unlabeled,
+            x_eval,
+            y_eval,
+            strong_features=unlabeled.clone(),
+        )
+        for method in ("pseudo_label", "consistency")
+    ]
     assert runs[0]["student_per_attribute_accuracy"] == runs[1]["student_per_attribute_accuracy"]
 
 
@@ -125,8 +147,14 @@ def test_masked_entries_add_nothing_to_the_loss():
 
 def _consistency_module(seed=5, weight=0.7):
     semi = SemiSupervision(method="consistency", keep_fraction=0.5, unlabeled_weight=weight)
-    recipe = Recipe(make_net=lambda: SmallCNN(num_labels=3, width=4), make_optimizer=torch.optim.AdamW,
-                    num_labels=3, augment=False, batch_size=4, max_epochs=1)
+    recipe = Recipe(
+        make_net=lambda: SmallCNN(num_labels=3, width=4),
+        make_optimizer=torch.optim.AdamW,
+        num_labels=3,
+        augment=False,
+        batch_size=4,
+        max_epochs=1,
+    )
     torch.manual_seed(0)
     module = ConsistencyModule(recipe, semi, seed)
     module.log_dict = lambda *a, **k: None
@@ -149,18 +177,30 @@ def test_the_consistency_loss_is_fixmatch_with_per_attribute_thresholds():
         weak = torch.sigmoid(net(random_hflip(to_float(unlabeled))))
     hard, confident = confident_pseudo_labels(weak, semi.keep_fraction)
     strong = strong_view(unlabeled, torch.Generator().manual_seed(5 * 1_000_003), semi.min_scale, semi.jitter)
-    unsupervised = (F.binary_cross_entropy_with_logits(net(to_float(strong)), hard, reduction="none")
-                    * confident).sum() / hard.numel()
+    unsupervised = (
+        F.binary_cross_entropy_with_logits(net(to_float(strong)), hard, reduction="none") * confident
+    ).sum() / hard.numel()
     torch.testing.assert_close(loss, supervised + 0.7 * unsupervised)
     assert module.confident_fraction == pytest.approx(float(confident.double().mean()))
     assert not torch.equal(strong, unlabeled) and strong.dtype == torch.uint8
 
 
 def test_consistency_batches_pair_each_labeled_batch_with_ratio_times_as_many_pool_images():
-    recipe = Recipe(make_net=lambda: SmallCNN(num_labels=2, width=4), make_optimizer=torch.optim.AdamW,
-                    num_labels=2, augment=False, batch_size=4, max_epochs=1)
-    labeled = student_loader(NetworkStudentSettings(recipe), TrainerSettings(num_workers=0),
-                             np.full((10, 3, 8, 8), 3, np.uint8), np.zeros((10, 2), np.uint8), seed=0)
+    recipe = Recipe(
+        make_net=lambda: SmallCNN(num_labels=2, width=4),
+        make_optimizer=torch.optim.AdamW,
+        num_labels=2,
+        augment=False,
+        batch_size=4,
+        max_epochs=1,
+    )
+    labeled = student_loader(
+        NetworkStudentSettings(recipe),
+        TrainerSettings(num_workers=0),
+        np.full((10, 3, 8, 8), 3, np.uint8),
+        np.zeros((10, 2), np.uint8),
+        seed=0,
+    )
     pool = np.full((50, 3, 8, 8), 7, np.uint8)
     pool[:, 0, 0, 0] = np.arange(50)  # tell the images apart
     combined = consistency_loaders(labeled, pool, ratio=2, seed=1, num_workers=0)
@@ -187,7 +227,8 @@ def test_a_label_left_out_of_the_release_adds_nothing_to_the_head_student():
         twice = [label, label]  # two columns: the scores need at least 2 labels
         alone = train_head_student(settings, x[rows], y[mask[:, label]][:, twice], unlabeled, x_eval, y_eval[:, twice])
         assert got["student_per_attribute_accuracy"][label] == pytest.approx(
-            alone["student_per_attribute_accuracy"][0], abs=1e-6)
+            alone["student_per_attribute_accuracy"][0], abs=1e-6
+        )
     everything = train_head_student(settings, x, y, unlabeled, x_eval, y_eval)
     assert train_head_student(settings, x, y, unlabeled, x_eval, y_eval, train_mask=np.ones_like(mask)) == everything
     with pytest.raises(ValueError, match="train_mask must have the shape"):

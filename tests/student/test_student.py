@@ -21,8 +21,7 @@ def released(n, seed=0):
 def test_loader_holds_exactly_the_given_images(cfg, tiny_data):
     images, _ = tiny_data
     labels = released(len(TRAIN))
-    loader = student_loader(network_student_settings(cfg.student), trainer_settings(cfg), images[TRAIN], labels,
-                            seed=0)
+    loader = student_loader(network_student_settings(cfg.student), trainer_settings(cfg), images[TRAIN], labels, seed=0)
     assert len(loader.dataset) == len(TRAIN)
     batches = list(loader)  # one epoch (each pass over the loader reshuffles)
     seen_images = torch.cat([b[0] for b in batches]).numpy()
@@ -35,13 +34,27 @@ def test_loader_holds_exactly_the_given_images(cfg, tiny_data):
 
 def test_train_student_reports_and_is_reproducible(cfg, tiny_data, tmp_path):
     images, labels = tiny_data
-    args = (network_student_settings(cfg.student), trainer_settings(cfg), images[TRAIN], released(len(TRAIN)),
-            images[:0], images[EVAL], labels[EVAL])
+    args = (
+        network_student_settings(cfg.student),
+        trainer_settings(cfg),
+        images[TRAIN],
+        released(len(TRAIN)),
+        images[:0],
+        images[EVAL],
+        labels[EVAL],
+    )
     first = train_student(*args, seed=7, log_dir=tmp_path / "a", progress=False)
     second = train_student(*args, seed=7, log_dir=tmp_path / "b", progress=False)
     assert first == second
-    assert set(first) == {"student_accuracy", "student_f1", "student_per_attribute_accuracy", "student_train_size",
-                          "student_semi", "student_unlabeled_size", "student_pseudo_labelled_fraction"}
+    assert set(first) == {
+        "student_accuracy",
+        "student_f1",
+        "student_per_attribute_accuracy",
+        "student_train_size",
+        "student_semi",
+        "student_unlabeled_size",
+        "student_pseudo_labelled_fraction",
+    }
     assert first["student_train_size"] == len(TRAIN)
     assert len(first["student_per_attribute_accuracy"]) == 40
     assert first["student_accuracy"] == pytest.approx(np.mean(first["student_per_attribute_accuracy"]), abs=1e-6)
@@ -59,5 +72,15 @@ def test_train_student_reports_and_is_reproducible(cfg, tiny_data, tmp_path):
 def test_bad_inputs_are_rejected(cfg, tiny_data, tmp_path, train, evaluate, match):
     images, labels = tiny_data
     with pytest.raises(ValueError, match=match):
-        train_student(network_student_settings(cfg.student), trainer_settings(cfg), images[train], released(len(train)),
-                      images[:0], images[evaluate], labels[evaluate], seed=0, log_dir=tmp_path, progress=False)
+        train_student(
+            network_student_settings(cfg.student),
+            trainer_settings(cfg),
+            images[train],
+            released(len(train)),
+            images[:0],
+            images[evaluate],
+            labels[evaluate],
+            seed=0,
+            log_dir=tmp_path,
+            progress=False,
+        )

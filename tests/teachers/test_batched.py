@@ -19,26 +19,48 @@ from teachers.training.trainer import TrainerSettings
 
 pytestmark = pytest.mark.slow  # command lines, end-to-end runs or heavy computations: not in the fast loop
 
-TRAINER = TrainerSettings(accelerator="cpu", devices=1, precision="32-true", deterministic=True, num_workers=0,
-                          logger="csv")
+TRAINER = TrainerSettings(
+    accelerator="cpu", devices=1, precision="32-true", deterministic=True, num_workers=0, logger="csv"
+)
 
 
 SMALL_CNN = {"_target_": "teachers.training.models.SmallCNN", "num_labels": 5, "width": 4}
 # the paper's recipe with frozen statistics and the stem and layer1 frozen (frozen parameters and buffers)
-PRETRAINED_RESNET = {"_target_": "teachers.training.models.resnet", "depth": 18, "num_labels": 5, "stem": "imagenet",
-                     "pretrained": "imagenet", "norm": "frozen", "frozen_stages": 2}
+PRETRAINED_RESNET = {
+    "_target_": "teachers.training.models.resnet",
+    "depth": 18,
+    "num_labels": 5,
+    "stem": "imagenet",
+    "pretrained": "imagenet",
+    "norm": "frozen",
+    "frozen_stages": 2,
+}
 
 
-def _settings(ensemble_size: int, norm: str = "group", augment: bool = False, model: dict | None = None,
-                 eps: float = 1e-8):
+def _settings(
+    ensemble_size: int, norm: str = "group", augment: bool = False, model: dict | None = None, eps: float = 1e-8
+):
     """The settings of tiny teachers: the SmallCNN with ``norm``, or ``model`` (which sets its own norm)."""
-    return network_teacher_settings(OmegaConf.create({
-        "kind": "network", "seed": 3, "batch_size": 4, "max_epochs": 2, "augment": augment,
-        "ensemble_size": ensemble_size,
-        "model": model or {**SMALL_CNN, "norm": norm},
-        "optimizer": {"_target_": "torch.optim.AdamW", "_partial_": True, "lr": 5e-3, "weight_decay": 1e-4,
-                      "eps": eps},
-    }))
+    return network_teacher_settings(
+        OmegaConf.create(
+            {
+                "kind": "network",
+                "seed": 3,
+                "batch_size": 4,
+                "max_epochs": 2,
+                "augment": augment,
+                "ensemble_size": ensemble_size,
+                "model": model or {**SMALL_CNN, "norm": norm},
+                "optimizer": {
+                    "_target_": "torch.optim.AdamW",
+                    "_partial_": True,
+                    "lr": 5e-3,
+                    "weight_decay": 1e-4,
+                    "eps": eps,
+                },
+            }
+        )
+    )
 
 
 def _assert_same_teachers(a, b, atol=1e-5, rtol=1e-4):
@@ -65,8 +87,9 @@ def test_batched_training_gives_the_loops_weights(problem, tmp_path):
     no augmentation: every parameter of every teacher agrees with the Lightning loop's to 1e-5."""
     images, labels, parts = problem
     loop = _weights(train_teachers(_settings(1), TRAINER, images, labels, parts, tmp_path / "loop", progress=False))
-    batched = _weights(train_teachers(_settings(3), TRAINER, images, labels, parts, tmp_path / "batched",
-                                      progress=False))
+    batched = _weights(
+        train_teachers(_settings(3), TRAINER, images, labels, parts, tmp_path / "batched", progress=False)
+    )
     for a, b in zip(loop, batched, strict=True):
         assert a["meta"]["engine"] == "loop" and b["meta"]["engine"] == "batched"
         _assert_same_teachers(a, b)
@@ -86,7 +109,8 @@ def _initial_head(parts):
 
 
 def test_a_pretrained_resnet_with_frozen_statistics_and_stages_trains_batched_as_in_the_loop(
-        problem, tmp_path, fake_imagenet_resnet18):
+    problem, tmp_path, fake_imagenet_resnet18
+):
     """ResNet-18 from (stand-in) ImageNet weights, norm=frozen, stem and layer1 frozen: the batched engine gives
     the loop's weights, buffers included; frozen parameters and statistics stay at the file's values in both,
     and the trained ones move. AdamW's eps is 1e-2 here: Adam's step is lr m / (sqrt(v) + eps), and with the
@@ -96,8 +120,17 @@ def test_a_pretrained_resnet_with_frozen_statistics_and_stages_trains_batched_as
     images, labels, parts = problem
     settings = _settings(1, model=PRETRAINED_RESNET, eps=1e-2)
     loop = _weights(train_teachers(settings, TRAINER, images, labels, parts, tmp_path / "loop", progress=False))
-    batched = _weights(train_teachers(_settings(3, model=PRETRAINED_RESNET, eps=1e-2), TRAINER, images, labels,
-                                      parts, tmp_path / "batched", progress=False))
+    batched = _weights(
+        train_teachers(
+            _settings(3, model=PRETRAINED_RESNET, eps=1e-2),
+            TRAINER,
+            images,
+            labels,
+            parts,
+            tmp_path / "batched",
+            progress=False,
+        )
+    )
     for a, b in zip(loop, batched, strict=True):
         assert b["meta"]["engine"] == "batched"
         _assert_same_teachers(a, b)
@@ -108,8 +141,9 @@ def test_a_pretrained_resnet_with_frozen_statistics_and_stages_trains_batched_as
 
 def _distance(a, b) -> float:
     """The L2 distance between two teachers' parameter vectors."""
-    return float(sum(((a["state_dict"][k].float() - b["state_dict"][k].float()) ** 2).sum()
-                     for k in a["state_dict"]).sqrt())
+    return float(
+        sum(((a["state_dict"][k].float() - b["state_dict"][k].float()) ** 2).sum() for k in a["state_dict"]).sqrt()
+    )
 
 
 def test_bf16_mixed_precision_trains_batched_close_to_the_loop(problem, tmp_path):
@@ -122,8 +156,9 @@ def test_bf16_mixed_precision_trains_batched_close_to_the_loop(problem, tmp_path
     bf16 = dataclasses.replace(TRAINER, precision="bf16-mixed")
 
     def train(group, trainer, name):
-        return _weights(train_teachers(_settings(group, eps=1e-2), trainer, images, labels, parts,
-                                       tmp_path / name, progress=False))
+        return _weights(
+            train_teachers(_settings(group, eps=1e-2), trainer, images, labels, parts, tmp_path / name, progress=False)
+        )
 
     loop, batched, fp32 = train(1, bf16, "loop"), train(3, bf16, "batched"), train(3, TRAINER, "fp32")
     for a, b, c in zip(loop, batched, fp32, strict=True):
@@ -136,10 +171,12 @@ def test_teachers_are_independent_of_their_group(problem, tmp_path):
     """A teacher trained with two others equals the same teacher trained alone by the engine (G = 2 vs 3):
     nothing couples the members of a group."""
     images, labels, parts = problem
-    three = _weights(train_teachers(_settings(3, augment=True), TRAINER, images, labels, parts, tmp_path / "a",
-                                    progress=False))
-    two = _weights(train_teachers(_settings(2, augment=True), TRAINER, images, labels, parts, tmp_path / "b",
-                                  progress=False))
+    three = _weights(
+        train_teachers(_settings(3, augment=True), TRAINER, images, labels, parts, tmp_path / "a", progress=False)
+    )
+    two = _weights(
+        train_teachers(_settings(2, augment=True), TRAINER, images, labels, parts, tmp_path / "b", progress=False)
+    )
     for a, b in zip(three, two, strict=True):
         for name in a["state_dict"]:
             torch.testing.assert_close(a["state_dict"][name], b["state_dict"][name], atol=1e-5, rtol=1e-4)
@@ -148,8 +185,9 @@ def test_teachers_are_independent_of_their_group(problem, tmp_path):
 def test_batchnorm_models_fall_back_to_the_loop(problem, tmp_path, caplog):
     images, labels, parts = problem
     caplog.set_level(logging.WARNING)
-    out = _weights(train_teachers(_settings(3, norm="batch"), TRAINER, images, labels, parts[:1], tmp_path,
-                                  progress=False))
+    out = _weights(
+        train_teachers(_settings(3, norm="batch"), TRAINER, images, labels, parts[:1], tmp_path, progress=False)
+    )
     assert "BatchNorm" in caplog.text and "one teacher at a time" in caplog.text
     assert out[0]["meta"]["engine"] == "loop"
 
@@ -169,10 +207,19 @@ def test_an_optimizer_other_than_plain_adamw_is_trained_by_the_loop():
     out): another optimizer, or AdamW with another keyword, has no AdamW settings and is refused with its node."""
     assert AdamW.from_keywords({"lr": 0.1}) == AdamW(lr=0.1, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01)
     assert AdamW.from_keywords({"lr": 0.1, "amsgrad": True}) is None
-    sgd = network_teacher_settings(OmegaConf.create({
-        "seed": 0, "batch_size": 4, "max_epochs": 1, "augment": False, "ensemble_size": 3,
-        "model": {**SMALL_CNN, "norm": "group"}, "optimizer": {"_target_": "torch.optim.SGD", "_partial_": True,
-                                                                "lr": 0.1}}))
+    sgd = network_teacher_settings(
+        OmegaConf.create(
+            {
+                "seed": 0,
+                "batch_size": 4,
+                "max_epochs": 1,
+                "augment": False,
+                "ensemble_size": 3,
+                "model": {**SMALL_CNN, "norm": "group"},
+                "optimizer": {"_target_": "torch.optim.SGD", "_partial_": True, "lr": 0.1},
+            }
+        )
+    )
     assert sgd.adamw is None
     assert "not plain torch.optim.AdamW ({'_target_': 'torch.optim.SGD'" in refusal(sgd, "32-true")
     assert refusal(_settings(3), "32-true") is None
@@ -184,8 +231,12 @@ def test_adamw_step_is_torch_adamw_per_teacher():
     settings = AdamW(lr=0.01, betas=(0.9, 0.99), eps=1e-8, weight_decay=0.1)
     init = torch.randn(2, 3, 4, generator=gen)
     grads = [torch.randn(2, 3, 4, generator=gen) for _ in range(4)]
-    active = [torch.tensor([True, True]), torch.tensor([True, False]), torch.tensor([True, True]),
-              torch.tensor([True, True])]
+    active = [
+        torch.tensor([True, True]),
+        torch.tensor([True, False]),
+        torch.tensor([True, True]),
+        torch.tensor([True, True]),
+    ]
     total = torch.tensor([4.0, 3.0], dtype=torch.float64)
     params = {"w": init.clone()}
     state = {"w": (torch.zeros_like(init), torch.zeros_like(init))}
@@ -196,8 +247,9 @@ def test_adamw_step_is_torch_adamw_per_teacher():
         adamw_step(params, {"w": g}, state, settings, lr.float(), steps.float(), on)
     for teacher in range(2):
         w = torch.nn.Parameter(init[teacher].clone())
-        opt = torch.optim.AdamW([w], lr=settings.lr, betas=settings.betas, eps=settings.eps,
-                                weight_decay=settings.weight_decay)
+        opt = torch.optim.AdamW(
+            [w], lr=settings.lr, betas=settings.betas, eps=settings.eps, weight_decay=settings.weight_decay
+        )
         sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=int(total[teacher]))
         for g, on in zip(grads, active):
             if on[teacher]:
@@ -224,8 +276,7 @@ def test_batched_training_on_a_gpu_gives_the_loops_weights(problem, tmp_path):
     images, labels, parts = problem
     gpu = dataclasses.replace(TRAINER, accelerator="gpu", deterministic=False)
     loop = _weights(train_teachers(_settings(1), gpu, images, labels, parts, tmp_path / "loop", progress=False))
-    batched = _weights(train_teachers(_settings(3), gpu, images, labels, parts, tmp_path / "batched",
-                                      progress=False))
+    batched = _weights(train_teachers(_settings(3), gpu, images, labels, parts, tmp_path / "batched", progress=False))
     for a, b in zip(loop, batched, strict=True):
         assert b["meta"]["accelerator"] == "gpu"
         for name in a["state_dict"]:
@@ -244,8 +295,17 @@ def test_a_pretrained_resnet_trains_batched_on_a_gpu_as_in_the_loop(problem, tmp
     gpu = dataclasses.replace(TRAINER, accelerator="gpu", deterministic=False)
 
     def train(group, trainer, name):
-        return _weights(train_teachers(_settings(group, model=PRETRAINED_RESNET, eps=1e-2), trainer, images,
-                                       labels, parts, tmp_path / name, progress=False))
+        return _weights(
+            train_teachers(
+                _settings(group, model=PRETRAINED_RESNET, eps=1e-2),
+                trainer,
+                images,
+                labels,
+                parts,
+                tmp_path / name,
+                progress=False,
+            )
+        )
 
     for a, b in zip(train(1, gpu, "loop"), train(3, gpu, "batched"), strict=True):
         _assert_same_teachers(a, b, atol=1e-3, rtol=1e-2)

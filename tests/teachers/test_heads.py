@@ -44,8 +44,9 @@ def test_a_damaged_chunk_is_refitted_alone_and_named(world, tmp_path):
     train_head_teachers(SETTINGS, table, labels, parts, tmp_path, progress=False)
     files = sorted(tmp_path.glob("heads_*.npz"))
     assert len(files) == 3  # chunks of 2, 2 and 1 teachers
-    votes, accuracy = head_votes(SETTINGS, tmp_path, table, parts, np.arange(42, 50), np.arange(50, 60), labels[50:],
-                                 progress=False)
+    votes, accuracy = head_votes(
+        SETTINGS, tmp_path, table, parts, np.arange(42, 50), np.arange(50, 60), labels[50:], progress=False
+    )
     mtimes = {f.name: f.stat().st_mtime_ns for f in files}
     raw = bytearray(files[1].read_bytes())
     raw[len(raw) // 2] ^= 0xFF
@@ -54,8 +55,9 @@ def test_a_damaged_chunk_is_refitted_alone_and_named(world, tmp_path):
         train_head_teachers(SETTINGS, table, labels, parts, tmp_path, progress=False)
     after = {f.name: f.stat().st_mtime_ns for f in sorted(tmp_path.glob("heads_*.npz"))}
     assert [name for name in after if after[name] != mtimes[name]] == [files[1].name]
-    again, accuracy_again = head_votes(SETTINGS, tmp_path, table, parts, np.arange(42, 50), np.arange(50, 60),
-                                       labels[50:], progress=False)
+    again, accuracy_again = head_votes(
+        SETTINGS, tmp_path, table, parts, np.arange(42, 50), np.arange(50, 60), labels[50:], progress=False
+    )
     np.testing.assert_array_equal(votes, again)
     np.testing.assert_array_equal(accuracy, accuracy_again)
 
@@ -84,12 +86,19 @@ def test_a_chunks_identity_is_the_one_before_the_settings_existed():
     assert _identity(SETTINGS, [0, 1], parts) == h.hexdigest()
 
 
-@pytest.mark.parametrize(("key", "value", "match"), [
-    ("lambdas", [0.1, -1.0], r"teacher.lambdas=\[0.1, -1.0\]; expected a non-empty list of finite L2 strengths > 0"),
-    ("lambdas", [], r"teacher.lambdas=\[\]; expected"),
-    ("chunk_size", 0, "teacher.chunk_size must be an integer >= 1, got 0"),
-    ("accuracy_images", 2.5, "teacher.accuracy_images must be an integer >= 0, got 2.5"),
-])
+@pytest.mark.parametrize(
+    ("key", "value", "match"),
+    [
+        (
+            "lambdas",
+            [0.1, -1.0],
+            r"teacher.lambdas=\[0.1, -1.0\]; expected a non-empty list of finite L2 strengths > 0",
+        ),
+        ("lambdas", [], r"teacher.lambdas=\[\]; expected"),
+        ("chunk_size", 0, "teacher.chunk_size must be an integer >= 1, got 0"),
+        ("accuracy_images", 2.5, "teacher.accuracy_images must be an integer >= 0, got 2.5"),
+    ],
+)
 def test_bad_settings_are_refused_naming_the_key(key, value, match):
     with pytest.raises(ValueError, match=match):
         HeadTeacherSettings(**{"lambdas": [1.0], "chunk_size": 1, "accuracy_images": 1, "identity": {}, key: value})

@@ -24,14 +24,30 @@ EVAL = np.arange(43, 60)
 @pytest.fixture(scope="module")
 def teacher_paths(cfg, tiny_data, tmp_path_factory):
     images, labels = tiny_data
-    return train_teachers(network_teacher_settings(cfg.teacher), trainer_settings(cfg), images, labels, PARTITION,
-                          tmp_path_factory.mktemp("t"), progress=False)
+    return train_teachers(
+        network_teacher_settings(cfg.teacher),
+        trainer_settings(cfg),
+        images,
+        labels,
+        PARTITION,
+        tmp_path_factory.mktemp("t"),
+        progress=False,
+    )
 
 
 def run(cfg, tiny_data, paths, batch_size=512):
     images, labels = tiny_data
-    return predict_votes(paths, build_recipe(cfg.teacher), trainer_settings(cfg), images, QUERIES, EVAL, labels[EVAL],
-                         batch_size=batch_size, progress=False)
+    return predict_votes(
+        paths,
+        build_recipe(cfg.teacher),
+        trainer_settings(cfg),
+        images,
+        QUERIES,
+        EVAL,
+        labels[EVAL],
+        batch_size=batch_size,
+        progress=False,
+    )
 
 
 def test_shapes_dtypes_and_ranges(cfg, tiny_data, teacher_paths):
@@ -131,8 +147,9 @@ def test_unknown_accelerator_is_rejected(cfg, tiny_data, teacher_paths):
     tpu = dataclasses.replace(trainer_settings(cfg), accelerator="tpu")
     images, labels = tiny_data
     with pytest.raises(ValueError, match="accelerator.*tpu"):
-        predict_votes(teacher_paths, build_recipe(cfg.teacher), tpu, images, QUERIES, EVAL, labels[EVAL],
-                      progress=False)
+        predict_votes(
+            teacher_paths, build_recipe(cfg.teacher), tpu, images, QUERIES, EVAL, labels[EVAL], progress=False
+        )
 
 
 @pytest.mark.gpu
@@ -141,8 +158,9 @@ def test_gpu_votes_match_cpu_votes(cfg, tiny_data, teacher_paths):
     images, labels = tiny_data
     gpu = dataclasses.replace(trainer_settings(cfg), accelerator="gpu", precision="32-true")
     cpu_votes, cpu_acc = run(cfg, tiny_data, teacher_paths)
-    gpu_votes, gpu_acc = predict_votes(teacher_paths, build_recipe(cfg.teacher), gpu, images, QUERIES, EVAL,
-                                       labels[EVAL], progress=False)
+    gpu_votes, gpu_acc = predict_votes(
+        teacher_paths, build_recipe(cfg.teacher), gpu, images, QUERIES, EVAL, labels[EVAL], progress=False
+    )
     assert (cpu_votes != gpu_votes).mean() < 1e-3
     assert np.allclose(cpu_acc, gpu_acc, atol=1e-2)
 
@@ -153,10 +171,22 @@ def test_a_loaded_teacher_is_the_saved_network(norm, fake_imagenet_resnet18, tmp
     buffer is the file's (none left on meta), and the outputs are the saved network's."""
     from omegaconf import OmegaConf
 
-    cfg = OmegaConf.create({"model": {"_target_": "teachers.training.models.resnet", "depth": 18, "num_labels": 5,
-                                      "stem": "imagenet", "pretrained": "imagenet", "norm": norm},
-                            "optimizer": {"_target_": "torch.optim.AdamW", "_partial_": True},
-                            "augment": False, "batch_size": 4, "max_epochs": 1})
+    cfg = OmegaConf.create(
+        {
+            "model": {
+                "_target_": "teachers.training.models.resnet",
+                "depth": 18,
+                "num_labels": 5,
+                "stem": "imagenet",
+                "pretrained": "imagenet",
+                "norm": norm,
+            },
+            "optimizer": {"_target_": "torch.optim.AdamW", "_partial_": True},
+            "augment": False,
+            "batch_size": 4,
+            "max_epochs": 1,
+        }
+    )
     recipe = build_recipe(cfg)
     torch.manual_seed(5)
     saved = recipe.make_net()

@@ -40,8 +40,13 @@ def test_every_experiment_config_composes_with_every_mechanism(experiment):
 
 @pytest.mark.slow
 def test_flat_experiment_end_to_end_is_deterministic(tmp_path):
-    overrides = ["topk_experiment=flat", "topk_experiment.data.num_bins=400", "topk_experiment.ks=[5,40]",
-                 "topk_experiment.trials=6", f"topk_experiment.methods={FAST_METHODS}"]
+    overrides = [
+        "topk_experiment=flat",
+        "topk_experiment.data.num_bins=400",
+        "topk_experiment.ks=[5,40]",
+        "topk_experiment.trials=6",
+        f"topk_experiment.methods={FAST_METHODS}",
+    ]
     cfg = compose_topk([*overrides, f"report_dir={tmp_path / 'a'}"])
     first = topk.run(cfg, str(tmp_path))
     files = ("results.csv", "report.md", "recall.png")
@@ -63,9 +68,16 @@ def test_flat_experiment_end_to_end_is_deterministic(tmp_path):
 
 
 def test_repeated_experiment_composes_queries_per_interval(tmp_path):
-    cfg = compose_topk(["topk_experiment=repeated", "topk_experiment.data.num_days=4",
-                        "topk_experiment.data.queries_per_interval=2", "topk_experiment.trials=3",
-                        "topk_experiment.methods=[em_cdp,stable_topk]", f"report_dir={tmp_path}"])
+    cfg = compose_topk(
+        [
+            "topk_experiment=repeated",
+            "topk_experiment.data.num_days=4",
+            "topk_experiment.data.queries_per_interval=2",
+            "topk_experiment.trials=3",
+            "topk_experiment.methods=[em_cdp,stable_topk]",
+            f"report_dir={tmp_path}",
+        ]
+    )
     rows = topk.run(cfg, str(tmp_path))
     assert [row["setting"] for row in rows] == ["days 1-2", "days 1-2", "days 3-4", "days 3-4"]
     assert all(row["queries"] == 2 and row["epsilon_spent"] <= 0.1 * (1 + 1e-6) for row in rows)
@@ -77,10 +89,18 @@ def test_checkin_experiment_reads_a_file_and_uses_delta_one_over_n(tmp_path):
     path = tmp_path / "checkins.txt"
     lines = [f"u{user} 0 0 0 v{venue}" for venue in range(30) for user in range(venue % 7 + 1)]
     path.write_text("\n".join(lines) + "\n")
-    cfg = compose_topk(["topk_experiment=checkin", "topk_experiment.ks=[2]", "topk_experiment.epsilons=[1.0]",
-                        "topk_experiment.trials=3", "topk_experiment.methods=[em_cdp,stable_topk]",
-                        f"+topk_experiment.data.datasets.brightkite.path={path}",
-                        "~topk_experiment.data.datasets.foursquare", f"report_dir={tmp_path}"])
+    cfg = compose_topk(
+        [
+            "topk_experiment=checkin",
+            "topk_experiment.ks=[2]",
+            "topk_experiment.epsilons=[1.0]",
+            "topk_experiment.trials=3",
+            "topk_experiment.methods=[em_cdp,stable_topk]",
+            f"+topk_experiment.data.datasets.brightkite.path={path}",
+            "~topk_experiment.data.datasets.foursquare",
+            f"report_dir={tmp_path}",
+        ]
+    )
     rows = topk.run(cfg, str(tmp_path))
     assert {row["setting"] for row in rows} == {"brightkite"}
     assert all(row["delta"] == pytest.approx(1 / 7) for row in rows)
@@ -103,8 +123,9 @@ def test_the_noise_is_seeded_only_on_generated_histograms_unless_asked():
     histograms = Setting("wide", np.arange(40)[None] % 7, 1e-6, (3,), "wide")
 
     def returned(noise, seed):
-        return run_grid([histograms], [0.5], factories, 20, "add_remove", 1, seed, progress=False,
-                        noise=noise)[0]["recall_mean"]
+        return run_grid([histograms], [0.5], factories, 20, "add_remove", 1, seed, progress=False, noise=noise)[0][
+            "recall_mean"
+        ]
 
     assert returned("seeded", 0) == returned("seeded", 0)  # replayable
     secure = [returned("secure", 0) for _ in range(3)]
@@ -117,8 +138,20 @@ def test_unknown_methods_and_bad_data_are_refused(tmp_path):
     with pytest.raises(ValueError, match="data.kind"):
         settings_for({"kind": "zipf"}, [1], 1e-6)
     with pytest.raises(ValueError, match="multiple of"):
-        settings_for({"kind": "repeated", "num_bins": 5, "num_days": 5, "queries_per_interval": 2,
-                      "start_total": 10, "growth": 0.1, "tail": 1.0, "seed": 0}, [1], 1e-6)
+        settings_for(
+            {
+                "kind": "repeated",
+                "num_bins": 5,
+                "num_days": 5,
+                "queries_per_interval": 2,
+                "start_total": 10,
+                "growth": 0.1,
+                "tail": 1.0,
+                "seed": 0,
+            },
+            [1],
+            1e-6,
+        )
     with pytest.raises(ValueError, match="no path given"):
         settings_for({"kind": "checkin", "datasets": {"gowalla": {}}}, [1], None)
 
@@ -129,21 +162,46 @@ def test_a_mechanism_that_overspends_is_caught_before_running():
 
     setting = Setting("one", np.arange(20, dtype=np.int64)[None, :], 1e-6, (3,), "test")
     with pytest.raises(ValueError, match=r"k \(setting one\) must be < the number of bins d=20"):
-        run_grid([Setting("one", setting.histograms, 1e-6, (20,), "test")], [1.0], {"bad": overspending}, trials=2,
-                 neighbors="add_remove", kbar_factor=1, seed=0, progress=False)
+        run_grid(
+            [Setting("one", setting.histograms, 1e-6, (20,), "test")],
+            [1.0],
+            {"bad": overspending},
+            trials=2,
+            neighbors="add_remove",
+            kbar_factor=1,
+            seed=0,
+            progress=False,
+        )
     with pytest.raises(ValueError, match="calibration bug"):
-        run_grid([setting], [1.0], {"bad": overspending}, trials=2, neighbors="add_remove", kbar_factor=1, seed=0,
-                 progress=False)
+        run_grid(
+            [setting],
+            [1.0],
+            {"bad": overspending},
+            trials=2,
+            neighbors="add_remove",
+            kbar_factor=1,
+            seed=0,
+            progress=False,
+        )
     good = functools.partial(EMPeeling.for_budget, accountant="zcdp")
-    rows = run_grid([setting], [1.0], {"good": good}, trials=2, neighbors="add_remove", kbar_factor=1, seed=0,
-                    progress=False)
+    rows = run_grid(
+        [setting], [1.0], {"good": good}, trials=2, neighbors="add_remove", kbar_factor=1, seed=0, progress=False
+    )
     assert rows[0]["recall_mean"] == pytest.approx(rows[0]["recall_mean"]) and rows[0]["kbar"] == 3
 
 
 def test_every_mechanism_runs_and_meets_its_budget_under_replace(tmp_path):
-    cfg = compose_topk(["topk_experiment=repeated", "topk_experiment.data.num_days=4",
-                        "topk_experiment.data.queries_per_interval=2", "topk_experiment.trials=3",
-                        f"topk_experiment.methods={FAST_METHODS}", "neighbors=replace", f"report_dir={tmp_path}"])
+    cfg = compose_topk(
+        [
+            "topk_experiment=repeated",
+            "topk_experiment.data.num_days=4",
+            "topk_experiment.data.queries_per_interval=2",
+            "topk_experiment.trials=3",
+            f"topk_experiment.methods={FAST_METHODS}",
+            "neighbors=replace",
+            f"report_dir={tmp_path}",
+        ]
+    )
     rows = topk.run(cfg, str(tmp_path))
     assert len(rows) == 2 * len(FAST_METHODS.strip("[]").split(","))
     assert all(row["neighbors"] == "replace" and row["epsilon_spent"] <= 0.1 * (1 + 1e-6) for row in rows)

@@ -32,10 +32,25 @@ def test_teachers_and_student_learn_an_easy_signal(tmp_path):
     train, query, evaluate = np.arange(0, 400), np.arange(400, 500), np.arange(500, 700)
     baseline = majority_baseline(labels[train], labels[evaluate])
 
-    paths = train_teachers(network_teacher_settings(cfg.teacher), trainer_settings(cfg), images, labels,
-                           [train[:200], train[200:]], tmp_path, progress=False)
-    votes, teacher_accuracy = predict_votes(paths, build_recipe(cfg.teacher), trainer_settings(cfg), images, query,
-                                            evaluate, labels[evaluate], progress=False)
+    paths = train_teachers(
+        network_teacher_settings(cfg.teacher),
+        trainer_settings(cfg),
+        images,
+        labels,
+        [train[:200], train[200:]],
+        tmp_path,
+        progress=False,
+    )
+    votes, teacher_accuracy = predict_votes(
+        paths,
+        build_recipe(cfg.teacher),
+        trainer_settings(cfg),
+        images,
+        query,
+        evaluate,
+        labels[evaluate],
+        progress=False,
+    )
     assert baseline < 0.75
     assert (teacher_accuracy > baseline + 0.1).all(), (teacher_accuracy, baseline)
 

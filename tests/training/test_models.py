@@ -125,9 +125,15 @@ def test_group_norm_resnet_has_no_batch_statistics():
     assert not list(net.buffers())
 
 
-@pytest.mark.parametrize(("stages", "frozen"), [(0, set()), (1, {"conv1", "bn1"}),
-                                                (3, {"conv1", "bn1", "layer1", "layer2"}),
-                                                (5, {"conv1", "bn1", "layer1", "layer2", "layer3", "layer4"})])
+@pytest.mark.parametrize(
+    ("stages", "frozen"),
+    [
+        (0, set()),
+        (1, {"conv1", "bn1"}),
+        (3, {"conv1", "bn1", "layer1", "layer2"}),
+        (5, {"conv1", "bn1", "layer1", "layer2", "layer3", "layer4"}),
+    ],
+)
 def test_frozen_stages_freeze_the_stem_then_the_layers_in_order(stages, frozen):
     net = resnet(18, num_labels=5, norm="group", frozen_stages=stages)
     for name, p in net.named_parameters():
@@ -149,8 +155,14 @@ def test_frozen_stages_stay_at_their_initial_weights_in_a_lightning_fit(tiny_dat
     before = {k: v.clone() for k, v in net.state_dict().items()}
     optimizer = functools.partial(torch.optim.AdamW, lr=1e-2, weight_decay=0.5)
     loader = make_loader(IndexedImages(images, np.arange(16), labels[:16]), 8, shuffle=True, seed=0, num_workers=0)
-    trainer = pl.Trainer(max_epochs=1, accelerator="cpu", logger=False, enable_checkpointing=False,
-                         enable_progress_bar=False, enable_model_summary=False)
+    trainer = pl.Trainer(
+        max_epochs=1,
+        accelerator="cpu",
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
     fit(trainer, MultiLabelModule(net, 40, optimizer), loader)
     for name, value in net.state_dict().items():
         moved = not torch.equal(value, before[name])
@@ -165,13 +177,16 @@ def test_pretrained_weights_are_never_downloaded(tmp_path, monkeypatch):
         resnet(18, num_labels=5, pretrained="imagenet")
 
 
-@pytest.mark.parametrize(("kwargs", "match"), [
-    ({"norm": "frozen"}, "norm='frozen' keeps the pretrained BatchNorm statistics, so it needs pretrained"),
-    ({"norm": "group", "pretrained": "imagenet", "stem": "imagenet"}, "norm='group' has no pretrained weights"),
-    ({"norm": "layer"}, "norm must be one of"),
-    ({"frozen_stages": 6}, r"frozen_stages must be an integer in \[0, 5\].*got 6"),
-    ({"frozen_stages": True}, "frozen_stages must be an integer"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"norm": "frozen"}, "norm='frozen' keeps the pretrained BatchNorm statistics, so it needs pretrained"),
+        ({"norm": "group", "pretrained": "imagenet", "stem": "imagenet"}, "norm='group' has no pretrained weights"),
+        ({"norm": "layer"}, "norm must be one of"),
+        ({"frozen_stages": 6}, r"frozen_stages must be an integer in \[0, 5\].*got 6"),
+        ({"frozen_stages": True}, "frozen_stages must be an integer"),
+    ],
+)
 def test_resnet_refuses_norms_and_frozen_stages_that_do_not_fit(kwargs, match):
     with pytest.raises(ValueError, match=match):
         resnet(18, num_labels=5, **kwargs)

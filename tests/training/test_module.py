@@ -70,9 +70,14 @@ def test_random_hflip_flips_about_half_the_images_and_nothing_else():
     assert 150 < int(flipped.sum()) < 250
 
 
-@pytest.mark.parametrize("override, match", [("teacher.optimizer.lr=0.0", "teacher.optimizer.lr"),
-                                             ("teacher.optimizer.weight_decay=-1.0", "teacher.optimizer.weight_decay"),
-                                             ("teacher.max_epochs=0", "teacher.max_epochs")])
+@pytest.mark.parametrize(
+    "override, match",
+    [
+        ("teacher.optimizer.lr=0.0", "teacher.optimizer.lr"),
+        ("teacher.optimizer.weight_decay=-1.0", "teacher.optimizer.weight_decay"),
+        ("teacher.max_epochs=0", "teacher.max_epochs"),
+    ],
+)
 def test_a_recipe_rejects_bad_hyperparameters(override, match):
     cfg = compose_config(["~aggregator", "teacher=small_cnn", override])
     with pytest.raises(ValueError, match=match):

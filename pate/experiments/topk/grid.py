@@ -62,20 +62,33 @@ def settings_for(data: dict[str, Any], ks, delta) -> list[Setting]:
     ks = tuple(checks.positive_int("k", k) for k in ks)
     if kind == "flat":
         return [
-            Setting(f"k={k}", flat_histogram(data["num_bins"], k, data["value"])[None, :], float(delta), (k,),
-                    f"flat: {data['num_bins']} bins, top {k} at {data['value']}, the rest 0")
+            Setting(
+                f"k={k}",
+                flat_histogram(data["num_bins"], k, data["value"])[None, :],
+                float(delta),
+                (k,),
+                f"flat: {data['num_bins']} bins, top {k} at {data['value']}, the rest 0",
+            )
             for k in ks
         ]
     if kind == "repeated":
-        days = growing_gap_days(data["num_bins"], data["num_days"], data["start_total"], data["growth"],
-                                data["tail"], data["seed"])
+        days = growing_gap_days(
+            data["num_bins"], data["num_days"], data["start_total"], data["growth"], data["tail"], data["seed"]
+        )
         span = checks.positive_int("topk_experiment.data.queries_per_interval", data["queries_per_interval"])
         if data["num_days"] % span:
-            raise ValueError(f"topk_experiment.data.num_days={data['num_days']} must be a multiple of "
-                             f"topk_experiment.data.queries_per_interval={span}")
+            raise ValueError(
+                f"topk_experiment.data.num_days={data['num_days']} must be a multiple of "
+                f"topk_experiment.data.queries_per_interval={span}"
+            )
         return [
-            Setting(f"days {start + 1}-{start + span}", days[start:start + span], float(delta), ks,
-                    f"growing-gap days: {data['num_bins']} regions, growth {data['growth']}/day, seed {data['seed']}")
+            Setting(
+                f"days {start + 1}-{start + span}",
+                days[start : start + span],
+                float(delta),
+                ks,
+                f"growing-gap days: {data['num_bins']} regions, growth {data['growth']}/day, seed {data['seed']}",
+            )
             for start in range(0, data["num_days"], span)
         ]
     return [_checkin_setting(name, spec, ks, delta) for name, spec in data["datasets"].items()]
@@ -89,17 +102,23 @@ def _checkin_setting(name: str, spec: dict[str, Any], ks, delta) -> Setting:
         private = True
     else:
         if name not in CHECKIN_SHAPES:
-            raise ValueError(f"no path given for check-in data set {name!r} and no published shape for it "
-                             f"(known: {sorted(CHECKIN_SHAPES)})")
+            raise ValueError(
+                f"no path given for check-in data set {name!r} and no published shape for it "
+                f"(known: {sorted(CHECKIN_SHAPES)})"
+            )
         shape = CHECKIN_SHAPES[name]
         counts = heavy_tailed_histogram(shape["bins"], shape["max_count"], spec.get("seed", 0))
         users = shape["users"]
-        source = (f"{name}: synthetic power law with the published shape ({users} users, {shape['bins']} venues, "
-                  f"max count {shape['max_count']}), seed {spec.get('seed', 0)}")
+        source = (
+            f"{name}: synthetic power law with the published shape ({users} users, {shape['bins']} venues, "
+            f"max count {shape['max_count']}), seed {spec.get('seed', 0)}"
+        )
         private = False
     if delta is None:
-        source += (f"; delta = 1/n = {1.0 / users:.3g}, the papers' choice: a failure probability of one in n "
-                   f"users, weaker than the delta far below 1/n a guarantee for n users asks")
+        source += (
+            f"; delta = 1/n = {1.0 / users:.3g}, the papers' choice: a failure probability of one in n "
+            f"users, weaker than the delta far below 1/n a guarantee for n users asks"
+        )
     return Setting(name, counts[None, :], 1.0 / users if delta is None else float(delta), ks, source, private)
 
 
@@ -116,8 +135,10 @@ def noise_mode(configured: str, settings: list[Setting]) -> str:
     replay the noise, and the guarantee with it; ``pate.pipeline.noise``) and seeded on generated histograms;
     ``ValueError`` naming ``noise`` for a value outside ``NOISE_MODES``."""
     if configured not in NOISE_MODES:
-        raise ValueError(f"noise={configured!r}; expected one of {NOISE_MODES}: secure (the operating system's "
-                         f"entropy), seeded (from `seed`, replayable) or auto (secure where a file is read)")
+        raise ValueError(
+            f"noise={configured!r}; expected one of {NOISE_MODES}: secure (the operating system's "
+            f"entropy), seeded (from `seed`, replayable) or auto (secure where a file is read)"
+        )
     if configured != "auto":
         return configured
     return "secure" if any(setting.private for setting in settings) else "seeded"
@@ -170,8 +191,10 @@ def run_grid(
         mechanism = _build(factory, k, epsilon, setting.delta, setting.queries, neighbors, kbar)
         spent = mechanism.spent(setting.queries, setting.delta)
         if spent > epsilon * (1.0 + SPENT_TOLERANCE):
-            raise ValueError(f"{name} calibrated for epsilon={epsilon} spends {spent} over {setting.queries} queries "
-                             f"at delta={setting.delta}: calibration bug")
+            raise ValueError(
+                f"{name} calibrated for epsilon={epsilon} spends {spent} over {setting.queries} queries "
+                f"at delta={setting.delta}: calibration bug"
+            )
         mechanisms[(setting.label, epsilon, k, name)] = (mechanism, spent, kbar)
 
     rows = []
@@ -182,14 +205,28 @@ def run_grid(
         result = mechanism(batch, rng)
         recall = top_k_recall(batch, result.indices, k).reshape(trials, setting.queries).mean(axis=1)
         returned = result.returned.reshape(trials, setting.queries).mean(axis=1)
-        rows.append({
-            "setting": setting.label, "mechanism": name, "k": k, "kbar": kbar, "epsilon": epsilon,
-            "delta": setting.delta, "neighbors": neighbors, "queries": setting.queries, "trials": trials,
-            "recall_mean": float(recall.mean()), "recall_std": float(recall.std(ddof=1)) if trials > 1 else 0.0,
-            "returned_mean": float(returned.mean()), "epsilon_spent": float(spent),
-            "privacy": _privacy_line(mechanism, setting.queries, setting.delta), "mechanism_detail": mechanism.name,
-            "source": setting.source, "noise": mode, "from_file": setting.private,
-        })
+        rows.append(
+            {
+                "setting": setting.label,
+                "mechanism": name,
+                "k": k,
+                "kbar": kbar,
+                "epsilon": epsilon,
+                "delta": setting.delta,
+                "neighbors": neighbors,
+                "queries": setting.queries,
+                "trials": trials,
+                "recall_mean": float(recall.mean()),
+                "recall_std": float(recall.std(ddof=1)) if trials > 1 else 0.0,
+                "returned_mean": float(returned.mean()),
+                "epsilon_spent": float(spent),
+                "privacy": _privacy_line(mechanism, setting.queries, setting.delta),
+                "mechanism_detail": mechanism.name,
+                "source": setting.source,
+                "noise": mode,
+                "from_file": setting.private,
+            }
+        )
     return rows
 
 

@@ -116,9 +116,7 @@ def read_checkins(path, user_column: int, item_column: int, delimiter: str | Non
             continue
         fields = line.split(delimiter)
         if len(fields) < needed:
-            raise ValueError(
-                f"{path}:{number}: expected at least {needed} columns, got {len(fields)}: {line[:80]!r}"
-            )
+            raise ValueError(f"{path}:{number}: expected at least {needed} columns, got {len(fields)}: {line[:80]!r}")
         pairs.add((fields[user_column], fields[item_column]))
     if not pairs:
         raise ValueError(f"check-in file {str(path)!r} holds no check-ins")

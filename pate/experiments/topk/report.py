@@ -26,8 +26,22 @@ from pate.io import atomic_write_bytes
 __all__ = ["CSV_COLUMNS", "write_topk_report"]
 
 CSV_COLUMNS = (
-    "setting", "mechanism", "k", "kbar", "epsilon", "delta", "neighbors", "queries", "trials", "recall_mean",
-    "recall_std", "returned_mean", "epsilon_spent", "privacy", "mechanism_detail", "noise",
+    "setting",
+    "mechanism",
+    "k",
+    "kbar",
+    "epsilon",
+    "delta",
+    "neighbors",
+    "queries",
+    "trials",
+    "recall_mean",
+    "recall_std",
+    "returned_mean",
+    "epsilon_spent",
+    "privacy",
+    "mechanism_detail",
+    "noise",
 )
 FIGURE = "recall.png"
 # the papers' neighbours on a histogram of users' contributions (DESIGN.md: one user may move every count by one)
@@ -40,9 +54,11 @@ def _noise_line(rows: list[dict], config: dict) -> str:
     modes = _ordered(row.get("noise", "seeded") for row in rows)
     if modes == ["secure"]:
         return "Noise: secure (the operating system's entropy, never recorded): the runs cannot be replayed."
-    return (f"Noise: seeded from seed {config.get('seed')} (`noise={config.get('noise', 'auto')}`), reproducible: "
-            f"whoever holds the seed replays the noise, so these runs carry no guarantee themselves; each ε is what "
-            f"the same mechanism guarantees with secret noise (`noise=secure`, the default where a file is read).")
+    return (
+        f"Noise: seeded from seed {config.get('seed')} (`noise={config.get('noise', 'auto')}`), reproducible: "
+        f"whoever holds the seed replays the noise, so these runs carry no guarantee themselves; each ε is what "
+        f"the same mechanism guarantees with secret noise (`noise=secure`, the default where a file is read)."
+    )
 
 
 def _not_a_release(rows: list[dict]) -> list[str]:
@@ -50,11 +66,14 @@ def _not_a_release(rows: list[dict]) -> list[str]:
     mechanisms on that data, not a private release of it), and the domain its ε assume."""
     if not any(row.get("from_file") for row in rows):
         return []
-    return ["**Not a private release of the files' data**: the recall (against the true top-k), the data's "
-            "statistics above (users, venues, the largest count) and δ = 1/n are computed from the files without "
-            "noise, covered by no ε. Each ε holds between histograms over one fixed domain of venues, here the "
-            "venues the file holds (a function of the data): a user who adds venues no one else visited changes the "
-            "domain, which no ε here covers (for a guarantee, take the domain and δ from public knowledge).", ""]
+    return [
+        "**Not a private release of the files' data**: the recall (against the true top-k), the data's "
+        "statistics above (users, venues, the largest count) and δ = 1/n are computed from the files without "
+        "noise, covered by no ε. Each ε holds between histograms over one fixed domain of venues, here the "
+        "venues the file holds (a function of the data): a user who adds venues no one else visited changes the "
+        "domain, which no ε here covers (for a guarantee, take the domain and δ from public knowledge).",
+        "",
+    ]
 
 
 def _ordered(values) -> list:
@@ -67,8 +86,9 @@ def _panel(row: dict, panel_by: Sequence[str]) -> tuple:
 
 
 def _panel_title(panel: tuple, panel_by: Sequence[str], rows: list[dict]) -> str:
-    parts = [f"{key}={value:g}" if isinstance(value, float) else f"{key}={value}"
-             for key, value in zip(panel_by, panel)]
+    parts = [
+        f"{key}={value:g}" if isinstance(value, float) else f"{key}={value}" for key, value in zip(panel_by, panel)
+    ]
     first = rows[0]
     queries = f"{first['queries']} quer{'y' if first['queries'] == 1 else 'ies'}"
     parts.append(f"delta={first['delta']:.3g}, {first['neighbors']}, {queries}")
@@ -104,8 +124,9 @@ def _figure(rows: list[dict], panel_by: Sequence[str], x_axis: str) -> bytes:
             mean = [series[x]["recall_mean"] for x in points]
             std = [series[x]["recall_std"] for x in points]
             axes.plot(position, mean, marker=_MARKERS[number % len(_MARKERS)], label=mechanism)
-            axes.fill_between(position, [m - s for m, s in zip(mean, std)], [m + s for m, s in zip(mean, std)],
-                              alpha=0.15)
+            axes.fill_between(
+                position, [m - s for m, s in zip(mean, std)], [m + s for m, s in zip(mean, std)], alpha=0.15
+            )
         if numeric:
             axes.set_xscale("log")
             axes.minorticks_off()  # label the grid's own values only (log minor labels collide)
@@ -130,8 +151,12 @@ def _table(rows: list[dict], panel_by: Sequence[str], x_axis: str) -> list[str]:
     lines = []
     for panel in _ordered(_panel(row, panel_by) for row in rows):
         panel_rows = [row for row in rows if _panel(row, panel_by) == panel]
-        lines += [f"### {_panel_title(panel, panel_by, panel_rows)}", "",
-                  f"| {x_axis} | " + " | ".join(mechanisms) + " |", "|---" * (len(mechanisms) + 1) + "|"]
+        lines += [
+            f"### {_panel_title(panel, panel_by, panel_rows)}",
+            "",
+            f"| {x_axis} | " + " | ".join(mechanisms) + " |",
+            "|---" * (len(mechanisms) + 1) + "|",
+        ]
         cells = {(row[x_axis], row["mechanism"]): row for row in panel_rows}
         for x in _ordered(row[x_axis] for row in panel_rows):
             best = max(cells[(x, m)]["recall_mean"] for m in mechanisms if (x, m) in cells)
@@ -185,32 +210,51 @@ def write_topk_report(rows: list[dict], config: dict[str, Any], out_dir) -> dict
     sources = _ordered(row["source"] for row in rows if "source" in row)
     mechanisms = _ordered(row["mechanism"] for row in rows)
     lines = [
-        f"# {experiment['title']}", "",
+        f"# {experiment['title']}",
+        "",
         f"Relation: **{rows[0]['neighbors']}** on histograms of users' contributions (one neighbour: "
         f"{USER_NEIGHBOUR[rows[0]['neighbors']]}: a user-level guarantee, as in the papers; one user may move every "
         f"count by one); {rows[0]['trials']} trials per cell; recall = "
         "fraction of the true "
         "top-k returned (a bin tied with the k-th count counts as a true top-k bin), averaged over the queries of a "
-        "trial. Entries: mean ± std over trials (mean number of indices returned). Best mean in bold.", "",
-        "Data: " + "; ".join(sources) + ".", "",
-        _noise_line(rows, config), "",
+        "trial. Entries: mean ± std over trials (mean number of indices returned). Best mean in bold.",
+        "",
+        "Data: " + "; ".join(sources) + ".",
+        "",
+        _noise_line(rows, config),
+        "",
         *_not_a_release(rows),
         f"Mechanisms: {', '.join(mechanisms)}. Unknown-domain cut-off kbar = {config['kbar_factor']} x k "
-        "(LD, TS, StableTopK).", "",
-        "Versions: " + "; ".join(f"{key} {value}" for key, value in sorted(code_version().items())) + ".", "",
-        f"![recall]({FIGURE})", "",
-        "## Recall", "",
+        "(LD, TS, StableTopK).",
+        "",
+        "Versions: " + "; ".join(f"{key} {value}" for key, value in sorted(code_version().items())) + ".",
+        "",
+        f"![recall]({FIGURE})",
+        "",
+        "## Recall",
+        "",
         *_table(rows, panel_by, x_axis),
-        "## Who wins", "",
-        *_wins(rows, panel_by, x_axis), "",
-        "## Privacy", "",
+        "## Who wins",
+        "",
+        *_wins(rows, panel_by, x_axis),
+        "",
+        "## Privacy",
+        "",
         "Every mechanism is calibrated to each cell's (epsilon, delta) over the cell's queries by its own "
-        "accountant, and the epsilon it spends is recomputed from the calibrated mechanism:", "",
-        *_privacy(rows), "",
+        "accountant, and the epsilon it spends is recomputed from the calibrated mechanism:",
+        "",
+        *_privacy(rows),
+        "",
         "A ratio below 1 means the paper's own calibration of that mechanism (EM-CDP: zCDP in closed form; "
         "PNF-peel and JOINT: basic composition of pure DP) is more conservative than the accountant that "
-        "recomputes its cost; the `_rdp` variants are calibrated by the RDP ledger itself.", "",
-        "## Configuration", "", "```yaml", yaml.safe_dump(config, sort_keys=False).rstrip(), "```", "",
+        "recomputes its cost; the `_rdp` variants are calibrated by the RDP ledger itself.",
+        "",
+        "## Configuration",
+        "",
+        "```yaml",
+        yaml.safe_dump(config, sort_keys=False).rstrip(),
+        "```",
+        "",
     ]
     paths = {"csv": out_dir / "results.csv", "report": out_dir / "report.md", "figure": out_dir / FIGURE}
     atomic_write_bytes(paths["csv"], _csv(rows))

@@ -148,8 +148,10 @@ class StatementCost:
         """Epsilon of ``queries`` adaptive queries at total ``delta``; ``ValueError`` if delta leaves no room."""
         epsilon = self._epsilon_at(queries, checks.open_unit("delta", delta))
         if math.isinf(epsilon):
-            raise ValueError(f"delta={delta!r} leaves no room for a statement: the {queries} queries' own delta "
-                             f"terms use it up ({self.accounting})")
+            raise ValueError(
+                f"delta={delta!r} leaves no room for a statement: the {queries} queries' own delta "
+                f"terms use it up ({self.accounting})"
+            )
         return epsilon
 
 
@@ -234,4 +236,3 @@ def top_k_recall(histograms, indices: np.ndarray, k: int) -> np.ndarray:
     safe = np.where(indices >= 0, indices, 0)
     hits = (np.take_along_axis(histograms, safe, 1) >= kth[:, None]) & (indices >= 0)
     return hits.sum(axis=1) / k
-

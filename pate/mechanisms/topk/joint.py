@@ -101,7 +101,12 @@ class Joint(PureEpsilonCost):
 
     @classmethod
     def for_budget(
-        cls, k: int, epsilon: float, delta: float, queries: int = 1, neighbors: str = "add_remove",
+        cls,
+        k: int,
+        epsilon: float,
+        delta: float,
+        queries: int = 1,
+        neighbors: str = "add_remove",
         accountant: str = "pure",
     ) -> "Joint":
         """JOINT within (epsilon, delta)-DP over ``queries`` queries.

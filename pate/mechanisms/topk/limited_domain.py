@@ -92,7 +92,13 @@ class LimitedDomain(StatementCost):
 
     @classmethod
     def for_budget(
-        cls, k: int, max_k: int, epsilon: float, delta: float, queries: int = 1, neighbors: str = "add_remove",
+        cls,
+        k: int,
+        max_k: int,
+        epsilon: float,
+        delta: float,
+        queries: int = 1,
+        neighbors: str = "add_remove",
     ) -> "LimitedDomain":
         """LD within (epsilon, delta)-DP over ``queries`` adaptive queries (Theorem 2 with k* = queries k).
 
@@ -124,8 +130,10 @@ class LimitedDomain(StatementCost):
 
     @property
     def name(self) -> str:
-        return (f"LD(k={self.k}, kbar={self.max_k}, eps={self.epsilon:.4g}, delta={self.delta:.3g}, "
-                f"neighbors={self.neighbors})")
+        return (
+            f"LD(k={self.k}, kbar={self.max_k}, eps={self.epsilon:.4g}, delta={self.delta:.3g}, "
+            f"neighbors={self.neighbors})"
+        )
 
     @property
     def noise_scale(self) -> float:
@@ -225,6 +233,8 @@ class PayWhatYouGet:
             raise ValueError(f"{len(cost)} calls exceed the {self.queries} calls left (l*)")
         refused = np.flatnonzero(self.items - spent_before < k)
         if refused.size:
-            raise ValueError(f"call {refused[0]} (k={k}) starts with {self.items - spent_before[refused[0]]} "
-                             f"items left (k*): Algorithm 2 does not run it")
+            raise ValueError(
+                f"call {refused[0]} (k={k}) starts with {self.items - spent_before[refused[0]]} "
+                f"items left (k*): Algorithm 2 does not run it"
+            )
         return PayWhatYouGet(self.items - int(cost.sum()), self.queries - len(cost))

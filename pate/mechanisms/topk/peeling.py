@@ -95,7 +95,12 @@ class _Peeling(PureEpsilonCost):
 
     @classmethod
     def for_budget(
-        cls, k: int, epsilon: float, delta: float, queries: int = 1, neighbors: str = "add_remove",
+        cls,
+        k: int,
+        epsilon: float,
+        delta: float,
+        queries: int = 1,
+        neighbors: str = "add_remove",
         accountant: str | None = None,
     ):
         """The mechanism within (epsilon, delta)-DP over ``queries`` queries (k x queries picks).
@@ -195,7 +200,7 @@ class PNFPeeling(_Peeling):
         # Rows in chunks of ~1M bins: every round rewrites the chunk's scores, which then stay in cache.
         chunk = max(1, _CHUNK_BINS // counts.shape[1])
         for start in range(0, counts.shape[0], chunk):
-            scores = counts[start:start + chunk].astype(np.float64)
+            scores = counts[start : start + chunk].astype(np.float64)
             rows = np.arange(scores.shape[0])
             for position in range(self.k):
                 noisy = sample_noise("exponential", self.noise_scale, scores.shape, rng)
@@ -204,4 +209,3 @@ class PNFPeeling(_Peeling):
                 indices[start + rows, position] = chosen
                 scores[rows, chosen] = -np.inf  # peeled: never chosen again
         return TopKResult(indices)
-

@@ -181,8 +181,9 @@ class StableTopKFixed(PricedByEvent):
         gaps = top[:, :-1] - top[:, 1:]  # q_j for j = 1..kbar, column j - 1
         candidates = np.arange(1, kbar + 1)
         scores = gaps - self.regularization * np.abs(candidates - k)
-        scores = scores + sample_noise("gumbel", 2.0 * gap_sensitivity(self.neighbors) / self.select_epsilon,
-                                       scores.shape, rng)
+        scores = scores + sample_noise(
+            "gumbel", 2.0 * gap_sensitivity(self.neighbors) / self.select_epsilon, scores.shape, rng
+        )
         khat = candidates[scores.argmax(axis=1)]
         passed = self.test.passes(np.take_along_axis(gaps, (khat - 1)[:, None], 1)[:, 0], rng)
         released = passed[:, None] & (np.arange(kbar + 1) < khat[:, None])  # [B, kbar+1] in sorted order

@@ -62,7 +62,11 @@ from pate.mechanisms.topk.peeling import gumbel_peel
 from pate.privacy import checks
 from pate.privacy.composition import advanced_composition, replace_from_add_remove, solve_per_query
 from pate.privacy.sensitivity import (
-    NeighboringRelation, check_relation, count_selection_range, gap_sensitivity, stability_distance_sensitivity,
+    NeighboringRelation,
+    check_relation,
+    count_selection_range,
+    gap_sensitivity,
+    stability_distance_sensitivity,
 )
 
 __all__ = ["TopStable", "delta_max", "query_delta"]
@@ -140,8 +144,15 @@ class TopStable(StatementCost):
 
     @classmethod
     def for_budget(
-        cls, k: int, max_k: int, epsilon: float, delta: float, queries: int = 1, neighbors: str = "add_remove",
-        fill_fraction: float = 0.0, p1: float = 0.37,
+        cls,
+        k: int,
+        max_k: int,
+        epsilon: float,
+        delta: float,
+        queries: int = 1,
+        neighbors: str = "add_remove",
+        fill_fraction: float = 0.0,
+        p1: float = 0.37,
     ) -> "TopStable":
         """TS (eps_EM = 0) within (epsilon, delta)-DP over ``queries`` queries, by advanced composition.
 
@@ -195,9 +206,11 @@ class TopStable(StatementCost):
 
     @property
     def name(self) -> str:
-        return (f"TS(k={self.k}, kbar={self.max_k}, eps={self.epsilon:.4g}, p1={self.p1:g}, "
-                f"eps_EM={self.em_epsilon:.3g}, fill={self.fill_epsilon:.3g}, delta={self.delta:.3g}, "
-                f"neighbors={self.neighbors})")
+        return (
+            f"TS(k={self.k}, kbar={self.max_k}, eps={self.epsilon:.4g}, p1={self.p1:g}, "
+            f"eps_EM={self.em_epsilon:.3g}, fill={self.fill_epsilon:.3g}, delta={self.delta:.3g}, "
+            f"neighbors={self.neighbors})"
+        )
 
     # ---------------------------------------------------------- mechanism
     def __call__(self, histograms, rng: np.random.Generator) -> TopKResult:
@@ -229,7 +242,8 @@ class TopStable(StatementCost):
         # q_i, column i - 1: the most users after which the gap is still >= 1 (module docstring).
         distance = (top[:, :-1] - top[:, 1:] - 1) // gap_sensitivity(ANALYSED_RELATION)
         noisy_threshold = self.threshold + sample_noise(
-            "laplace", DISTANCE_SENSITIVITY / self.epsilon1, num_queries, rng)
+            "laplace", DISTANCE_SENSITIVITY / self.epsilon1, num_queries, rng
+        )
         query_scale = 2.0 * DISTANCE_SENSITIVITY / self.epsilon2
         noisy_distance = distance + sample_noise("laplace", query_scale, distance.shape, rng)
         passes_from_top = (noisy_distance > noisy_threshold[:, None])[:, ::-1]  # column j tests i = kbar - j

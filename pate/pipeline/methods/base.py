@@ -146,7 +146,8 @@ def method_settings(node: DictConfig, **defaults: Any) -> dict[str, Any]:
     given = {key: value for key, value in OmegaConf.to_container(node, resolve=True).items() if key != "_target_"}
     unknown = sorted(set(given) - set(defaults))
     if unknown:
-        raise UserError(f"method.{unknown[0]}={given[unknown[0]]!r}: {node._target_} has no such setting; its settings "
-                        f"are {', '.join(sorted(defaults)) or 'none'}")
+        raise UserError(
+            f"method.{unknown[0]}={given[unknown[0]]!r}: {node._target_} has no such setting; its settings "
+            f"are {', '.join(sorted(defaults)) or 'none'}"
+        )
     return {**defaults, **given}
-

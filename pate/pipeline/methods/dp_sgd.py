@@ -58,8 +58,18 @@ MODELS = ("linear", "small_cnn")
 INPUTS = ("unit_norm", "standardized")
 RECIPE_KEYS = ("inputs", "momentum", "epochs", "lr")  # what a probe recipe may set, beside its from_epsilon
 # conf/method/dp_sgd.yaml's flat settings (a test holds them equal): what a probe recipe may replace
-FLAT_SETTINGS = {"model": "linear", "inputs": "unit_norm", "width": 32, "expected_batch_size": 4096, "epochs": 20,
-                 "clip_norm": 1.0, "lr": 2.0, "momentum": 0.9, "noise_multiplier": 1.0, "public_num_records": None}
+FLAT_SETTINGS = {
+    "model": "linear",
+    "inputs": "unit_norm",
+    "width": 32,
+    "expected_batch_size": 4096,
+    "epochs": 20,
+    "clip_norm": 1.0,
+    "lr": 2.0,
+    "momentum": 0.9,
+    "noise_multiplier": 1.0,
+    "public_num_records": None,
+}
 
 
 def probe_inputs(features: torch.Tensor, inputs: str = "unit_norm") -> torch.Tensor:
@@ -101,8 +111,13 @@ class DPSGD(Method):
         is the count read (:meth:`calibrated_event`, in :meth:`release`)."""
         settings = method_settings(cfg.method, **FLAT_SETTINGS, probe_recipes=[])
         if settings["model"] == "linear":
-            recipe_from, settings = apply_recipe(settings, {key: FLAT_SETTINGS[key] for key in RECIPE_KEYS},
-                                                 "probe_recipes", run.target_epsilon, run.neighbors)
+            recipe_from, settings = apply_recipe(
+                settings,
+                {key: FLAT_SETTINGS[key] for key in RECIPE_KEYS},
+                "probe_recipes",
+                run.target_epsilon,
+                run.neighbors,
+            )
         else:
             recipe_for(settings.pop("probe_recipes"), None, run.neighbors, RECIPE_KEYS, "method.probe_recipes")
             recipe_from = None
@@ -112,9 +127,16 @@ class DPSGD(Method):
         if settings["inputs"] not in INPUTS:
             raise UserError(f"method.inputs={settings['inputs']!r}; expected one of {INPUTS}")
         with building("method"):
-            checked = {key: check(key, settings[key]) for key, check in (
-                ("width", positive_int), ("expected_batch_size", positive_int), ("epochs", positive), ("lr", positive),
-                ("noise_multiplier", positive))}
+            checked = {
+                key: check(key, settings[key])
+                for key, check in (
+                    ("width", positive_int),
+                    ("expected_batch_size", positive_int),
+                    ("epochs", positive),
+                    ("lr", positive),
+                    ("noise_multiplier", positive),
+                )
+            }
             checked["clip_norm"] = clipped_gradient_sum_sensitivity(settings["clip_norm"], run.neighbors)
             if not 0 <= settings["momentum"] < 1:
                 raise ValueError(f"momentum={settings['momentum']!r}; expected a number in [0, 1)")
@@ -122,18 +144,23 @@ class DPSGD(Method):
             if settings["public_num_records"] is not None:
                 checked["public_num_records"] = positive_int("public_num_records", settings["public_num_records"])
                 if checked["public_num_records"] < checked["expected_batch_size"]:
-                    raise ValueError(f"public_num_records={checked['public_num_records']} is below "
-                                     f"expected_batch_size={checked['expected_batch_size']}; expected at least it")
+                    raise ValueError(
+                        f"public_num_records={checked['public_num_records']} is below "
+                        f"expected_batch_size={checked['expected_batch_size']}; expected at least it"
+                    )
         reader = str(cfg.data.reader.get("_target_"))
         if settings["public_num_records"] is None and run.neighbors == "add_remove" and reader not in SYNTHETIC_READERS:
             raise UserError(
                 f"method.public_num_records=null under privacy.neighbors=add_remove on data read by {reader}: "
                 f"add_remove's neighbours differ in their number of records, so DP-SGD's sampling rate and steps "
                 f"(published, and the mechanism itself) cannot come from the count read; set "
-                f"method.public_num_records to a public number of private records (e.g. a published dataset size)")
+                f"method.public_num_records to a public number of private records (e.g. a published dataset size)"
+            )
         if run.budget_epsilon is not None:
-            raise UserError(f"privacy.budget_epsilon={cfg.privacy.budget_epsilon!r}: method=dp_sgd answers no queries "
-                            f"one by one, its cost is fixed by its steps; set privacy.target_epsilon instead")
+            raise UserError(
+                f"privacy.budget_epsilon={cfg.privacy.budget_epsilon!r}: method=dp_sgd answers no queries "
+                f"one by one, its cost is fixed by its steps; set privacy.target_epsilon instead"
+            )
         return cls(**{**settings, **checked}, run=run)
 
     @property
@@ -159,8 +186,10 @@ class DPSGD(Method):
     def schedule(self, public_count: int) -> tuple[float, int]:
         """(the realised sampling rate of q = expected_batch_size / N, steps = ceil(epochs / q)) for the public N."""
         if self.expected_batch_size > public_count:
-            raise UserError(f"method.expected_batch_size={self.expected_batch_size} exceeds the {public_count} private "
-                            f"training records")
+            raise UserError(
+                f"method.expected_batch_size={self.expected_batch_size} exceeds the {public_count} private "
+                f"training records"
+            )
         rate = self.expected_batch_size / public_count
         return realised_sampling_rate(rate), math.ceil(self.epochs / rate)
 
@@ -172,11 +201,25 @@ class DPSGD(Method):
         multiplier = self.noise_multiplier
         if run.target_epsilon is not None:
             with building("privacy"):
-                multiplier = calibrate(lambda m: PoissonSampledGaussianEvent(rate, m, steps, relation),
-                                       run.target_epsilon, run.delta, neighbors=relation, accountant=run.accountant)
-            log.info("calibrated DP-SGD (q=%.4g, %d steps) to epsilon=%g at delta=%g by the %s accountant (neighbours: "
-                     "%s, one neighbour: %s): noise multiplier %.4f", rate, steps, run.target_epsilon, run.delta,
-                     run.accountant, relation, privacy_unit(self.contributor, relation).text, multiplier)
+                multiplier = calibrate(
+                    lambda m: PoissonSampledGaussianEvent(rate, m, steps, relation),
+                    run.target_epsilon,
+                    run.delta,
+                    neighbors=relation,
+                    accountant=run.accountant,
+                )
+            log.info(
+                "calibrated DP-SGD (q=%.4g, %d steps) to epsilon=%g at delta=%g by the %s accountant (neighbours: "
+                "%s, one neighbour: %s): noise multiplier %.4f",
+                rate,
+                steps,
+                run.target_epsilon,
+                run.delta,
+                run.accountant,
+                relation,
+                privacy_unit(self.contributor, relation).text,
+                multiplier,
+            )
         return PoissonSampledGaussianEvent(rate, multiplier, steps, relation)
 
     def release(self, data: Dataset, shared: SharedStages) -> Release:
@@ -198,14 +241,19 @@ class DPSGD(Method):
         stage = self._stage(data, shared, release.facts["event"], noise_free=True)
         return {"noise_free": Release(stage, {"dp_sgd": stage}, model=stage)}
 
-    def _stage(self, data: Dataset, shared: SharedStages, event: PoissonSampledGaussianEvent,
-               noise_free: bool) -> Stage:
+    def _stage(
+        self, data: Dataset, shared: SharedStages, event: PoissonSampledGaussianEvent, noise_free: bool
+    ) -> Stage:
         """The training stage of :meth:`release`, or with ``noise_free`` its privacy-free limit (noise zero)."""
         arrays, seed, noise = data.arrays, self.run.seed, self.run.noise
         progress, device = self.run.progress, self.run.trainer.device
         private_rows = arrays.indices("train")
-        settings = {"lr": self.lr, "momentum": self.momentum, "clip_norm": self.clip_norm,
-                    "expected_batch_size": self.expected_batch_size}  # the clipped sum's divisor
+        settings = {
+            "lr": self.lr,
+            "momentum": self.momentum,
+            "clip_norm": self.clip_norm,
+            "expected_batch_size": self.expected_batch_size,
+        }  # the clipped sum's divisor
         probe = {} if self.inputs == "unit_norm" else {"inputs": self.inputs}
 
         def build(work: Path, up: dict[str, Artifact]) -> None:
@@ -213,19 +261,31 @@ class DPSGD(Method):
             if self.model == "linear":
                 table = read_features(up["features"])
                 dim, transform = table.dim, None
+
                 def inputs(rows):
                     return probe_inputs(table.take(rows), self.inputs)
             else:
                 dim, transform = None, to_float  # uint8 images, made float batch by batch
+
                 def inputs(rows):
                     return torch.from_numpy(np.asarray(arrays.images[rows]))
+
             torch.manual_seed(seed)  # the CNN's initial weights (the probe starts at zero)
             model = self.network(dim, arrays.labels.shape[1])
-            train_dp_sgd(model, inputs(private_rows), torch.from_numpy(arrays.labels[private_rows]),
-                         sampling_rate=event.sampling_rate,
-                         noise_multiplier=0.0 if noise_free else event.noise_multiplier, steps=event.steps,
-                         batches=noise.torch_generator(0), noise=noise.torch_generator(1, device),
-                         progress=progress, device=device, transform=transform, **settings)
+            train_dp_sgd(
+                model,
+                inputs(private_rows),
+                torch.from_numpy(arrays.labels[private_rows]),
+                sampling_rate=event.sampling_rate,
+                noise_multiplier=0.0 if noise_free else event.noise_multiplier,
+                steps=event.steps,
+                batches=noise.torch_generator(0),
+                noise=noise.torch_generator(1, device),
+                progress=progress,
+                device=device,
+                transform=transform,
+                **settings,
+            )
             torch.save(model.state_dict(), work / "model.pt")
             labels = (predict(model, inputs(public.queries), transform=transform) > 0.5).numpy()
             if noise_free:
@@ -233,8 +293,15 @@ class DPSGD(Method):
             else:
                 write_release(work, labels, np.ones(len(labels), bool), labels.sum(axis=1), self.cost(event))
             scores = score_model(model, inputs(public.evaluation), arrays.labels[public.evaluation], transform)
-            write_student_scores(work, {**scores, "student_train_size": int(len(private_rows)),
-                                        "student_semi": "supervised", "student_unlabeled_size": 0})
+            write_student_scores(
+                work,
+                {
+                    **scores,
+                    "student_train_size": int(len(private_rows)),
+                    "student_semi": "supervised",
+                    "student_unlabeled_size": 0,
+                },
+            )
 
         upstream = {"queries": shared.queries, **({"features": shared.features} if self.model == "linear" else {})}
         cnn = {} if self.model == "linear" else {"model": self.model, "width": self.width}
@@ -242,10 +309,20 @@ class DPSGD(Method):
         # release is made once per config and cache, whatever `seed` then initialises
         # the limit is keyed by what it shares with the release (its batches, steps and settings), not by the noise:
         # one limit for every epsilon whose calibration leaves those equal
-        cost = ({"reference": "noise_free", "sampling_rate": event.sampling_rate, "steps": event.steps}
-                if noise_free else {"event": event.to_dict()})
-        config = {"method": "dp_sgd", **cost, "settings": settings, **noise.key(), "data": data.identity, **cnn,
-                  **probe}
+        cost = (
+            {"reference": "noise_free", "sampling_rate": event.sampling_rate, "steps": event.steps}
+            if noise_free
+            else {"event": event.to_dict()}
+        )
+        config = {
+            "method": "dp_sgd",
+            **cost,
+            "settings": settings,
+            **noise.key(),
+            "data": data.identity,
+            **cnn,
+            **probe,
+        }
         return Stage("aggregate", config, build, upstream, code=("pate.pipeline.methods.dp_sgd",))
 
     @property
@@ -257,9 +334,11 @@ class DPSGD(Method):
 
     def name(self, event: PoissonSampledGaussianEvent) -> str:
         """The mechanism's name in the ledger and metrics.json: the model and every privacy-relevant setting."""
-        return (f"DP-SGD({self.model_name}, q={event.sampling_rate:.4g}, "
-                f"noise_multiplier={event.noise_multiplier:.4g}, steps={event.steps}, clip_norm={self.clip_norm:g}, "
-                f"neighbors={event.neighbors})")
+        return (
+            f"DP-SGD({self.model_name}, q={event.sampling_rate:.4g}, "
+            f"noise_multiplier={event.noise_multiplier:.4g}, steps={event.steps}, clip_norm={self.clip_norm:g}, "
+            f"neighbors={event.neighbors})"
+        )
 
     def metrics(self, store: ArtifactStore, release: Release) -> dict[str, Any]:
         """The method's name (``dp_sgd`` for the probe, ``dp_sgd+<model>`` otherwise), its calibrated event's
@@ -270,12 +349,22 @@ class DPSGD(Method):
         plain = self.inputs == "unit_norm" or self.recipe_from is not None
         variant = self.model if self.model != "linear" else ("" if plain else self.inputs)
         method = f"dp_sgd+{variant}" if variant else "dp_sgd"
-        return {"method": method, "mechanism": self.name(event), "target_epsilon": self.run.target_epsilon,
-                "noise": {"noise_multiplier": event.noise_multiplier, "clip_norm": self.clip_norm},
-                "noise_multiplier": event.noise_multiplier, "sampling_rate": event.sampling_rate,
-                "steps": event.steps,
-                "training": {"inputs": self.inputs if self.model == "linear" else "images", "lr": self.lr,
-                             "momentum": self.momentum, "epochs": self.epochs, "recipe_from_epsilon": self.recipe_from,
-                             "public_num_records": self.public_num_records},
-                "released_model": f"the DP-SGD {self.model_name} itself, trained on the {event.steps} Poisson "
-                                  f"batches of the private split; no student"}
+        return {
+            "method": method,
+            "mechanism": self.name(event),
+            "target_epsilon": self.run.target_epsilon,
+            "noise": {"noise_multiplier": event.noise_multiplier, "clip_norm": self.clip_norm},
+            "noise_multiplier": event.noise_multiplier,
+            "sampling_rate": event.sampling_rate,
+            "steps": event.steps,
+            "training": {
+                "inputs": self.inputs if self.model == "linear" else "images",
+                "lr": self.lr,
+                "momentum": self.momentum,
+                "epochs": self.epochs,
+                "recipe_from_epsilon": self.recipe_from,
+                "public_num_records": self.public_num_records,
+            },
+            "released_model": f"the DP-SGD {self.model_name} itself, trained on the {event.steps} Poisson "
+            f"batches of the private split; no student",
+        }

@@ -51,19 +51,35 @@ def prepare_aggregator(cfg: DictConfig):
     if cfg.privacy.target_epsilon is not None:
         # a data-dependent release proposes its bound from the target by its own public rules; the others scale
         # their noise until the data-independent epsilon meets it (pate.aggregators.Aggregator.calibrated)
-        aggregator, multiplier = aggregator.calibrated(float(cfg.privacy.target_epsilon), delta, num_queries,
-                                                       accountant)
-        log.info("calibrated %s to epsilon=%g at delta=%g over %d queries by the %s accountant (neighbours: %s, one "
-                 "neighbour: %s): noise multiplier %.4f", aggregator.name, cfg.privacy.target_epsilon, delta,
-                 num_queries, accountant, aggregator.neighbors,
-                 privacy_unit(PATE.contributor, aggregator.neighbors).text, multiplier)
+        aggregator, multiplier = aggregator.calibrated(
+            float(cfg.privacy.target_epsilon), delta, num_queries, accountant
+        )
+        log.info(
+            "calibrated %s to epsilon=%g at delta=%g over %d queries by the %s accountant (neighbours: %s, one "
+            "neighbour: %s): noise multiplier %.4f",
+            aggregator.name,
+            cfg.privacy.target_epsilon,
+            delta,
+            num_queries,
+            accountant,
+            aggregator.neighbors,
+            privacy_unit(PATE.contributor, aggregator.neighbors).text,
+            multiplier,
+        )
     aggregator.rdp(DEFAULT_ORDERS)  # one that cannot price itself yet (no proposal, no target) says why, here
     asked = queries_within_budget(aggregator, num_queries, cfg.privacy.budget_epsilon, delta, accountant)
     if asked < num_queries:
-        log.warning("privacy budget epsilon=%g at delta=%g (neighbours: %s, one neighbour: %s) allows %d of %d "
-                    "queries; the other %d stay unanswered", cfg.privacy.budget_epsilon, delta, aggregator.neighbors,
-                    privacy_unit(PATE.contributor, aggregator.neighbors).text, asked, num_queries,
-                    num_queries - asked)
+        log.warning(
+            "privacy budget epsilon=%g at delta=%g (neighbours: %s, one neighbour: %s) allows %d of %d "
+            "queries; the other %d stay unanswered",
+            cfg.privacy.budget_epsilon,
+            delta,
+            aggregator.neighbors,
+            privacy_unit(PATE.contributor, aggregator.neighbors).text,
+            asked,
+            num_queries,
+            num_queries - asked,
+        )
     return aggregator, multiplier, asked
 
 
@@ -94,8 +110,17 @@ class PATE(Method):
         method_settings(cfg.method)  # PATE's own node has no keys: its settings are its groups
         with building("privacy"):
             aggregator, multiplier, asked = prepare_aggregator(cfg)
-        return cls(aggregator, multiplier, asked, teacher_component(cfg), int(cfg.partition.num_teachers),
-                   int(cfg.partition.seed), aggregator_name(cfg), plain(cfg.aggregator), run)
+        return cls(
+            aggregator,
+            multiplier,
+            asked,
+            teacher_component(cfg),
+            int(cfg.partition.num_teachers),
+            int(cfg.partition.seed),
+            aggregator_name(cfg),
+            plain(cfg.aggregator),
+            run,
+        )
 
     @property
     def reads_features(self) -> bool:
@@ -112,10 +137,14 @@ class PATE(Method):
         """partition -> teachers -> votes -> aggregate."""
         partition = partition_stage(data, self.num_teachers, self.partition_seed)
         teachers, votes = self.teachers.stages(data, partition, shared.features, shared.queries)
-        aggregate = aggregate_stage(self.aggregator, self.settings, self.asked, votes, self.run.noise,
-                                    self.run.num_labels)
-        return Release(aggregate, {"partition": partition, "teachers": teachers, "votes": votes,
-                                   "aggregate": aggregate}, cost=release_ledger(self.aggregator, self.asked))
+        aggregate = aggregate_stage(
+            self.aggregator, self.settings, self.asked, votes, self.run.noise, self.run.num_labels
+        )
+        return Release(
+            aggregate,
+            {"partition": partition, "teachers": teachers, "votes": votes, "aggregate": aggregate},
+            cost=release_ledger(self.aggregator, self.asked),
+        )
 
     def metrics(self, store: ArtifactStore, release: Release) -> dict[str, Any]:
         """The aggregator's name and noise, the calibration, the queries asked and the teachers' mean accuracy (a

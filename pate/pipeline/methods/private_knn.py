@@ -62,19 +62,34 @@ class PrivateKNNMethod(Method):
         """The mechanism built from ``k``, ``sampling_rate`` (the recipe's for the run's target, when one covers
         it: :func:`~pate.pipeline.methods.recipes.apply_recipe`) and ``sigma``, calibrated to the run's target
         epsilon when it has one, and the queries the budget allows."""
-        recipe_from, settings = apply_recipe(method_settings(cfg.method, **RECIPE_DEFAULTS, sigma=20.0, recipes=[]),
-                                             RECIPE_DEFAULTS, "recipes", run.target_epsilon, run.neighbors)
+        recipe_from, settings = apply_recipe(
+            method_settings(cfg.method, **RECIPE_DEFAULTS, sigma=20.0, recipes=[]),
+            RECIPE_DEFAULTS,
+            "recipes",
+            run.target_epsilon,
+            run.neighbors,
+        )
         with building("method"):
-            mechanism = PrivateKNN(run.num_labels, settings["k"], settings["sampling_rate"], settings["sigma"],
-                                   run.neighbors)
+            mechanism = PrivateKNN(
+                run.num_labels, settings["k"], settings["sampling_rate"], settings["sigma"], run.neighbors
+            )
         multiplier = None
         with building("privacy"):
             if run.target_epsilon is not None:
-                mechanism, multiplier = calibrate_noise(mechanism, run.target_epsilon, run.delta, run.num_queries,
-                                                        accountant=run.accountant)
-                log.info("calibrated %s to epsilon=%g at delta=%g over %d queries by the %s accountant (neighbours: "
-                         "%s, one neighbour: %s)", mechanism.name, run.target_epsilon, run.delta, run.num_queries,
-                         run.accountant, mechanism.neighbors, privacy_unit(cls.contributor, mechanism.neighbors).text)
+                mechanism, multiplier = calibrate_noise(
+                    mechanism, run.target_epsilon, run.delta, run.num_queries, accountant=run.accountant
+                )
+                log.info(
+                    "calibrated %s to epsilon=%g at delta=%g over %d queries by the %s accountant (neighbours: "
+                    "%s, one neighbour: %s)",
+                    mechanism.name,
+                    run.target_epsilon,
+                    run.delta,
+                    run.num_queries,
+                    run.accountant,
+                    mechanism.neighbors,
+                    privacy_unit(cls.contributor, mechanism.neighbors).text,
+                )
             asked = queries_within_budget(mechanism, run.num_queries, run.budget_epsilon, run.delta, run.accountant)
         return cls(mechanism, multiplier, recipe_from, asked, run)
 
@@ -94,12 +109,23 @@ class PrivateKNNMethod(Method):
 
         # the exact settings and cost, not only the name (which prints them to 6 digits): two configs that differ
         # beyond that must not share a release
-        stage = Stage("aggregate", {"method": "private_knn", "mechanism": mechanism.name, "k": mechanism.k,
-                                    "sampling_rate": mechanism.sampling_rate, "sigma": mechanism.sigma,
-                                    "event": mechanism.dp_event.to_dict(), "asked": asked, **noise.key(),
-                                    "data": data.identity},
-                      build, {"features": shared.features, "queries": shared.queries},
-                      code=("pate.pipeline.methods.private_knn",))
+        stage = Stage(
+            "aggregate",
+            {
+                "method": "private_knn",
+                "mechanism": mechanism.name,
+                "k": mechanism.k,
+                "sampling_rate": mechanism.sampling_rate,
+                "sigma": mechanism.sigma,
+                "event": mechanism.dp_event.to_dict(),
+                "asked": asked,
+                **noise.key(),
+                "data": data.identity,
+            },
+            build,
+            {"features": shared.features, "queries": shared.queries},
+            code=("pate.pipeline.methods.private_knn",),
+        )
         return Release(stage, {"aggregate": stage}, cost=Ledger().compose(mechanism, count=asked))
 
     def _votes(self, arrays, up: dict[str, Artifact]) -> tuple[np.ndarray, np.ndarray]:
@@ -107,9 +133,14 @@ class PrivateKNNMethod(Method):
         a fresh Poisson subsample), every draw from the run's noise source."""
         table, queries = read_features(up["features"]), read_queries(up["queries"]).queries
         private_rows = arrays.indices("train")
-        counts = subsampled_knn_votes(table.take(private_rows), torch.from_numpy(arrays.labels[private_rows]),
-                                      table.take(queries[:self.asked]), self.mechanism.k,
-                                      self.mechanism.sampling_rate, self.run.noise.torch_generator())
+        counts = subsampled_knn_votes(
+            table.take(private_rows),
+            torch.from_numpy(arrays.labels[private_rows]),
+            table.take(queries[: self.asked]),
+            self.mechanism.k,
+            self.mechanism.sampling_rate,
+            self.run.noise.torch_generator(),
+        )
         return queries, counts
 
     def references(self, data: Dataset, release: Release, shared: SharedStages) -> dict[str, Stage]:
@@ -123,16 +154,38 @@ class PrivateKNNMethod(Method):
             labels[:asked] = np.asarray(counts) > mechanism.k / 2.0
             write_reference(work, labels)
 
-        config = {"method": "private_knn", "reference": "noise_free", "k": mechanism.k,
-                  "sampling_rate": mechanism.sampling_rate, "asked": asked, **noise.key(), "data": data.identity}
-        return {"noise_free": Stage("aggregate", config, build, {"features": shared.features, "queries": shared.queries},
-                                    code=("pate.pipeline.methods.private_knn",))}
+        config = {
+            "method": "private_knn",
+            "reference": "noise_free",
+            "k": mechanism.k,
+            "sampling_rate": mechanism.sampling_rate,
+            "asked": asked,
+            **noise.key(),
+            "data": data.identity,
+        }
+        return {
+            "noise_free": Stage(
+                "aggregate",
+                config,
+                build,
+                {"features": shared.features, "queries": shared.queries},
+                code=("pate.pipeline.methods.private_knn",),
+            )
+        }
 
     def metrics(self, store: ArtifactStore, release: Release) -> dict[str, Any]:
         """The mechanism's name and noise, the calibration, the queries asked and the settings the recipe chose."""
-        return {"method": self.run.named("private_knn"), "target_epsilon": self.run.target_epsilon,
-                "budget_epsilon": self.run.budget_epsilon, "noise": self.mechanism.noise_parameters(),
-                "noise_multiplier": self.multiplier, "queries_asked": self.asked,
-                "mechanism": self.mechanism.name,
-                "settings": {"k": self.mechanism.k, "sampling_rate": self.mechanism.sampling_rate,
-                             "recipe_from_epsilon": self.recipe_from}}
+        return {
+            "method": self.run.named("private_knn"),
+            "target_epsilon": self.run.target_epsilon,
+            "budget_epsilon": self.run.budget_epsilon,
+            "noise": self.mechanism.noise_parameters(),
+            "noise_multiplier": self.multiplier,
+            "queries_asked": self.asked,
+            "mechanism": self.mechanism.name,
+            "settings": {
+                "k": self.mechanism.k,
+                "sampling_rate": self.mechanism.sampling_rate,
+                "recipe_from_epsilon": self.recipe_from,
+            },
+        }

@@ -24,6 +24,7 @@ __all__ = ["apply_recipe", "recipe_for"]
 def _start(value: Any, entry: str) -> dict[str, float]:
     """``from_epsilon`` of the recipe ``entry`` per relation: a number >= 0 for every relation, or a mapping from
     each relation of :data:`~pate.privacy.sensitivity.RELATIONS` (all of them, no other) to a number >= 0."""
+
     def number(x: Any) -> bool:
         return not isinstance(x, bool) and isinstance(x, (int, float)) and x >= 0
 
@@ -31,12 +32,18 @@ def _start(value: Any, entry: str) -> dict[str, float]:
         return {relation: float(value[relation]) for relation in RELATIONS}
     if number(value):
         return dict.fromkeys(RELATIONS, float(value))
-    raise UserError(f"{entry}.from_epsilon={value!r}; expected a number >= 0, or a mapping from each relation "
-                    f"{RELATIONS} to one")
+    raise UserError(
+        f"{entry}.from_epsilon={value!r}; expected a number >= 0, or a mapping from each relation {RELATIONS} to one"
+    )
 
 
-def recipe_for(recipes: Sequence[Mapping[str, Any]] | None, target_epsilon: float | None, neighbors: str,
-               keys: Sequence[str], where: str) -> tuple[float | None, dict[str, Any]]:
+def recipe_for(
+    recipes: Sequence[Mapping[str, Any]] | None,
+    target_epsilon: float | None,
+    neighbors: str,
+    keys: Sequence[str],
+    where: str,
+) -> tuple[float | None, dict[str, Any]]:
     """Of ``recipes`` (the config list ``where``, e.g. ``method.recipes``), the one with the largest
     ``from_epsilon`` under ``neighbors`` at or below ``target_epsilon``: (that from_epsilon, the settings it sets),
     or (None, {}) without a target or when no recipe reaches down to it. The list is checked whatever the target
@@ -56,17 +63,24 @@ def recipe_for(recipes: Sequence[Mapping[str, Any]] | None, target_epsilon: floa
         start = _start(recipe["from_epsilon"], entry)
         for relation in RELATIONS:
             if start[relation] <= last[relation]:
-                raise UserError(f"{entry}.from_epsilon={recipe['from_epsilon']!r}; expected it larger than the "
-                                f"previous recipe's ({last[relation]:g}) under {relation}")
+                raise UserError(
+                    f"{entry}.from_epsilon={recipe['from_epsilon']!r}; expected it larger than the "
+                    f"previous recipe's ({last[relation]:g}) under {relation}"
+                )
         last = start
         if target_epsilon is not None and start[neighbors] <= target_epsilon:
             chosen = (start[neighbors], {key: value for key, value in recipe.items() if key != "from_epsilon"})
     return chosen
 
 
-def apply_recipe(settings: Mapping[str, Any], defaults: Mapping[str, Any], recipes_key: str,
-                 target_epsilon: float | None, neighbors: str,
-                 where: str = "method") -> tuple[float | None, dict[str, Any]]:
+def apply_recipe(
+    settings: Mapping[str, Any],
+    defaults: Mapping[str, Any],
+    recipes_key: str,
+    target_epsilon: float | None,
+    neighbors: str,
+    where: str = "method",
+) -> tuple[float | None, dict[str, Any]]:
     """(the chosen recipe's from_epsilon, ``settings`` with its values): ``settings[recipes_key]`` is the recipe
     list (:func:`recipe_for` under ``neighbors``; a recipe may set any key of ``defaults``), removed from the
     result. A setting the user changed from ``defaults`` is never replaced behind their back: where the chosen
@@ -77,8 +91,10 @@ def apply_recipe(settings: Mapping[str, Any], defaults: Mapping[str, Any], recip
     changed = [key for key in recipe if settings[key] not in (defaults[key], recipe[key])]
     if changed:
         key = changed[0]
-        raise UserError(f"{where}.{key}={settings[key]!r}: {where}.{recipes_key} sets {key}={recipe[key]!r} from "
-                        f"epsilon {start:g} under {neighbors}, which covers privacy.target_epsilon="
-                        f"{target_epsilon:g}; set {where}.{recipes_key}=[] to run with your settings at every epsilon")
+        raise UserError(
+            f"{where}.{key}={settings[key]!r}: {where}.{recipes_key} sets {key}={recipe[key]!r} from "
+            f"epsilon {start:g} under {neighbors}, which covers privacy.target_epsilon="
+            f"{target_epsilon:g}; set {where}.{recipes_key}=[] to run with your settings at every epsilon"
+        )
     settings.update(recipe)
     return start, settings

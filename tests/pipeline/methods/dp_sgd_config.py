@@ -14,7 +14,15 @@ SYNTHETIC, FOLDER = "pate.data.readers.SyntheticCelebA", "pate.data.multilabel_f
 
 def dp_sgd_method(target, neighbors="replace", reader=SYNTHETIC, **changes) -> DPSGD:
     node = OmegaConf.merge(SHIPPED, changes)
-    run = RunSettings(neighbors=neighbors, delta=1e-6, target_epsilon=target, budget_epsilon=None, num_queries=10,
-                      num_labels=3, seed=0, noise=NoiseSource("seeded", 0, "seeded"))
+    run = RunSettings(
+        neighbors=neighbors,
+        delta=1e-6,
+        target_epsilon=target,
+        budget_epsilon=None,
+        num_queries=10,
+        num_labels=3,
+        seed=0,
+        noise=NoiseSource("seeded", 0, "seeded"),
+    )
     cfg = {"method": node, "privacy": {"budget_epsilon": None}, "data": {"reader": {"_target_": reader}}}
     return DPSGD.from_config(OmegaConf.create(cfg), run)

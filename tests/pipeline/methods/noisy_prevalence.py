@@ -55,9 +55,20 @@ class NoisyPrevalence(Method):
             labels = np.tile(noisy[:-1] > noisy[-1] / 2, (num_queries, 1))
             write_release(work, labels, np.ones(num_queries, bool), labels.sum(axis=1), ledger)
 
-        labels = Stage("aggregate", {"method": "noisy_prevalence", "sigma": sigma, "neighbors": relation,
-                                     **noise.key(), "queries": num_queries, "data": data.identity},
-                       build, {"queries": shared.queries}, code=("tests.pipeline.methods.noisy_prevalence",))
+        labels = Stage(
+            "aggregate",
+            {
+                "method": "noisy_prevalence",
+                "sigma": sigma,
+                "neighbors": relation,
+                **noise.key(),
+                "queries": num_queries,
+                "data": data.identity,
+            },
+            build,
+            {"queries": shared.queries},
+            code=("tests.pipeline.methods.noisy_prevalence",),
+        )
         return Release(labels, {"aggregate": labels}, cost=ledger)
 
     def metrics(self, store, release: Release) -> dict:

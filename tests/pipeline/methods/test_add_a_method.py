@@ -52,14 +52,19 @@ def test_a_method_missing_a_protocol_member_fails_when_defined_not_when_called()
 def test_a_target_that_is_no_method_and_an_unknown_method_key_are_refused_naming_them(tiny_cfg, tmp_path):
     with pytest.raises(UserError, match=r"method._target_='pate.aggregators.GaussianPATE' is not a Method"):
         run(tiny_cfg("method._target_=pate.aggregators.GaussianPATE"), output_dir=tmp_path)
-    with pytest.raises(UserError, match=r"method.sigmaa=5.0: .*NoisyPrevalence has no such setting; its settings are "
-                                        r"sigma"):
+    with pytest.raises(
+        UserError,
+        match=r"method.sigmaa=5.0: .*NoisyPrevalence has no such setting; its settings are "
+        r"sigma",
+    ):
         run(tiny_cfg(TOY[0], "+method.sigmaa=5.0"), output_dir=tmp_path)
 
 
 def test_a_toy_methods_bad_setting_and_a_shard_are_refused_before_compute(tiny_cfg, tmp_path):
     with pytest.raises(UserError, match="sigma"):
-        run(tiny_cfg("method._target_=tests.pipeline.methods.noisy_prevalence.NoisyPrevalence", "+method.sigma=-1"),
-            output_dir=tmp_path)
+        run(
+            tiny_cfg("method._target_=tests.pipeline.methods.noisy_prevalence.NoisyPrevalence", "+method.sigma=-1"),
+            output_dir=tmp_path,
+        )
     with pytest.raises(UserError, match="NoisyPrevalence trains no teachers to shard"):
         run(tiny_cfg(*TOY, "teacher_shard=0/2"), output_dir=tmp_path)

@@ -20,14 +20,20 @@ KNN = ["method=private_knn", "method.k=10", "method.sampling_rate=0.5", "method.
 
 @pytest.mark.parametrize("relation", ["replace", "add_remove"])
 def test_dp_sgd_runs_end_to_end_and_releases_its_model(tiny_cfg, tmp_path, relation):
-    cfg = tiny_cfg(*DP_SGD, f"privacy.neighbors={relation}", "privacy.target_epsilon=4", "references=true",
-                   "privacy.accountant=tightest")
+    cfg = tiny_cfg(
+        *DP_SGD,
+        f"privacy.neighbors={relation}",
+        "privacy.target_epsilon=4",
+        "references=true",
+        "privacy.accountant=tightest",
+    )
     metrics = run(cfg, output_dir=tmp_path)
     assert json.loads((tmp_path / "metrics.json").read_text()) == json.loads(json.dumps(metrics))
     assert metrics["method"] == "dp_sgd" and metrics["neighbors"] == relation
     assert 4 * (1 - 1e-3) <= metrics["epsilon"] <= 4
-    event = PoissonSampledGaussianEvent(metrics["sampling_rate"], metrics["noise_multiplier"], metrics["steps"],
-                                        relation)
+    event = PoissonSampledGaussianEvent(
+        metrics["sampling_rate"], metrics["noise_multiplier"], metrics["steps"], relation
+    )
     ledger = Ledger(neighbors=relation).compose_event(event)
     assert (metrics["epsilon"], metrics["epsilon_accountant"]) == ledger.epsilon_tightest(1e-6)
     assert metrics["epsilon_accountant"] == "pld" and metrics["epsilon_rdp"] == ledger.epsilon(1e-6)[0] > 4
@@ -64,8 +70,16 @@ def test_the_probe_inputs_are_unit_norm_or_the_features_as_they_are():
 
 @pytest.mark.parametrize("relation", ["replace", "add_remove"])
 def test_private_knn_runs_end_to_end_calibrated_to_the_target(tiny_cfg, tmp_path, relation):
-    metrics = run(tiny_cfg(*KNN, f"privacy.neighbors={relation}", "privacy.target_epsilon=8", "references=true",
-                           "privacy.accountant=tightest"), output_dir=tmp_path)
+    metrics = run(
+        tiny_cfg(
+            *KNN,
+            f"privacy.neighbors={relation}",
+            "privacy.target_epsilon=8",
+            "references=true",
+            "privacy.accountant=tightest",
+        ),
+        output_dir=tmp_path,
+    )
     assert metrics["method"] == "private_knn" and metrics["neighbors"] == relation
     assert 8 * (1 - 1e-3) <= metrics["epsilon"] <= 8 < metrics["epsilon_rdp"]
     assert metrics["epsilon_accountant"] == "pld" and metrics["accountant"] == "tightest"
@@ -75,23 +89,28 @@ def test_private_knn_runs_end_to_end_calibrated_to_the_target(tiny_cfg, tmp_path
 
 
 def test_private_knn_stops_answering_at_the_budget(tiny_cfg, tmp_path):
-    metrics = run(tiny_cfg(*KNN, "privacy.target_epsilon=null", "method.sigma=40", "privacy.budget_epsilon=3"),
-                  output_dir=tmp_path)
+    metrics = run(
+        tiny_cfg(*KNN, "privacy.target_epsilon=null", "method.sigma=40", "privacy.budget_epsilon=3"),
+        output_dir=tmp_path,
+    )
     assert 0 < metrics["queries_asked"] == metrics["answered"] < 40 and metrics["epsilon"] <= 3
 
 
-@pytest.mark.parametrize("overrides,match", [
-    ([*DP_SGD, "privacy.budget_epsilon=3"], "privacy.budget_epsilon=3: method=dp_sgd"),
-    ([*DP_SGD, "method.expected_batch_size=100000"], "method.expected_batch_size=100000 exceeds"),
-    ([*DP_SGD, "method.lr=-1"], "lr"),
-    ([*DP_SGD, "method.momentum=1.5"], "momentum=1.5"),
-    ([*DP_SGD, "method.model=resnet"], "method.model='resnet'; expected one of"),
-    ([*DP_SGD, "method.inputs=raw"], "method.inputs='raw'; expected one of"),
-    ([*KNN, "method.k=0"], "k"),
-    ([*KNN, "method.sampling_rate=2"], "sampling_rate"),
-    ([*DP_SGD, "teacher_shard=0/2"], "teacher_shard=0/2: DPSGD trains no teachers to shard"),
-    ([*KNN, "teacher_shard=0/2"], "teacher_shard=0/2: PrivateKNNMethod trains no teachers to shard"),
-])
+@pytest.mark.parametrize(
+    "overrides,match",
+    [
+        ([*DP_SGD, "privacy.budget_epsilon=3"], "privacy.budget_epsilon=3: method=dp_sgd"),
+        ([*DP_SGD, "method.expected_batch_size=100000"], "method.expected_batch_size=100000 exceeds"),
+        ([*DP_SGD, "method.lr=-1"], "lr"),
+        ([*DP_SGD, "method.momentum=1.5"], "momentum=1.5"),
+        ([*DP_SGD, "method.model=resnet"], "method.model='resnet'; expected one of"),
+        ([*DP_SGD, "method.inputs=raw"], "method.inputs='raw'; expected one of"),
+        ([*KNN, "method.k=0"], "k"),
+        ([*KNN, "method.sampling_rate=2"], "sampling_rate"),
+        ([*DP_SGD, "teacher_shard=0/2"], "teacher_shard=0/2: DPSGD trains no teachers to shard"),
+        ([*KNN, "teacher_shard=0/2"], "teacher_shard=0/2: PrivateKNNMethod trains no teachers to shard"),
+    ],
+)
 def test_bad_settings_are_refused_before_compute(tiny_cfg, tmp_path, overrides, match):
     with pytest.raises(UserError, match=match):
         run(tiny_cfg(*overrides), output_dir=tmp_path)
@@ -121,8 +140,15 @@ def test_the_gpu_and_timing_commands_of_the_benchmarks_compose():
     """benchmarks/README.md's DP-SGD CNN sweep (one value per axis: no GPU here) and benchmarks/methods.py's runs."""
     from tests.conftest import compose_config
 
-    cnn = compose_config(["trainer=gpu", "method=dp_sgd", "method.model=small_cnn", "privacy.target_epsilon=1",
-                          "privacy.neighbors=replace"])
+    cnn = compose_config(
+        [
+            "trainer=gpu",
+            "method=dp_sgd",
+            "method.model=small_cnn",
+            "privacy.target_epsilon=1",
+            "privacy.neighbors=replace",
+        ]
+    )
     assert cnn.method.model == "small_cnn" and cnn.trainer.accelerator == "gpu"
     for method in ("pate", "private_knn", "dp_sgd"):
         assert compose_config([f"method={method}", "seed=1000", "progress=false"]).seed == 1000

@@ -16,12 +16,21 @@ def test_the_flat_settings_are_the_shipped_configs():
 FLAT, STANDARDIZED = ("unit_norm", 0.9, 20), ("standardized", 0.0, 30)
 
 
-@pytest.mark.parametrize("neighbors,target,settings,start", [
-    ("replace", None, FLAT, None), ("replace", 2, FLAT, None), ("replace", 3.99, FLAT, None),
-    ("replace", 4, STANDARDIZED, 4.0), ("replace", 64, STANDARDIZED, 4.0),
-    ("add_remove", None, FLAT, None), ("add_remove", 1, FLAT, None), ("add_remove", 1.99, FLAT, None),
-    ("add_remove", 2, STANDARDIZED, 2.0), ("add_remove", 8, STANDARDIZED, 2.0),
-])
+@pytest.mark.parametrize(
+    "neighbors,target,settings,start",
+    [
+        ("replace", None, FLAT, None),
+        ("replace", 2, FLAT, None),
+        ("replace", 3.99, FLAT, None),
+        ("replace", 4, STANDARDIZED, 4.0),
+        ("replace", 64, STANDARDIZED, 4.0),
+        ("add_remove", None, FLAT, None),
+        ("add_remove", 1, FLAT, None),
+        ("add_remove", 1.99, FLAT, None),
+        ("add_remove", 2, STANDARDIZED, 2.0),
+        ("add_remove", 8, STANDARDIZED, 2.0),
+    ],
+)
 def test_the_shipped_probe_follows_the_measured_rule_under_each_relation(neighbors, target, settings, start):
     """The shipped rule (levers.md, "DP-SGD's probe inputs"): unit-norm inputs with momentum below the switch, the
     standardized features with plain SGD for 30 epochs from it up; the switch at epsilon 4 under replace and 2
@@ -38,19 +47,25 @@ def test_the_cnn_keeps_its_flat_settings_and_its_list_is_still_checked():
         _method(8, model="small_cnn", probe_recipes=[{"from_epsilon": 1, "clip_norm": 2}])
 
 
-@pytest.mark.parametrize("recipes,match", [
-    ([{"inputs": "standardized"}], r"probe_recipes\[0\]=.*expected a mapping with from_epsilon"),
-    ([{"from_epsilon": 1, "width": 64}], r"probe_recipes\[0\] sets \['width'\]; a recipe may set only"),
-    ([{"from_epsilon": {"replace": 4}}], r"probe_recipes\[0\].from_epsilon=\{'replace': 4\}; expected"),
-])
+@pytest.mark.parametrize(
+    "recipes,match",
+    [
+        ([{"inputs": "standardized"}], r"probe_recipes\[0\]=.*expected a mapping with from_epsilon"),
+        ([{"from_epsilon": 1, "width": 64}], r"probe_recipes\[0\] sets \['width'\]; a recipe may set only"),
+        ([{"from_epsilon": {"replace": 4}}], r"probe_recipes\[0\].from_epsilon=\{'replace': 4\}; expected"),
+    ],
+)
 def test_a_malformed_probe_recipe_list_is_refused_whatever_the_target(recipes, match):
     with pytest.raises(UserError, match=match):
         _method(None, probe_recipes=recipes)
 
 
 def test_a_setting_the_user_changed_is_refused_rather_than_replaced():
-    with pytest.raises(UserError, match=r"method.epochs=2: method.probe_recipes sets epochs=30 from epsilon 2 under "
-                                        r"add_remove, which covers privacy.target_epsilon=2"):
+    with pytest.raises(
+        UserError,
+        match=r"method.epochs=2: method.probe_recipes sets epochs=30 from epsilon 2 under "
+        r"add_remove, which covers privacy.target_epsilon=2",
+    ):
         _method(2, "add_remove", epochs=2)
     assert _method(8, epochs=2, probe_recipes=[]).epochs == 2  # without recipes, the user's settings stand
     assert _method(2, epochs=2).epochs == 2  # under replace no recipe covers epsilon 2

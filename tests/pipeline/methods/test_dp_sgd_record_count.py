@@ -50,18 +50,24 @@ def test_without_a_public_n_the_count_read_would_change_the_mechanism():
 
 
 def test_add_remove_on_data_whose_size_is_not_public_needs_a_public_n():
-    with pytest.raises(UserError, match=r"method.public_num_records=null under privacy.neighbors=add_remove on data "
-                                        r"read by pate.data.multilabel_folder.MultilabelFolder"):
+    with pytest.raises(
+        UserError,
+        match=r"method.public_num_records=null under privacy.neighbors=add_remove on data "
+        r"read by pate.data.multilabel_folder.MultilabelFolder",
+    ):
         dp_sgd_method(8, "add_remove", reader=FOLDER)
     assert dp_sgd_method(8, "replace", reader=FOLDER).public_num_records is None  # replace: N is the same for all
     assert dp_sgd_method(8, "add_remove").public_num_records is None  # the built-in synthetic data: size public
 
 
-@pytest.mark.parametrize("value, message", [
-    (0, r"public_num_records must be a positive integer|public_num_records.*0"),
-    (4095, r"public_num_records=4095 is below expected_batch_size=4096"),
-    (1.5, r"public_num_records"),
-])
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        (0, r"public_num_records must be a positive integer|public_num_records.*0"),
+        (4095, r"public_num_records=4095 is below expected_batch_size=4096"),
+        (1.5, r"public_num_records"),
+    ],
+)
 def test_a_bad_public_n_is_refused_by_name(value, message):
     with pytest.raises((UserError, ValueError), match=message):
         dp_sgd_method(8, "add_remove", reader=FOLDER, public_num_records=value)

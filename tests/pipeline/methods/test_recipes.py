@@ -17,48 +17,74 @@ RECIPES = [{"from_epsilon": 0.5, "k": 50}, {"from_epsilon": 8, "k": 200, "sampli
 DEFAULTS = {"k": 800, "sampling_rate": 0.1}
 
 
-@pytest.mark.parametrize("target,expected", [
-    (None, (None, {})), (0.25, (None, {})), (0.5, (0.5, {"k": 50})), (7.99, (0.5, {"k": 50})),
-    (8, (8.0, {"k": 200, "sampling_rate": 0.3})), (64, (8.0, {"k": 200, "sampling_rate": 0.3})),
-])
+@pytest.mark.parametrize(
+    "target,expected",
+    [
+        (None, (None, {})),
+        (0.25, (None, {})),
+        (0.5, (0.5, {"k": 50})),
+        (7.99, (0.5, {"k": 50})),
+        (8, (8.0, {"k": 200, "sampling_rate": 0.3})),
+        (64, (8.0, {"k": 200, "sampling_rate": 0.3})),
+    ],
+)
 def test_the_recipe_with_the_largest_start_at_or_below_the_target_applies(target, expected):
     for relation in ("replace", "add_remove"):  # one number is every relation's start
         assert recipe_for(RECIPES, target, relation, KEYS, "method.recipes") == expected
 
 
-PER_RELATION = [{"from_epsilon": {"replace": 1, "add_remove": 0.5}, "k": 50},
-                {"from_epsilon": {"replace": 8, "add_remove": 4}, "sampling_rate": 0.3}]
+PER_RELATION = [
+    {"from_epsilon": {"replace": 1, "add_remove": 0.5}, "k": 50},
+    {"from_epsilon": {"replace": 8, "add_remove": 4}, "sampling_rate": 0.3},
+]
 
 
-@pytest.mark.parametrize("relation,target,expected", [
-    ("replace", 0.5, (None, {})), ("add_remove", 0.5, (0.5, {"k": 50})),
-    ("replace", 4, (1.0, {"k": 50})), ("add_remove", 4, (4.0, {"sampling_rate": 0.3})),
-    ("replace", 7.99, (1.0, {"k": 50})), ("add_remove", 3.99, (0.5, {"k": 50})),
-    ("replace", 8, (8.0, {"sampling_rate": 0.3})), ("add_remove", 64, (4.0, {"sampling_rate": 0.3})),
-])
+@pytest.mark.parametrize(
+    "relation,target,expected",
+    [
+        ("replace", 0.5, (None, {})),
+        ("add_remove", 0.5, (0.5, {"k": 50})),
+        ("replace", 4, (1.0, {"k": 50})),
+        ("add_remove", 4, (4.0, {"sampling_rate": 0.3})),
+        ("replace", 7.99, (1.0, {"k": 50})),
+        ("add_remove", 3.99, (0.5, {"k": 50})),
+        ("replace", 8, (8.0, {"sampling_rate": 0.3})),
+        ("add_remove", 64, (4.0, {"sampling_rate": 0.3})),
+    ],
+)
 def test_a_start_per_relation_applies_under_the_runs_relation(relation, target, expected):
     assert recipe_for(PER_RELATION, target, relation, KEYS, "method.recipes") == expected
 
 
-@pytest.mark.parametrize("recipes,match", [
-    ([{"k": 50}], r"method.recipes\[0\]=.*expected a mapping with from_epsilon"),
-    (["k=50"], r"method.recipes\[0\]='k=50'; expected a mapping"),
-    ([{"from_epsilon": 1, "sigma": 2}], r"method.recipes\[0\] sets \['sigma'\]; a recipe may set only \('k', "),
-    ([{"from_epsilon": -1}], r"method.recipes\[0\].from_epsilon=-1; expected a number >= 0"),
-    ([{"from_epsilon": float("nan")}], r"from_epsilon=nan; expected a number >= 0"),
-    ([{"from_epsilon": 4}, {"from_epsilon": 4}], r"method.recipes\[1\].from_epsilon=4; .*larger than the previous"),
-    ([{"from_epsilon": 8}, {"from_epsilon": 4}], r"method.recipes\[1\].from_epsilon=4; .*previous recipe's \(8\)"),
-    ([{"from_epsilon": True}], r"from_epsilon=True"),
-    ([{"from_epsilon": "8"}], r"from_epsilon='8'"),
-    ([{"from_epsilon": {"replace": 8}}], r"from_epsilon=\{'replace': 8\}; expected a number >= 0, or a mapping from "
-                                         r"each relation \('replace', 'add_remove'\)"),
-    ([{"from_epsilon": {"replace": 8, "add_remove": 4, "swap": 2}}], r"from_epsilon=.*'swap'"),
-    ([{"from_epsilon": {"replace": 8, "add_remove": -1}}], r"from_epsilon=.*'add_remove': -1"),
-    ([{"from_epsilon": {"replace": 1, "add_remove": 4}}, {"from_epsilon": {"replace": 8, "add_remove": 4}}],
-     r"method.recipes\[1\].from_epsilon=.*larger than the previous recipe's \(4\) under add_remove"),
-    ([{"from_epsilon": 2}, {"from_epsilon": {"replace": 8, "add_remove": 1}}],
-     r"method.recipes\[1\].from_epsilon=.*previous recipe's \(2\) under add_remove"),
-])
+@pytest.mark.parametrize(
+    "recipes,match",
+    [
+        ([{"k": 50}], r"method.recipes\[0\]=.*expected a mapping with from_epsilon"),
+        (["k=50"], r"method.recipes\[0\]='k=50'; expected a mapping"),
+        ([{"from_epsilon": 1, "sigma": 2}], r"method.recipes\[0\] sets \['sigma'\]; a recipe may set only \('k', "),
+        ([{"from_epsilon": -1}], r"method.recipes\[0\].from_epsilon=-1; expected a number >= 0"),
+        ([{"from_epsilon": float("nan")}], r"from_epsilon=nan; expected a number >= 0"),
+        ([{"from_epsilon": 4}, {"from_epsilon": 4}], r"method.recipes\[1\].from_epsilon=4; .*larger than the previous"),
+        ([{"from_epsilon": 8}, {"from_epsilon": 4}], r"method.recipes\[1\].from_epsilon=4; .*previous recipe's \(8\)"),
+        ([{"from_epsilon": True}], r"from_epsilon=True"),
+        ([{"from_epsilon": "8"}], r"from_epsilon='8'"),
+        (
+            [{"from_epsilon": {"replace": 8}}],
+            r"from_epsilon=\{'replace': 8\}; expected a number >= 0, or a mapping from "
+            r"each relation \('replace', 'add_remove'\)",
+        ),
+        ([{"from_epsilon": {"replace": 8, "add_remove": 4, "swap": 2}}], r"from_epsilon=.*'swap'"),
+        ([{"from_epsilon": {"replace": 8, "add_remove": -1}}], r"from_epsilon=.*'add_remove': -1"),
+        (
+            [{"from_epsilon": {"replace": 1, "add_remove": 4}}, {"from_epsilon": {"replace": 8, "add_remove": 4}}],
+            r"method.recipes\[1\].from_epsilon=.*larger than the previous recipe's \(4\) under add_remove",
+        ),
+        (
+            [{"from_epsilon": 2}, {"from_epsilon": {"replace": 8, "add_remove": 1}}],
+            r"method.recipes\[1\].from_epsilon=.*previous recipe's \(2\) under add_remove",
+        ),
+    ],
+)
 def test_a_malformed_recipe_list_is_refused_whatever_the_target(recipes, match):
     for relation in ("replace", "add_remove"):
         with pytest.raises(UserError, match=match):
@@ -71,8 +97,9 @@ def test_an_unknown_relation_is_refused():
 
 
 def _apply(target, neighbors="replace", **changes):
-    return apply_recipe({**DEFAULTS, "sigma": 20.0, "recipes": RECIPES, **changes}, DEFAULTS, "recipes", target,
-                        neighbors)
+    return apply_recipe(
+        {**DEFAULTS, "sigma": 20.0, "recipes": RECIPES, **changes}, DEFAULTS, "recipes", target, neighbors
+    )
 
 
 def test_the_chosen_recipe_replaces_the_settings_it_names_and_the_list_leaves_the_settings():
@@ -82,9 +109,12 @@ def test_the_chosen_recipe_replaces_the_settings_it_names_and_the_list_leaves_th
 
 
 def test_a_setting_the_user_changed_is_refused_rather_than_replaced():
-    with pytest.raises(UserError, match=r"method.k=10: method.recipes sets k=200 from epsilon 8 under add_remove, "
-                                        r"which covers privacy.target_epsilon=16; set method.recipes=\[\] to run "
-                                        r"with your settings"):
+    with pytest.raises(
+        UserError,
+        match=r"method.k=10: method.recipes sets k=200 from epsilon 8 under add_remove, "
+        r"which covers privacy.target_epsilon=16; set method.recipes=\[\] to run "
+        r"with your settings",
+    ):
         _apply(16, "add_remove", k=10)
     assert _apply(16, k=10, recipes=[]) == (None, {"k": 10, "sampling_rate": 0.1, "sigma": 20.0})
     assert _apply(0.25, k=10)[1]["k"] == 10  # no recipe covers epsilon 0.25
@@ -100,9 +130,17 @@ def test_private_knn_recipe_defaults_are_the_shipped_config():
 
 
 def _knn(target, neighbors="replace", **changes):
-    run = RunSettings(neighbors=neighbors, delta=1e-6, target_epsilon=target, budget_epsilon=None, num_queries=10,
-                      num_labels=3, seed=0, noise=NoiseSource("seeded", 0, "seeded"),
-                      accountant="rdp")  # the rule does not depend on the accountant; the PLD's calibration is slower
+    run = RunSettings(
+        neighbors=neighbors,
+        delta=1e-6,
+        target_epsilon=target,
+        budget_epsilon=None,
+        num_queries=10,
+        num_labels=3,
+        seed=0,
+        noise=NoiseSource("seeded", 0, "seeded"),
+        accountant="rdp",
+    )  # the rule does not depend on the accountant; the PLD's calibration is slower
     cfg = OmegaConf.create({"method": OmegaConf.merge(KNN_SHIPPED, changes)})
     return PrivateKNNMethod.from_config(cfg, run)
 
@@ -122,8 +160,11 @@ def test_private_knn_follows_the_measured_rule(neighbors, switch, target):
 
 
 def test_private_knn_refuses_a_gamma_its_recipe_would_replace():
-    with pytest.raises(UserError, match=r"method.sampling_rate=0.5: method.recipes sets sampling_rate=0.3 from "
-                                        r"epsilon 8 under replace"):
+    with pytest.raises(
+        UserError,
+        match=r"method.sampling_rate=0.5: method.recipes sets sampling_rate=0.3 from "
+        r"epsilon 8 under replace",
+    ):
         _knn(8, sampling_rate=0.5)
     with pytest.raises(UserError, match=r"from epsilon 4 under add_remove"):
         _knn(4, "add_remove", sampling_rate=0.5)
