@@ -25,7 +25,7 @@ from pate.evaluation import student_scores
 from pate.mechanisms.poisson import poisson_subsample
 from pate.progress import progress_bar
 
-__all__ = ["MultiLabelLoss", "linear_probe", "predict", "score_model", "train_dp_sgd"]
+__all__ = ["MultiLabelLoss", "linear_probe", "predict", "probe_inputs", "score_model", "train_dp_sgd"]
 
 
 class MultiLabelLoss(nn.Module):
@@ -41,6 +41,14 @@ class MultiLabelLoss(nn.Module):
         if self.reduction == "none":
             return per_record
         return per_record.mean() if self.reduction == "mean" else per_record.sum()
+
+
+def probe_inputs(features: torch.Tensor, inputs: str = "unit_norm") -> torch.Tensor:
+    """The linear probe's inputs. ``unit_norm``: each feature vector scaled to unit L2 norm, a per-record map that
+    needs no data, so a record's gradient norm is bounded by its labels' error alone. ``standardized``: the public
+    features as the features stage wrote them (standardised by statistics of public images only). Both are public
+    by construction: no statistic of the private split enters them."""
+    return torch.nn.functional.normalize(features, dim=1) if inputs == "unit_norm" else features
 
 
 def linear_probe(dim: int, num_labels: int) -> nn.Module:

@@ -9,11 +9,13 @@ privacy cost).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import torch
 
 from pate.evaluation import student_scores
-from pate.features import fit_ridge_heads, head_scores, head_weights
+from pate.features import RidgeHead, fit_ridge_heads, head_scores, head_weights
 from student.semi import confident_pseudo_labels
 from student.settings import HeadStudentSettings
 
@@ -55,6 +57,7 @@ def train_head_student(
     eval_labels: np.ndarray,
     strong_features: torch.Tensor | None = None,
     train_mask: np.ndarray | None = None,
+    keep: Callable[[RidgeHead], None] | None = None,
 ) -> dict:
     """Fit on (``train_features`` [n, D], ``train_labels`` [n, L]) and, with ``settings.semi``, on the unlabeled
     images (student/semi.py); score on the evaluation split. Returns the same metrics as the CNN student (mean
@@ -68,6 +71,7 @@ def train_head_student(
     features of a strongly augmented view of the same U images, row for row. ``train_mask`` (bool like
     ``train_labels``): the labels that were released; a missing one adds nothing to the first fit
     (``_fit_released``) and, in a self-training refit, is a neutral target like an unconfident pseudo-label.
+    ``keep``, when given, is called with the final head (a :class:`RidgeHead`, the one that is scored).
     """
     semi = settings.semi
     if semi.method == "consistency" and (strong_features is None or strong_features.shape != unlabeled_features.shape):
@@ -107,7 +111,11 @@ def train_head_student(
                 settings.lambdas, torch.cat([train_features, refit_on]), torch.cat([released, targets.float()])
             )
             pseudo_fraction = float(confident.double().mean())
-    probs = (head_scores(eval_features, weights, bias)[0] - 0.5).sigmoid()  # > 1/2 exactly where the score > 1/2
+    head = RidgeHead.of(weights, bias)
+    if keep is not None:
+        keep(head)
+    with torch.no_grad():
+        probs = head(eval_features).sigmoid()  # > 1/2 exactly where the score > 1/2
     return {
         **student_scores(probs, eval_labels),
         "student_train_size": int(len(train_features)),

@@ -16,12 +16,14 @@ import numpy as np
 import torch
 
 from pate.artifacts import Artifact, atomic_write_json
+from pate.model_files import write_model
 from student.head import train_head_student
 from student.settings import HeadStudentSettings, NetworkStudentSettings
 from student.train import train_student
 from teachers.training import TrainerSettings
 
 SCORES_FILE = "student.json"
+HEAD_NODE = {"_target_": "pate.features.RidgeHead"}  # the kept head's node, with its dim and num_labels
 
 _NOTHING_ANSWERED = {
     "student_accuracy": None,
@@ -56,13 +58,15 @@ def build_student(
     log_dir: Path,
     progress: bool = True,
     mask: np.ndarray | None = None,
+    network: dict | None = None,
 ) -> None:
     """Train on the answered public queries (``query_images[answered]``) with their released labels and, with
     ``settings.semi``, on ``unlabeled_images`` (the pool's other images, unanswered queries included); evaluate
     on (``eval_images``, ``eval_labels``). Writes ``student.json`` with the student's metrics; when no query was
     answered there is nothing to train on, and the metrics are null (not a made-up score) with a note saying
     why. ``mask`` (bool [Q, L]): the labels released where a confident selection left some out; the others are
-    missing in the student's loss."""
+    missing in the student's loss. The trained network is kept beside its scores (``pate.model_files``), with
+    ``network``, the ``_target_`` node it was built from."""
     if not answered.any():
         write_student_scores(work, _NOTHING_ANSWERED)
         return
@@ -78,6 +82,9 @@ def build_student(
         log_dir=log_dir,
         progress=progress,
         train_mask=None if mask is None else mask[answered],
+        keep=None
+        if network is None
+        else lambda net: write_model(work, net, network, "images", batch_size=settings.recipe.batch_size),
     )
     write_student_scores(work, metrics)
 
@@ -97,7 +104,7 @@ def build_head_student(
     """``student=head``: a ridge head on the public features of the answered queries with their released labels
     (and, with ``settings.semi``, the unlabeled pool's features, and for ``consistency`` the features of their
     strong views; ``mask`` as in :func:`build_student`), scored on the evaluation features; writes
-    ``student.json`` like :func:`build_student`."""
+    ``student.json`` like :func:`build_student`, and keeps the head beside it (:class:`pate.features.RidgeHead`)."""
     if answered.sum() < 2:
         write_student_scores(
             work,
@@ -117,6 +124,13 @@ def build_head_student(
         eval_labels,
         strong_features,
         None if mask is None else mask[answered],
+        keep=lambda head: write_model(
+            work,
+            head,
+            HEAD_NODE | {"dim": head.weights.shape[1], "num_labels": head.weights.shape[2]},
+            "features",
+            batch_size=None,
+        ),
     )
     write_student_scores(work, metrics)
 

@@ -10,6 +10,7 @@ images and labels.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -150,6 +151,7 @@ def train_student(
     log_dir: Path,
     progress: bool = True,
     train_mask: np.ndarray | None = None,
+    keep: Callable[[torch.nn.Module], None] | None = None,
 ) -> dict:
     """Train the student on (``train_images``, ``train_labels``) and, with ``student.semi``, on
     ``unlabeled_images`` (student/semi.py); test it on (``eval_images``, ``eval_labels``).
@@ -163,6 +165,7 @@ def train_student(
     ``student_per_attribute_accuracy`` (list, one per label), ``student_train_size`` and what was used of the
     unlabeled images. Initialisation, batch order and augmentation are seeded from ``seed``. ``train_mask`` (bool
     like ``train_labels``): the labels that were released; the others are missing and add nothing to the loss.
+    ``keep``, when given, is called with the trained network (the one that is scored).
     """
     eval_labels = _checked_inputs(student.recipe.num_labels, train_images, eval_images, eval_labels)
     semi = student.semi
@@ -207,6 +210,8 @@ def train_student(
     )
     with expected_warnings_hidden(), quiet_lightning(not trainer.verbose):
         scores = lightning.test(module, eval_loader, verbose=False)[0]
+    if keep is not None:
+        keep(module.net)
     return {
         "student_accuracy": float(scores["test/acc"]),
         "student_f1": float(scores["test/f1"]),

@@ -15,6 +15,13 @@ EXPECTED = {
         "epsilon = 4 at delta = 1e-06 (neighbours: replace",
         "one neighbour: one teacher's vote replaced",
     ],
+    "label_images.py": [
+        "with pate.features.RidgeHead: accuracy",
+        "this equals the run's student_accuracy",
+        "covered by: epsilon = 200 at delta = 1e-06",
+        "NOT a guarantee here: the noise was seeded",
+        "publishable: no: the run's noise was seeded",
+    ],
 }
 
 

@@ -258,6 +258,7 @@ def load_celeba(
         filenames=tuple(filenames),
         label_names=read_label_names(path),
         fingerprint=content_fingerprint(labels, split, filenames, checksum),
+        paths=files.paths,
     )
 
 

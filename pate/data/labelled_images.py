@@ -27,6 +27,9 @@ class LabelledImages:
     # SHA-256 (16 hex digits) of the content: labels, split and file names as read, and the decoded images'
     # checksum. Stage keys use it, so data edited in place is never mistaken for the data a cache was built on.
     fingerprint: str = ""
+    # The image files, resolved (absolute paths, row order), where the data came from files; () otherwise. Not part
+    # of the fingerprint: moving the data keeps its cache. A kept model lists its evaluation images by them.
+    paths: tuple[str, ...] = ()
 
     def indices(self, split_name: str) -> np.ndarray:
         """Row indices (int64, ascending) of one of the splits: 'train', 'val' or 'test'."""

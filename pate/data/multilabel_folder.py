@@ -276,4 +276,5 @@ class MultilabelFolder:
             filenames=table.filenames,
             label_names=table.label_names,
             fingerprint=content_fingerprint(table.labels, split, table.filenames, checksum),
+            paths=files.paths,
         )

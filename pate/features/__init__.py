@@ -9,7 +9,7 @@ from pate.features.extractors import (
     RandomPatchFeatures,
     TorchvisionFeatures,
 )
-from pate.features.ridge import RidgeHeads, fit_ridge_heads, head_scores, head_weights
+from pate.features.ridge import RidgeHead, RidgeHeads, fit_ridge_heads, head_scores, head_weights
 from pate.features.ssl import SimCLRFeatures
 from pate.features.stage import (
     FeatureTable,
@@ -26,6 +26,7 @@ __all__ = [
     "PixelFeatures",
     "RandomConvFeatures",
     "RandomPatchFeatures",
+    "RidgeHead",
     "RidgeHeads",
     "SimCLRFeatures",
     "TorchvisionFeatures",

@@ -128,6 +128,41 @@ class Extractor(ABC):
         self._mean, self._std = mean.float(), std.float()
         return self
 
+    # -- what fit learned, kept with a trained model (``pate.predict``)
+    learned: tuple[str, ...] = ("_mean", "_std")  # the attributes fit sets; a subclass adds its own
+
+    def state(self) -> dict[str, torch.Tensor]:
+        """What :meth:`fit` learned, on the CPU: each attribute of ``learned``, a module's tensors as
+        ``<attribute>.<key>``. With :meth:`settings` it is all that is needed to encode new images the same way
+        (:meth:`load_state`); like the fit, it comes from public images only."""
+        if not self.fitted:
+            raise RuntimeError(f"{type(self).__name__}.state() called before fit(public_images)")
+        state = {}
+        for name in self.learned:
+            value = getattr(self, name)
+            if isinstance(value, nn.Module):
+                state.update({f"{name}.{key}": tensor.detach().cpu() for key, tensor in value.state_dict().items()})
+            else:
+                state[name] = value.detach().cpu()
+        return state
+
+    def load_state(self, state: dict[str, torch.Tensor]) -> Extractor:
+        """Set what :meth:`fit` learned from a :meth:`state` of an extractor with the same settings; a missing or
+        unexpected entry is a ``ValueError`` naming it."""
+        expected = {name for name in self.learned if not isinstance(getattr(self, name, None), nn.Module)}
+        modules = {name: getattr(self, name) for name in self.learned if name not in expected}
+        prefixed = {key for key in state if key.split(".", 1)[0] in modules}
+        if set(state) - prefixed != expected:
+            raise ValueError(
+                f"the saved state of {type(self).__name__} holds {sorted(set(state) - prefixed)}; expected "
+                f"{sorted(expected)} (and the tensors of {sorted(modules)})"
+            )
+        for name in expected:
+            setattr(self, name, state[name])
+        for name, module in modules.items():
+            module.load_state_dict({key[len(name) + 1 :]: state[key] for key in prefixed if key.startswith(name + ".")})
+        return self.to(self.device)
+
     # -- the features stage's view: image rows of the dataset
     reads_images: bool = True  # False for features that are looked up by row (PrecomputedFeatures)
 
@@ -267,6 +302,8 @@ class RandomPatchFeatures(Extractor):
         self._filters: torch.Tensor | None = None  # [K, 3, p, p], D W folded
         self._filter_sums: torch.Tensor | None = None  # [K]: sum of each filter's weights
         self._bias: torch.Tensor | None = None  # [K]: D W m
+
+    learned = ("_mean", "_std", "_filters", "_filter_sums", "_bias")
 
     def settings(self) -> dict[str, Any]:
         return {

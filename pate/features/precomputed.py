@@ -124,6 +124,7 @@ class PrecomputedFeatures(Extractor):
     dimension with the public fit rows' mean and standard deviation, like every extractor, here in float64."""
 
     reads_images = False
+    learned = ()  # looked up by row: nothing here could encode a new image, so a kept model cannot label one
 
     def __init__(self, path: str, key: str | None = None):
         super().__init__()

@@ -116,4 +116,27 @@ def head_scores(queries: torch.Tensor, weights: torch.Tensor, bias: torch.Tensor
     return torch.einsum("bd,gdl->gbl", queries.float(), weights) + bias[:, None, :]
 
 
-__all__ = ["RidgeHeads", "check_lambdas", "fit_ridge_heads", "head_scores", "head_weights"]
+class RidgeHead(torch.nn.Module):
+    """One fitted head (``weights`` [D, L], ``bias`` [L]) as a module, kept with a trained model: its output is the
+    score minus 1/2, so that, like a network's logit, it is positive exactly where the label is predicted present.
+    The scores are :func:`head_scores`'s, so a kept head predicts what the head predicted when it was scored."""
+
+    def __init__(self, dim: int, num_labels: int):
+        super().__init__()
+        self.register_buffer("weights", torch.zeros(1, dim, num_labels))
+        self.register_buffer("bias", torch.zeros(1, num_labels))
+
+    @classmethod
+    def of(cls, weights: torch.Tensor, bias: torch.Tensor) -> RidgeHead:
+        """The head of :func:`head_weights`' (W [1, D, L], b [1, L])."""
+        head = cls(weights.shape[1], weights.shape[2])
+        head.weights.copy_(weights)
+        head.bias.copy_(bias)
+        return head
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        """float32 [B, L]: the scores of ``features`` [B, D] minus 1/2."""
+        return head_scores(features, self.weights, self.bias)[0] - 0.5
+
+
+__all__ = ["RidgeHead", "RidgeHeads", "check_lambdas", "fit_ridge_heads", "head_scores", "head_weights"]

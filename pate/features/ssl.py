@@ -109,6 +109,13 @@ class SimCLRFeatures(Extractor):
         self.encoder: nn.Sequential | None = None
         self.losses: list[float] = []  # mean NT-Xent loss of each epoch, for the log and the tests
 
+    learned = ("_mean", "_std", "encoder")
+
+    def load_state(self, state: dict[str, torch.Tensor]) -> SimCLRFeatures:
+        """The encoder rebuilt for ``width``, then what the fit learned loaded into it (``Extractor.load_state``)."""
+        self.encoder = _encoder(self.width).eval()
+        return super().load_state(state)
+
     def settings(self) -> dict[str, Any]:
         return {
             "width": self.width,

@@ -28,6 +28,7 @@ from pate.progress import progress_bar
 
 FEATURES_FILE = "features.npy"
 ROWS_FILE = "rows.npy"
+STATE_FILE = "extractor.pt"  # what the fit learned (``Extractor.state``): a kept model encodes new images with it
 
 
 def choose_fit_rows(public_rows: np.ndarray, num_fit_images: int, seed: int) -> np.ndarray:
@@ -110,10 +111,11 @@ def build_features(
     progress: bool = True,
 ) -> None:
     """Fit ``extractor`` on ``images[fit_rows]`` (public, :func:`fit_extractor`), then write the features of
-    ``images[rows]`` (:func:`write_features`) and ``extractor.json``."""
+    ``images[rows]`` (:func:`write_features`), ``extractor.json`` and what the fit learned (:data:`STATE_FILE`)."""
     fit_extractor(extractor, images, fit_rows, private_rows, fit_seed, progress)
     dim = write_features(work, extractor, images, np.unique(np.asarray(rows, dtype=np.int64)), progress)
     atomic_write_json(work / "extractor.json", {**extractor.identity(), "dim": dim, "fit_rows": len(fit_rows)})
+    torch.save(extractor.state(), work / STATE_FILE)
 
 
 @dataclass(frozen=True)

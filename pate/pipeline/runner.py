@@ -24,6 +24,7 @@ from pate.evaluation import label_metrics, majority_class_accuracy
 from pate.host import host
 from pate.cache_holds import hold_stages
 from pate.pipeline.budget import BudgetGuard, budget_metrics, plan_release
+from pate.pipeline.keep import keep_run_model
 from pate.pipeline.checks import UserError, building, check_config, check_fit_split, component_class, instantiate
 from pate.pipeline.graph import Dataset, check_features, features_stage, queries_stage, reference_stage, views_stage
 from pate.pipeline.methods.base import Method, Release, RunSettings, SharedStages
@@ -305,7 +306,8 @@ def evaluate(cfg: DictConfig, store: ArtifactStore, graph: Graph, data: Dataset,
 
 
 def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict[str, Any]:
-    """Run every stage (reusing cached artifacts) and write ``metrics.json`` into ``output_dir``."""
+    """Run every stage (reusing cached artifacts), keep the trained model (``pate.pipeline.keep``) and write
+    ``metrics.json`` into ``output_dir``."""
     output_dir = Path(output_dir if output_dir is not None else cfg.paths.output_dir)
     log.info(
         "data under %s, cache under %s, this run's directory %s",
@@ -321,6 +323,7 @@ def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict[str, Any]
         if cfg.get("teacher_shard"):
             return method.train_shard(store, graph.release, data, str(cfg.teacher_shard))
         metrics = evaluate(cfg, store, graph, data, method)
+        keep_run_model(cfg, store, graph, data, output_dir, metrics)
     log_reused_release(store, graph.release.labels, noise_source(cfg))
     atomic_write_json(output_dir / "metrics.json", metrics)
     log.info(summary(metrics))

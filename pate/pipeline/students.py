@@ -161,6 +161,7 @@ class NetworkStudent(Student):
                 work / "logs",
                 progress=progress,
                 mask=released["released"],
+                network=self.identity["model"],
             )
 
         return Stage(

@@ -35,8 +35,9 @@ from omegaconf import DictConfig
 from pate.aggregate import write_reference, write_release
 from pate.artifacts import Artifact, ArtifactStore, Stage
 from pate.data.partition import read_queries
-from pate.dp_sgd import linear_probe, predict, score_model, train_dp_sgd
+from pate.dp_sgd import linear_probe, predict, probe_inputs, score_model, train_dp_sgd
 from pate.features import read_features
+from pate.model_files import write_model
 from pate.pipeline.checks import UserError, building
 from pate.pipeline.graph import Dataset
 from pate.pipeline.methods.base import Method, Release, RunSettings, SharedStages, method_settings
@@ -70,14 +71,6 @@ FLAT_SETTINGS = {
     "noise_multiplier": 1.0,
     "public_num_records": None,
 }
-
-
-def probe_inputs(features: torch.Tensor, inputs: str = "unit_norm") -> torch.Tensor:
-    """The linear probe's inputs. ``unit_norm``: each feature vector scaled to unit L2 norm, a per-record map that
-    needs no data, so a record's gradient norm is bounded by its labels' error alone. ``standardized``: the public
-    features as the features stage wrote them (standardised by statistics of public images only). Both are public
-    by construction: no statistic of the private split enters them."""
-    return torch.nn.functional.normalize(features, dim=1) if inputs == "unit_norm" else features
 
 
 @dataclass(frozen=True)
@@ -168,6 +161,17 @@ class DPSGD(Method):
         """The linear probe reads the public features; the CNN reads the images."""
         return self.model == "linear"
 
+    def network_node(self, dim: int | None, num_labels: int) -> dict[str, Any]:
+        """The ``_target_`` node that rebuilds :meth:`network`'s architecture, kept with its weights."""
+        if self.model == "linear":
+            return {"_target_": "pate.dp_sgd.linear_probe", "dim": dim, "num_labels": num_labels}
+        return {
+            "_target_": "teachers.training.models.SmallCNN",
+            "num_labels": num_labels,
+            "width": self.width,
+            "norm": "group",
+        }
+
     def network(self, dim: int, num_labels: int) -> torch.nn.Module:
         """The model to train: the zero-initialised linear probe, or a SmallCNN (GroupNorm) seeded by the run."""
         if self.model == "linear":
@@ -256,6 +260,9 @@ class DPSGD(Method):
         }  # the clipped sum's divisor
         probe = {} if self.inputs == "unit_norm" else {"inputs": self.inputs}
 
+        kept_inputs = "features" if self.model == "linear" else "images"
+        transform_name = "unit_norm" if self.model == "linear" and self.inputs == "unit_norm" else None
+
         def build(work: Path, up: dict[str, Artifact]) -> None:
             public = read_queries(up["queries"])
             if self.model == "linear":
@@ -286,7 +293,7 @@ class DPSGD(Method):
                 transform=transform,
                 **settings,
             )
-            torch.save(model.state_dict(), work / "model.pt")
+            write_model(work, model, self.network_node(dim, arrays.labels.shape[1]), kept_inputs, transform_name, 1024)
             labels = (predict(model, inputs(public.queries), transform=transform) > 0.5).numpy()
             if noise_free:
                 write_reference(work, labels)

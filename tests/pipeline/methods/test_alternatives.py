@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from pate.pipeline.checks import UserError
-from pate.pipeline.methods.dp_sgd import probe_inputs
+from pate.dp_sgd import probe_inputs
 from pate.pipeline.runner import run
 from pate.privacy import Ledger, PoissonSampledGaussianEvent
 
