@@ -15,6 +15,15 @@ EXPECTED = {
         "epsilon = 4 at delta = 1e-06 (neighbours: replace",
         "one neighbour: one teacher's vote replaced",
     ],
+    "custom_aggregator.py": [
+        "MajorityRR(eps=",
+        "200/200 queries answered",
+        "the accuracy is as randomized response predicts",
+        "a pate.aggregators.Aggregator: True; one query costs SelfComposedEvent(event=PureDpEvent(epsilon=",
+        ", count=40)",
+        "epsilon = 4 at delta = 1e-06 (neighbours: replace",
+        "one neighbour: one teacher's vote replaced",
+    ],
     "label_images.py": [
         "with pate.features.RidgeHead: accuracy",
         "this equals the run's student_accuracy",
@@ -26,7 +35,8 @@ EXPECTED = {
 
 
 def test_every_example_is_run_here():
-    assert sorted(path.name for path in (ROOT / "examples").glob("*.py")) == sorted(EXPECTED)
+    scripts = [path.name for path in (ROOT / "examples").glob("*.py") if path.name != "__init__.py"]
+    assert sorted(scripts) == sorted(EXPECTED)
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))

@@ -1,6 +1,6 @@
-"""An aggregator added from a test module through config alone (a class and a config file found by
-hydra.searchpath; no edit under pate/ or conf/) is calibrated, released, priced and reported like the shipped
-ones."""
+"""An aggregator added from outside the package through config alone (the class of examples/custom_aggregator.py and
+a config file found by hydra.searchpath; no edit under pate/ or conf/) is calibrated, released, priced and reported
+like the shipped ones."""
 
 import math
 from pathlib import Path
@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from examples.custom_aggregator import MajorityRandomizedResponse
 from pate.aggregators import Aggregator
 from pate.pipeline.runner import run
 from pate.privacy import DEFAULT_ORDERS, epsilon_from_rdp, pure_dp_rdp
-from tests.aggregators.majority_rr import MajorityRandomizedResponse
 from tests.conftest import compose_config
 
 SEARCHPATH = f"hydra.searchpath=[file://{Path(__file__).resolve().parent / 'conf'}]"
