@@ -7,7 +7,7 @@ For StableTopK (three selections), GaussianPATE and TauPATE at L = 40 and L = 10
 it times the library's batched call and a straightforward per-query loop of the same mechanism written
 below (one numpy call sequence per query), and reports the ratio. Each figure is the best of a few
 repeats (the least disturbed by other processes); the load average is recorded because the machine
-may be shared. Targets (issue 2): StableTopK at L = 40 >= 1e6 queries/s and >= 20x the loop.
+may be shared. Targets: StableTopK at L = 40 >= 1e6 queries/s and >= 20x the loop.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Private-kNN's k and sampling rate gamma, checked on the built-in synthetic data (issue 39): a grid of k and gamma
+"""Private-kNN's k and sampling rate gamma, checked on the built-in synthetic data: a grid of k and gamma
 at two target epsilons, one seed, the default relation and student, through ``python train.py -m``. The synthetic
 data plays the role of public data for a user's own data, so a setting chosen here is public for theirs.
 

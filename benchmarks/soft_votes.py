@@ -1,6 +1,6 @@
-"""Would soft votes, or per-attribute thresholds, raise the teachers' ceiling (issue 21)? The non-private vote of
-the default ridge heads on the 600 public queries, three ways, for T = 100, 200, 400, 800 teachers on the default
-data and features:
+"""Would soft votes, or per-attribute thresholds, raise the teachers' ceiling (benchmarks/results/levers.md, "Soft
+votes and per-attribute thresholds")? The non-private vote of the default ridge heads on the 600 public queries,
+three ways, for T = 100, 200, 400, 800 teachers on the default data and features:
 
 - hard: each head's score thresholded at 1/2, then the majority (the pipeline's vote);
 - soft: the mean of the heads' scores clipped to [0, 1], thresholded at 1/2;
@@ -21,8 +21,8 @@ the gain of the non-private vote.
 Everything goes through the pipeline's own code: the default config, the cached data, features and queries
 stages (built if missing), the partition function and the ridge heads' fit (``pate.features.ridge``, as
 ``teacher=heads`` fits them). The heads are refitted here (seconds per hundred teachers) because the teachers
-artifact keeps no scores. Accuracies are on the queries' true labels (the public queries, as issue 21's "vote"
-column), never on the evaluation images.
+artifact keeps no scores. Accuracies are on the queries' true labels (the public queries, as the "vote" column of
+levers.md, "The teachers' ceiling"), never on the evaluation images.
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
-"""The levers of the teachers' ceiling (issue 21), measured through the pipeline itself: for each variant of the
-default run as it stood before issue 21 (``BASE``: 100,000 images, 800 teachers, the 3 x 3 grid) -- the
-random-patch filter bank, the pooling grid, the number of teachers, more faces -- ``python train.py <BASE with the
-variant's overrides> privacy.target_epsilon=E references=true`` at epsilon 2 and 8 (replace, delta 1e-6), one after
-the other, in a fresh PROJECT_ROOT (the base data copied in, so every features stage is built and timed). The
-variants pin the base, so the files in benchmarks/results/ stay reproducible under today's default (150,000
-images, 400 teachers, 4 x 4: the variant "150,000 images, T = 400, 4 x 4").
+"""The levers of the teachers' ceiling (benchmarks/results/levers.md, "The teachers' ceiling"), measured through
+the pipeline itself: for each variant of a fixed base run (``BASE``: 100,000 images, 800 teachers, the 3 x 3 grid,
+the starting point every lever is measured from) -- the random-patch filter bank, the pooling grid, the number of
+teachers, more faces -- ``python train.py <BASE with the variant's overrides> privacy.target_epsilon=E
+references=true`` at epsilon 2 and 8 (replace, delta 1e-6), one after the other, in a fresh PROJECT_ROOT (the base
+data copied in, so every features stage is built and timed). The variants pin the base, so the files in
+benchmarks/results/ stay reproducible under today's default (150,000 images, 400 teachers, 4 x 4: the variant
+"150,000 images, T = 400, 4 x 4").
 
     python benchmarks/teacher_levers.py                                         # the table on stdout
     python benchmarks/teacher_levers.py --json benchmarks/results/teacher_levers.json   # the file the docs quote
@@ -81,7 +82,7 @@ VARIANTS = [
         (0,),
     ),
 ]
-# the default run before issue 21, which every variant changes in one or more of its settings
+# the base run, the starting point of every lever, which every variant changes in one or more of its settings
 BASE = {"data.synthetic.num_images": "100000", "partition.num_teachers": "800", "features.extractor.pool": "3"}
 BASE_DATA = "synthetic_celeba_n100000_px64_seed0"  # conf/data/synthetic.yaml's root at BASE's num_images
 LEVERS = tuple(dict.fromkeys(lever for lever, *_ in VARIANTS))

@@ -9,7 +9,7 @@ evaluation images of the test split; "vote" is the accuracy of the T teachers' p
     python benchmarks/teachers.py                                # all of it (~10 min on 2 cores)
     python benchmarks/teachers.py --extractors random_patches --teachers 800 --cnn-teachers 0
     python benchmarks/teachers.py --extractors --cnn-teachers 0 --engine-teachers 32   # CNN engines only
-    # the issue's GPU target: 800 pretrained ResNet-18 teachers, 1 epoch at 64 px (the loop timed on 50 of them)
+    # the GPU target: 800 pretrained ResNet-18 teachers, 1 epoch at 64 px (the loop timed on 50 of them)
     python benchmarks/teachers.py --extractors --cnn-teachers 0 --engine-model resnet18_imagenet \
         --image-size 64 --engine-teachers 800 --loop-teachers 50 --group 100 --device gpu
 

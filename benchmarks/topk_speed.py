@@ -7,7 +7,7 @@ Every mechanism of ``pate.mechanisms.topk``, calibrated to (1.0, 1e-6)-DP for on
 kbar = k), answers one batch of 1000 heavy-tailed histograms (Poisson counts with Gamma-distributed
 means, d = 15000) at k = 10 and k = 100. It is timed once on the whole batch and once as a Python loop
 of single-histogram calls over the first ``--loop`` histograms (scaled to 1000); the ratio is the
-gain of batching. Target (issue 5): every mechanism handles the batch without a per-bin Python loop.
+gain of batching. Target: every mechanism handles the batch without a per-bin Python loop.
 """
 
 from __future__ import annotations

@@ -45,8 +45,8 @@ def grid_directions(features: torch.Tensor) -> torch.Tensor:
     """float32 [R, D]: each row scaled to unit L2 norm (in float64) and rounded to a multiple of 2^-24, stored times
     2^24, so as integers of magnitude <= 2^24 (exact in float32). Row by row in blocks: a row's result depends on
     that row alone."""
-    # contiguous: a column-major block would be summed along another path than a lone row (an audit built a row
-    # whose norm then differs in its last bit with N)
+    # contiguous: a column-major block would be summed along another path than a lone row, so a row's norm could
+    # differ in its last bit with N
     return torch.cat(
         [
             torch.round(
@@ -64,11 +64,10 @@ def exact_similarities(queries: torch.Tensor, private: torch.Tensor) -> torch.Te
 
     Exact because every term and partial sum is an integer of magnitude below 2^53: with |q_i|, |r_i| <= 2^24
     rounded from unit vectors x, y, sum |q_i r_i| <= 2^48 sum |x_i y_i| + 2^23 (sum |x_i| + sum |y_i|) + D / 4
-    <= 2^48 + 2^24 sqrt(D) + D / 4 (Cauchy-Schwarz), below 2^53 for any D up to 2^48. A float32 product, as first
-    implemented, is rounded, and how it is rounded depends on the matrix routine's blocking, which depends on N: an
-    outside audit found one record added changing other records' similarities in their last bit (a single-query
-    chunk, MKL's matrix-vector path), and with them the k nearest, moving the votes by 2 sqrt(L) where the
-    accounting prices sqrt(L)."""
+    <= 2^48 + 2^24 sqrt(D) + D / 4 (Cauchy-Schwarz), below 2^53 for any D up to 2^48. A float32 product would be
+    rounded, and how it is rounded depends on the matrix routine's blocking, which depends on N: one record added
+    could change other records' similarities in their last bit (a single-query chunk, MKL's matrix-vector path), and
+    with them the k nearest, moving the votes by 2 sqrt(L) where the accounting prices sqrt(L)."""
     queries = queries.double()
     return torch.cat(
         [

@@ -31,7 +31,7 @@ OmegaConf.register_new_resolver("train_groups", groups_help, replace=True)
 
 
 # An absolute config path: the clone's conf/ or the installed copy (pate.locations), wherever the command runs from.
-# Hydra names the job after this file (train.log, hydra.job.name), as it did when main lived in train.py.
+# Hydra names the job after this file (train.log, hydra.job.name: train), so train.py and pate-train name it alike.
 @hydra.main(version_base="1.3", config_path=str(CONFIG_DIR), config_name="train")
 def main(cfg: DictConfig) -> float | None:
     from pate.pipeline.runner import run  # torch and Lightning: imported for a run, not for --help

@@ -158,7 +158,7 @@ def _sampled_gaussian_integer_order(alpha: int, rate: float, sigma: float) -> fl
     log_binomial = np.concatenate([[0.0], np.cumsum(np.log(alpha - k[1:] + 1.0) - np.log(k[1:]))])
     # A_alpha - 1 = sum_{k>=2} C(alpha, k) (1 - q)^{alpha - k} q^k (exp((k^2 - k) / (2 sigma^2)) - 1), by the binomial
     # theorem (the k = 0 and 1 terms have exponent 0): every term is positive, so a tiny A_alpha - 1 is not lost to
-    # cancellation against 1, as summing A_alpha itself lost it (an outside audit: a negative order-2 value at q 1e-9)
+    # cancellation against 1, as summing A_alpha itself would lose it (a negative order-2 value at q 1e-9)
     k = k[2:]
     exponent = (k * k - k) / (2.0 * sigma**2)
     log_expm1 = exponent + np.log(-np.expm1(-exponent))  # log(exp(c) - 1), stable for every c > 0
@@ -249,8 +249,8 @@ def _replace_pair_divergence(alpha: float, rate: float, sigma: float) -> float |
     weights = np.full(x.shape, sigma / STEPS_PER_SIGMA)
     weights[[0, -1]] /= 2.0  # trapezoid rule
     log_integral = top + math.log(np.sum(weights * np.exp(log_integrand - top)))
-    # the integral is >= 1, so a tiny divergence is a tiny excess over 1 that the sum's rounding can erase (an
-    # outside audit: 0 where the true value is 2e-14): the result is rounded up by a bound on that rounding, the
+    # the integral is >= 1, so a tiny divergence is a tiny excess over 1 that the sum's rounding can erase (0 where
+    # the true value is 2e-14): the result is rounded up by a bound on that rounding, the
     # relative error of n positive terms (n u) and of each term's exponent (u times its magnitude), 4 u each
     magnitude = float(np.max(np.abs(powered[0]) + np.abs(powered[1])))
     rounding = 4.0 * np.finfo(np.float64).eps * (x.size + magnitude + abs(top) + 1.0)

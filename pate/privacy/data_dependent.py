@@ -13,7 +13,7 @@ moves from a class to another (PATE 2018's neighbours) scale = sigma (Propositio
 or removed from one class of a histogram of true counts, it moves by 1 in one class and scale = sqrt(2) sigma.
 Which applies is decided by what the mechanism reads: binary voting derives "no" as T - yes with T configured, so
 one teacher moves a vote between its two classes under both relations and its scale is sigma under both
-(``pate.privacy.sensitivity.binary_vote_l2_sensitivity``, issue 36). Theorem 6 needs nothing but that curve and an
+(``pate.privacy.sensitivity.binary_vote_l2_sensitivity``). Theorem 6 needs nothing but that curve and an
 upper bound q on Pr[outcome != the likely one], so it holds with the scale of the neighbours the input has.
 """
 
@@ -150,8 +150,8 @@ def threshold_data_dependent_rdp(log_pass, sigma: float, orders, log_fail=None) 
 
     ``log_fail``: log(1 - p) from ``threshold_log_fail``. Without it, log(1 - p) is derived from log p as the reference
     code does, which underflows to -inf once (max - T) / sigma exceeds about 37.6: q = 0 then prices the check at 0
-    although a neighbour's failure probability may be far larger (issue 36's outside audit found a pair whose exact
-    divergence was 27 where 0.2 was priced, on an event of probability e^-765). A release passes it."""
+    although a neighbour's failure probability may be far larger (a pair exists whose exact divergence is 27 where
+    0.2 would be priced, on an event of probability e^-765). A release passes it."""
     log_pass = np.asarray(log_pass, dtype=np.float64)
     log_q = np.minimum(log_pass, log1mexp(log_pass) if log_fail is None else np.asarray(log_fail, np.float64))
     return data_dependent_rdp(log_q, orders, math.sqrt(2.0) * checks.positive("sigma", sigma))

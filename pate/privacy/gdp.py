@@ -68,8 +68,8 @@ def gdp_epsilon(mu: float, delta: float) -> float:
     """The smallest epsilon >= 0 such that a mu-GDP release is (epsilon, delta)-DP, rounded up: the root of
     ``gdp_delta(mu, epsilon) = delta`` (decreasing in epsilon) by Brent's method, then raised by ``_MARGIN``
     (relative) until ``gdp_delta`` is at most ``delta`` there. The margin absorbs the floating-point error of the
-    profile's two nearly equal terms when mu is small (an outside audit measured the unrounded root up to 1e-6
-    relative below the true epsilon at mu = 1e-8, delta = 1e-300), so the epsilon returned is a valid bound."""
+    profile's two nearly equal terms when mu is small (the unrounded root lies up to 1e-6 relative below the true
+    epsilon at mu = 1e-8, delta = 1e-300), so the epsilon returned is a valid bound."""
     mu = checks.positive("mu", mu)
     delta = checks.open_unit("delta", delta)
     if gdp_delta(mu, 0.0) <= delta:

@@ -23,8 +23,8 @@ pessimistic (the PLD's epsilon is an upper bound on the true one) with the state
 values; the tails dropped by composition (``tail_mass_truncation`` 1e-15) are counted into delta by dp-accounting.
 
 Composition is by fast Fourier transforms, whose round-off leaves an error of either sign in every bin of the
-composed distributions: an outside audit measured a printed epsilon below the true one (10,000 pure-DP events at
-delta 1e-14; 100,000 full-batch Gaussian steps at delta 1e-12). So the round-off is bounded
+composed distributions: left unbounded, it prints an epsilon below the true one (10,000 pure-DP events at delta
+1e-14; 100,000 full-batch Gaussian steps at delta 1e-12). So the round-off is bounded
 (:func:`fft_error_bound`) and spent out of delta: the epsilon is read at delta - E, E bounding the error of the
 hockey-stick divergence, and where E reaches half of delta the PLD is not used (None: the RDP bound stands).
 """
@@ -58,8 +58,8 @@ DEFAULT_INTERVAL = 1e-4  # between discretised privacy-loss values: an epsilon w
 
 UNIT_ROUNDOFF = 2.0**-53  # float64
 # c in ||fl(FFT x) - FFT x||_2 <= c u log2(n) ||FFT x||_2: Higham's theorem gives ~6.7 for radix-2 Cooley-Tukey;
-# scipy's FFTs are mixed-radix (and real in fftconvolve), for which 16 is taken, not proven (an outside review
-# measured the composed round-off about 1e5 times below the whole bound)
+# scipy's FFTs are mixed-radix (and real in fftconvolve), for which 16 is taken, not proven (the composed round-off
+# measures about 1e5 times below the whole bound)
 FFT_CONSTANT = 16.0
 
 
@@ -163,8 +163,8 @@ def _base(pld: PrivacyLossDistribution, interval: float) -> _Bounded:
     ((delta_(i+1) - delta_i) - e^d (delta_i - delta_(i-1))) / (e^d - 1). Its errors:
 
     * the values delta_i themselves, each a difference of distribution functions in [0, 1], one scaled by e^eps
-      through its logarithm, taken as accurate to 4 u (1 + |eps|) (an outside review measured at most 2.8 u for a
-      Gaussian of mu <= 5 and 143 u at mu = 200, where eps reaches 20,000): a PMF built from them reproduces them at
+      through its logarithm, taken as accurate to 4 u (1 + |eps|) (measured: at most 2.8 u for a Gaussian of
+      mu <= 5 and 143 u at mu = 200, where eps reaches 20,000): a PMF built from them reproduces them at
       every grid point and is linear in e^eps between, so they reach its delta as they are (``hockey``);
     * the rounding of the bins' arithmetic: at most 2 u (|numerator| / (e^d - 1) + |bin|) each, plus u for each of
       the differences delta_(i+1) - delta_i where it is inexact, and the numerators sum to at most (1 + e^d) times

@@ -119,8 +119,8 @@ def binary_vote_l2_sensitivity(num_labels: int, neighbors: str) -> float:
     on every label removed (add_remove) or its vote replaced by all-no (replace). Per label (L = 1) this is PATE
     2018's GNMax neighbour "one vote moved between the two classes" (Papernot et al. 2018, Proposition 8:
     alpha / sigma^2). The add_remove price alpha / (2 sigma^2) of one vote added to a single class would need the
-    no-count to be the number of teachers present who voted no, which the mechanism does not compute (issue 36:
-    yes = 36 against 35 of T = 40 at sigma = 1 has an exact order-16 Renyi divergence of 15.8, not 8).
+    no-count to be the number of teachers present who voted no, which the mechanism does not compute (yes = 36
+    against 35 of T = 40 at sigma = 1 has an exact order-16 Renyi divergence of 15.8, not 8).
     """
     num_labels = _check_num_labels(num_labels)
     check_relation(neighbors)
@@ -208,8 +208,8 @@ def clipped_threshold_l2_sensitivity(num_labels: int, tau: float, norm: str, nei
     aggregator is built for the ensemble it is given), so a teacher added moves each entry by w v_l - 1/2, with
     w v_l in [0, 1]: by at most 1/2 each, sqrt(L) / 2 in all, attained by an added teacher voting for nothing. An
     ensemble read at a fixed T with one teacher's row zeroed moves the sum alone, by at most sqrt(tau). The
-    price is the larger of the two: the sum's sqrt(tau) alone missed the threshold's move, which an outside audit
-    measured at 6 times the priced divergence with L = 40, tau = 1 (the default L = 40, tau = 10 has
+    price is the larger of the two: the sum's sqrt(tau) alone would miss the threshold's move, whose divergence
+    reaches 6 times the one sqrt(tau) prices with L = 40, tau = 1 (the default L = 40, tau = 10 has
     sqrt(tau) = sqrt(L) / 2).
     """
     base = clipped_vote_l2_sensitivity(num_labels, tau, norm, neighbors)

@@ -7,10 +7,10 @@ Two axes, each a report kind (``pate.report.generate.REPORTS``):
   those Q queries, and its headline names the cheapest setting: the smallest Q (then the smallest epsilon) whose
   student reaches HEADLINE_FRACTION of the true-labels student trained with the most queries of the sweep.
 * ``accuracy_vs_teachers`` (``experiment=teacher_sweep``): the number of teachers T. Fewer teachers each see
-  more private records (a better vote) but the same noise weighs more on their smaller vote counts (issue 21's
-  trade-off). Its references at each T are the mean teacher's accuracy, the accuracy of the teachers'
-  non-private majority vote on the queries, and the student trained on that vote; its headline names, at each
-  target epsilon, the T (and method) with the best student.
+  more private records (a better vote) but the same noise weighs more on their smaller vote counts (the trade-off
+  of benchmarks/results/levers.md, "The teachers' ceiling"). Its references at each T are the mean teacher's
+  accuracy, the accuracy of the teachers' non-private majority vote on the queries, and the student trained on that
+  vote; its headline names, at each target epsilon, the T (and method) with the best student.
 
 Runs are grouped by (method, target epsilon, axis value) and averaged over seeds. A reference takes one value per
 seed; where the jobs of a seed disagree (a sweep over student kinds trains one reference student per kind) the best

@@ -1,4 +1,4 @@
-"""Each method's privacy-free limit beside its least private result (issue 39): what the method reaches with its
+"""Each method's privacy-free limit beside its least private result: what the method reaches with its
 noise set to zero, all else equal, so that a report tells the cost of privacy from under-training.
 
 The limit is a reference run of each job (``references=true``): ``noise_free`` for a method that declares one (DP-SGD:

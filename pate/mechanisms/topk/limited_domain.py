@@ -8,9 +8,9 @@ the top kbar + 1 counts (the "unknown domain" property: no other count is ever t
 add i.i.d. Gumbel(1/eps) noise to h_(1), ..., h_(kbar) and to h_bot, sort the kbar + 1 noisy values and
 return the indices ranked above the noisy h_bot, at most k of them, in rank order (-1 fills the rest).
 The paper's min also holds Delta, a bound on the bins one user may touch; no relation of the project bounds it
-(one user may move every count, DESIGN.md), so Delta = d here. (An outside audit broke the Delta it once took:
-d = 100, kbar = 50, Delta = 1, eps 1, delta 1e-3: a user added to 50 empty bins shut bins 50..99 out, which the
-other histogram released with probability 0.048 against the delta 0.002 stated.)
+(one user may move every count, DESIGN.md), so Delta = d here. (A smaller Delta would break the delta stated:
+at d = 100, kbar = 50, Delta = 1, eps 1, delta 1e-3, a user added to 50 empty bins shuts bins 50..99 out, which
+the other histogram releases with probability 0.048 against the delta 0.002 stated.)
 
 The "+1" in h_bot is the largest change of h_i - h_(kbar+1) between add/remove neighbours
 (``gap_sensitivity("add_remove")``): an index in the top-kbar of h but not of a neighbour h' has

@@ -1,4 +1,4 @@
-"""Settings that follow the noise (issue 39): a method's config lists recipes, each ``{from_epsilon, <settings>}``,
+"""Settings that follow the noise: a method's config lists recipes, each ``{from_epsilon, <settings>}``,
 and a run with a target epsilon takes the settings of the recipe with the largest ``from_epsilon`` at or below its
 target. ``from_epsilon`` is one number for every relation, or a mapping that gives each relation its own
 (``{replace: 8, add_remove: 4}``): the same epsilon buys different noise under each relation (one record added or
