@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import os
 import platform
+import textwrap
 from collections.abc import Callable
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -345,85 +346,178 @@ def _move_earlier_result_aside(output_dir: Path) -> None:
         )
 
 
+# the console summary: lines of at most SUMMARY_WIDTH characters, an 18-character label column after two spaces
+SUMMARY_WIDTH = 100
+_LABEL = 18
+_TEXT = SUMMARY_WIDTH - 2 - _LABEL
+# said right after an epsilon that is no guarantee because its noise can be replayed from the recorded seed
+SEEDED = "not a guarantee: seeded noise"
+# the accountant beside a run's epsilon (``epsilon_accountant``); ACCOUNTANT_TEXT's long names are in metrics.json
+_ACCOUNTANT = {"rdp": "RDP", "gdp": "Gaussian-DP", "pld": "PLD"}
+
+
+def _entry(label: str, *parts: str) -> list[str]:
+    """One entry of the summary: each part wrapped at the text width onto lines of its own (a name is never cut:
+    what does not fit goes on to the next line), the first line after ``label``, the others under it."""
+    lines = [line for part in parts for line in textwrap.wrap(part, _TEXT, break_on_hyphens=False) or [""]]
+    return [f"{label if i == 0 else '':<{_LABEL}}{line}" for i, line in enumerate(lines)]
+
+
+def _number(value: float) -> str:
+    """An epsilon in at most 8 characters (4 significant digits, 3 from 10,000 on), so that its line, caveat,
+    relation and delta included, always fits."""
+    return f"{value:.4g}" if abs(value) < 1e4 else f"{value:.3g}"
+
+
+def _epsilon(value: float, m: dict[str, Any], caveat: str | None = None) -> str:
+    """``epsilon = 8 (replace, delta = 1e-06)``: an epsilon with its relation and delta, and first in its brackets
+    the ``caveat`` that says it is no guarantee, where it is not one."""
+    return f"epsilon = {_number(value)} ({caveat + '; ' if caveat else ''}{m['neighbors']}, delta = {m['delta']:.3g})"
+
+
+def _accounting(m: dict[str, Any], seeded: bool) -> str:
+    """The accountant that gave the run's epsilon, and the RDP bound beside it where another one did."""
+    by, order = m.get("epsilon_accountant", "rdp"), m.get("epsilon_order")
+    if order is None or not np.isfinite(order):
+        return "nothing composed"
+    if by == "rdp":
+        return f"RDP accountant, tight conversion at order {order:.4g}"
+    return f"{_ACCOUNTANT[by]} accountant; RDP bound {_number(m['epsilon_rdp'])} at order {order:.4g}" + (
+        " (seeded: no guarantee)" if seeded else ""
+    )
+
+
+def _noise(seeded: bool) -> list[str]:
+    """The ``noise source`` entry: whether the noise can be replayed (``noise_source`` holds the whole sentence)."""
+    if seeded:
+        return _entry(
+            "noise source",
+            "seeded: the noise can be replayed from the seed; the run carries no guarantee",
+            "its epsilon is what the same release guarantees with privacy.noise=secure",
+        )
+    return _entry("noise source", "secure: OS entropy, no seed recorded; the release cannot be replayed")
+
+
+def _budget(m: dict[str, Any], seeded: bool) -> list[str]:
+    """The ``privacy budget`` entry: the total spent on the run's private data (``dataset_epsilon``; NOT PRICED
+    where it is null), what it covers and what this run's release was (its cap is in ``dataset_budget``)."""
+    budget = m["dataset_budget"]
+    this = f"this run's release: {budget['this_release'].replace('_', ' ')}"
+    if m.get("dataset_epsilon") is None:
+        total = budget["releases"] + budget["other_relations"]
+        return _entry(
+            "privacy budget",
+            f"total epsilon NOT PRICED ({m['neighbors']}, delta = {m['delta']:.3g})",
+            f"{budget['other_relations']} of the {total} release(s) on this private data were drawn under another "
+            f"relation or level, and no epsilon composes them (`pate-cache budget` lists them)",
+            this,
+        )
+    return _entry(
+        "privacy budget",
+        f"total {_epsilon(m['dataset_epsilon'], m, SEEDED if seeded else None)}",
+        f"over {budget['releases']} release(s) on this "
+        + (
+            f"data or data sharing its records ({budget['datasets']} private splits)"
+            if budget["datasets"] > 1
+            else "private data"
+        ),
+        (f"by the {m['accountant']} accountant; " if m.get("accountant") else "") + this,
+    )
+
+
 def summary(m: dict[str, Any]) -> str:
-    """A short human-readable account of a run (what the default run prints at its end)."""
+    """A short human-readable account of a run (what the default run prints at its end), in lines of at most
+    ``SUMMARY_WIDTH`` characters: the full text of each line is in metrics.json. Every epsilon says its relation
+    and delta in its line, and says there that it is no guarantee where it is not one (seeded noise, a raw
+    data-dependent bound); the ``privacy unit`` line says what one neighbour is."""
 
     def pct(x):
         return "n/a" if x is None else f"{100 * x:.1f}%"
 
+    seeded = not str(m.get("noise_source", "")).startswith("secure")
+    caveat = SEEDED if seeded else None
     unit = PrivacyUnit(m["privacy_unit"], m["record_level"]).text
     lines = [
-        f"aggregator        {m['aggregator']}"
-        if m.get("aggregator")
-        else f"method            {m.get('mechanism') or m['method']}",
-        f"privacy           {m['privacy']}",
-        f"privacy unit      {unit}",
-        *([f"noise source      {m['noise_source']}"] if "noise_source" in m else []),
         *(
-            [
-                f"privacy budget    {m['dataset_privacy']} (this run's release: "
-                f"{m['dataset_budget']['this_release'].replace('_', ' ')})"
-            ]
-            if m.get("dataset_budget")
-            else []
+            _entry("aggregator", m["aggregator"])
+            if m.get("aggregator")
+            else _entry("method", m.get("mechanism") or m["method"])
         ),
+        *_entry("privacy", _epsilon(m["epsilon"], m, caveat), _accounting(m, seeded)),
+        *_entry("privacy unit", unit),
+        *(_noise(seeded) if "noise_source" in m else []),
+        *(_budget(m, seeded) if m.get("dataset_budget") else []),
         *(
-            [
-                f"data-dependent    epsilon = {m['epsilon_data_dependent']:.4g} at delta = {m['delta']:.3g} (neighbours: "
-                f"{m['neighbors']}, one neighbour: {unit}), NOT ITSELF PRIVATE, not covered by epsilon (the raw bound of "
-                f"PATE 2018: it depends on the private votes)"
-            ]
+            _entry(
+                "data-dependent",
+                _epsilon(m["epsilon_data_dependent"], m, "NOT ITSELF PRIVATE"),
+                "PATE 2018's raw bound: it depends on the private votes; not covered by epsilon",
+            )
             if "epsilon_data_dependent" in m
             else []
         ),
         *(
-            [
-                f"data-independent  epsilon = {m['epsilon_data_independent']:.4g} at delta = {m['delta']:.3g} (neighbours: "
-                f"{m['neighbors']}, one neighbour: {unit}; the same labels priced without looking at the votes)"
-            ]
+            _entry(
+                "data-independent",
+                _epsilon(m["epsilon_data_independent"], m, caveat),
+                "the same labels priced without looking at the votes",
+            )
             if "epsilon_data_independent" in m
             else []
         ),
         *(
-            [
-                f"proposal test     {'passed' if m['data_dependent_test']['passed'] else 'FAILED: nothing released'} "
-                f"(proposed RDP {m['data_dependent_test']['rdp_budget']:.4g} at order "
-                f"{m['data_dependent_test']['order']:.4g})"
-            ]
+            _entry(
+                "proposal test",
+                f"{'passed' if m['data_dependent_test']['passed'] else 'FAILED: nothing released'} (proposed RDP "
+                f"{m['data_dependent_test']['rdp_budget']:.4g} at order {m['data_dependent_test']['order']:.4g})",
+            )
             if "data_dependent_test" in m
             else []
         ),
-        f"answered          {m['answered']}/{m['queries']} queries ({pct(m['answered_fraction'])}), "
-        f"mean k = {m['mean_k'] if m['mean_k'] is None else round(m['mean_k'], 2)}",
-        f"released labels   F1 {pct(m['label_f1'])}, accuracy {pct(m['label_accuracy'])}"
-        + (
-            f" ({pct(m['released_label_fraction'])} of the (query, label) pairs released)"
-            if m["released_label_fraction"] < m["answered_fraction"]
-            else ""
+        *_entry(
+            "answered",
+            f"{m['answered']}/{m['queries']} queries ({pct(m['answered_fraction'])}), "
+            f"mean k = {m['mean_k'] if m['mean_k'] is None else round(m['mean_k'], 2)}",
+        ),
+        *_entry(
+            "released labels",
+            f"F1 {pct(m['label_f1'])}, accuracy {pct(m['label_accuracy'])}"
+            + (
+                f" ({pct(m['released_label_fraction'])} of the (query, label) pairs released)"
+                if m["released_label_fraction"] < m["answered_fraction"]
+                else ""
+            ),
         ),
         *(
-            [
-                f"teachers          mean accuracy {pct(m['teacher_accuracy'])} ({m['num_teachers']} teachers; a "
-                f"diagnostic, not covered by epsilon)"
-            ]
+            _entry(
+                "teachers",
+                f"mean accuracy {pct(m['teacher_accuracy'])} ({m['num_teachers']} teachers; a diagnostic, not "
+                f"covered by epsilon)",
+            )
             if "teacher_accuracy" in m
             else []
         ),
-        f"student           accuracy {pct(m['student_accuracy'])}, macro F1 {pct(m['student_f1'])} "
-        + (
-            f"({m['released_model']})"
-            if m.get("released_model")
-            else f"(trained on {m['student_train_size']} released label sets"
+        *_entry(
+            "student",
+            f"accuracy {pct(m['student_accuracy'])}, macro F1 {pct(m['student_f1'])} "
             + (
-                f" and {m['student_unlabeled_size']} unlabeled pool images, {m['student_semi']})"
-                if m["student_unlabeled_size"]
-                else ")"
-            )
+                f"({m['released_model']})"
+                if m.get("released_model")
+                else f"(trained on {m['student_train_size']} released label sets"
+                + (
+                    f" and {m['student_unlabeled_size']} unlabeled pool images, {m['student_semi']})"
+                    if m["student_unlabeled_size"]
+                    else ")"
+                )
+            ),
         ),
-        f"baseline          majority class accuracy {pct(m['majority_class_accuracy'])}",
-        f"not covered       by epsilon: {', '.join(m['not_covered_by_epsilon']['keys']) or 'nothing'} (in "
-        f"metrics.json, listed under not_covered_by_epsilon: never publish them; pate-report --publishable leaves "
-        f"them out)",
+        *_entry("baseline", f"majority class accuracy {pct(m['majority_class_accuracy'])}"),
+        *_entry(
+            "not covered",
+            f"by epsilon: {', '.join(m['not_covered_by_epsilon']['keys']) or 'nothing'}",
+            "(never publish them; pate-report --publishable leaves them out)",
+        ),
+        *_entry("details", "the full text of each line is in metrics.json (privacy, noise_source, ...)"),
     ]
     return "results\n  " + "\n  ".join(lines)
 

@@ -6,6 +6,7 @@ import json
 import pytest
 
 from pate.pipeline.runner import run, summary
+from tests.pipeline.test_summary import check_summary, entries
 
 TOY = ["method._target_=tests.pipeline.methods.noisy_prevalence.NoisyPrevalence", "+method.sigma=5.0"]
 
@@ -27,12 +28,13 @@ def test_a_pate_run_under_add_remove_is_teacher_level_and_lists_what_epsilon_doe
         "host.finished_utc",
     ]
     assert "teacher_accuracy" in on_disk and "student_accuracy" in on_disk["reference"]["majority_vote"]  # contract
-    text = summary(metrics)
-    assert "privacy unit      one teacher added or removed (teacher-level: NOT a record-level guarantee)" in text
-    assert (
-        "not covered       by epsilon: teacher_accuracy, reference.majority_vote, reference.true_labels, seed" in text
-    )
-    assert "no privacy cost" not in text
+    found = check_summary(metrics)  # at most 100 characters a line, every epsilon saying what it is
+    assert found["privacy unit"] == ["one teacher added or removed (teacher-level: NOT a record-level guarantee)"]
+    assert found["not covered"][:2] == [
+        "by epsilon: teacher_accuracy, reference.majority_vote, reference.true_labels,",
+        "seed, artifacts, host.finished_utc",
+    ]
+    assert "no privacy cost" not in summary(metrics)
 
 
 @pytest.mark.parametrize(
@@ -41,7 +43,7 @@ def test_a_pate_run_under_add_remove_is_teacher_level_and_lists_what_epsilon_doe
 def test_a_record_level_method_is_record_level_under_both_relations(tiny_cfg, tmp_path, relation, neighbour):
     metrics = run(tiny_cfg(*TOY, f"privacy.neighbors={relation}"), output_dir=tmp_path)
     assert (metrics["privacy_unit"], metrics["record_level"]) == (neighbour, True)
-    assert f"privacy unit      {neighbour} (record-level)" in summary(metrics)
+    assert check_summary(metrics)["privacy unit"] == [f"{neighbour} (record-level)"]
     assert metrics["not_covered_by_epsilon"]["keys"] == ["seed", "artifacts", "host.finished_utc"]
 
 
@@ -56,7 +58,13 @@ def test_a_data_dependent_release_lists_its_raw_statistics_as_not_covered(tiny_c
         "artifacts",
         "host.finished_utc",
     ]
-    assert "NOT ITSELF PRIVATE, not covered by epsilon" in summary(metrics)
+    found = check_summary(metrics)
+    assert found["data-dependent"][0] == (
+        f"epsilon = {metrics['epsilon_data_dependent']:.4g} (NOT ITSELF PRIVATE; replace, delta = 1e-06)"
+    )
+    assert "not covered by epsilon" in found["data-dependent"][1]
     unit = "one neighbour: one teacher's vote replaced (record-level)"
     assert all(unit in metrics[key] for key in ("privacy", "privacy_data_dependent", "privacy_data_independent"))
-    assert summary(metrics).count(unit) == 3  # the guarantee, the raw bound and the data-independent price
+    # the console says the unit once, for the guarantee, the raw bound and the data-independent price alike
+    assert found["privacy unit"] == ["one teacher's vote replaced (record-level)"]
+    assert "one neighbour" not in summary(metrics) and entries(summary(metrics)) == found
