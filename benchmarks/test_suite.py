@@ -1,5 +1,6 @@
-"""How long the test suite takes: ``make test`` (all of it) and its fast loop (``-m 'not slow'``), each run once,
-one after the other, as the Makefile runs them (one pytest worker per core).
+"""How long the test suite takes: ``make test`` (all but the audits), its fast loop (``-m 'not slow'``) and ``make
+audit`` (the privacy audits), each run once, one after the other, as the Makefile runs them (one pytest worker per
+core).
 
     python benchmarks/test_suite.py                                  # the table on stdout
     python benchmarks/test_suite.py --json benchmarks/results/test_suite.json   # the file the docs quote
@@ -19,8 +20,12 @@ from pathlib import Path
 
 from record import ROOT, header, write_json
 
-RUNS = {"make test": [], "make test ARGS=\"-m 'not slow'\"": ["-m", "not slow"]}
-PYTEST = ["-m", "pytest", "-n", "auto", "--dist", "worksteal", "-q", "-p", "no:cacheprovider"]
+RUNS = {
+    "make test": ["--dist", "worksteal"],
+    "make test ARGS=\"-m 'not slow'\"": ["--dist", "worksteal", "-m", "not slow"],
+    "make audit": ["--audit", "--dist", "loadgroup"],
+}
+PYTEST = ["-m", "pytest", "-n", "auto", "-q", "-p", "no:cacheprovider"]
 
 
 def _count(summary: str, outcome: str) -> int:

@@ -82,17 +82,18 @@ def has_model(artifact: Artifact) -> bool:
 
 def keep_model(folder: Path, model: Artifact, features: Artifact | None, facts: Mapping[str, Any]) -> Path:
     """Write the run's ``folder`` (``<run>/model``) from the stage that trained the ``model`` and, when it reads
-    features, the ``features`` stage: the weights, the extractor's learned state and ``model.json`` with ``facts``
-    (the extractor's node, the image size, the label names, the guarantee) added. Written whole or not at all: a
+    the features of images, the ``features`` stage: the weights, the extractor's learned state and ``model.json``
+    with ``facts`` (the extractor's node, or null for precomputed embeddings, which no new image has; the image
+    size, the label names, the guarantee) added. Written whole or not at all: a
     folder of that name already there (a run directory used again) is kept as ``model.previous-<n>``."""
     spec = {**json.loads(model.file(SPEC_FILE).read_text()), **facts}
-    if spec["inputs"] == "features" and features is None:
+    if spec["inputs"] == "features" and features is None and spec.get("extractor") is not None:
         raise ValueError("the model reads features, but no features stage was given to keep the extractor from")
     partial = folder.with_name(folder.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
     shutil.copyfile(model.file(MODEL_FILE), partial / MODEL_FILE)
-    if spec["inputs"] == "features":
+    if features is not None:
         shutil.copyfile(features.file(EXTRACTOR_FILE), partial / EXTRACTOR_FILE)
     atomic_write_json(partial / SPEC_FILE, spec)
     if folder.exists():

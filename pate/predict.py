@@ -104,6 +104,11 @@ def load_model(run_dir: str | os.PathLike) -> KeptModel:
     network.eval()
     extractor = None
     if spec["inputs"] == "features":
+        if spec["extractor"] is None:
+            raise UserError(
+                f"{spec_file}: the model reads precomputed embeddings, looked up by the data's row, which cannot "
+                f"encode a new image; expected a run whose features.extractor reads images"
+            )
         extractor = _instantiate(spec["extractor"], str(spec_file))
         if not extractor.reads_images:
             raise UserError(

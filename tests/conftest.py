@@ -18,8 +18,6 @@ from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 from omegaconf import DictConfig, open_dict
 
-from pate.pipeline.runner import set_num_labels
-
 CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
 
 if os.environ.get("PYTEST_XDIST_WORKER"):
@@ -39,6 +37,8 @@ def _composed(overrides: tuple[str, ...]) -> DictConfig:
 def compose_config(overrides=(), root: Path | None = None) -> DictConfig:
     """``conf/train.yaml`` with ``overrides``; data, cache and logs under ``root``; ``data.num_labels`` set from the
     reader's label names as a run sets it, where they can be read without data (the synthetic set)."""
+    from pate.pipeline.runner import set_num_labels  # here, not at the top: xdist's controller never needs Lightning
+
     cfg = copy.deepcopy(_composed(tuple(overrides)))
     if cfg.data.get("synthetic") is not None:
         set_num_labels(cfg, instantiate(cfg.data.reader).label_names())
@@ -150,8 +150,24 @@ def fake_imagenet_resnet18(tmp_path, monkeypatch):
 END_TO_END_FIXTURES = frozenset({"shared_root", "tiny_cfg", "tiny_cnn_cfg"})
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--audit",
+        action="store_true",
+        help="run the audit-marked tests (the Monte Carlo and exact privacy audits: `make audit`) and nothing else; "
+        "without it they are left out",
+    )
+
+
 def pytest_collection_modifyitems(config, items):
-    """Mark the end-to-end tests slow; skip the gpu-marked tests, with the reason, where torch sees no CUDA device."""
+    """Keep the audit-marked tests for ``--audit`` runs (``make audit``) and the others for the rest (``make
+    test``); mark the end-to-end tests slow; skip the gpu-marked tests, with the reason, where torch sees no CUDA
+    device."""
+    audit = config.getoption("--audit")
+    kept = [item for item in items if (item.get_closest_marker("audit") is not None) == audit]
+    if len(kept) < len(items):
+        config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+        items[:] = kept
     cuda = None
     for item in items:
         if END_TO_END_FIXTURES & set(getattr(item, "fixturenames", ())):

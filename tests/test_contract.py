@@ -129,6 +129,7 @@ def test_every_rdp_mechanisms_event_round_trips_to_the_same_price(relation, cls,
     assert Ledger.replay(Ledger.load(tmp_path / "ledger.json").history).epsilon(1e-3) == ledger.epsilon(1e-3)
 
 
+@pytest.mark.slow  # a heavy computation
 @pytest.mark.parametrize("relation, cls, index", RDP)
 def test_calibrating_to_a_smaller_target_buys_more_noise_and_meets_it(relation, cls, index):
     """Per query (``calibrate_noise``), or, for a release priced as one batch, by its own ``calibrated`` (whose

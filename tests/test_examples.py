@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # command lines: not in the fast loop
+
 ROOT = Path(__file__).resolve().parent.parent
 # what each example must print: a property of its result, not a snapshot of it
 EXPECTED = {

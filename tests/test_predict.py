@@ -16,6 +16,7 @@ from pate.errors import UserError
 from pate.model_files import write_model
 from pate.features import PixelFeatures, RandomConvFeatures, RandomPatchFeatures, RidgeHead, read_features
 from pate.features.ssl import SimCLRFeatures
+from pate.pipeline.keep import publishable
 from pate.pipeline.runner import prepare, run
 from pate.predict import gather_inputs, load_model, main, read_image
 
@@ -160,15 +161,28 @@ def test_from_the_image_files_the_kept_model_gives_the_runs_own_predictions_bit_
 
 
 def test_a_model_on_precomputed_embeddings_cannot_label_new_images_and_says_so(tmp_path, capsys):
-    np.save(tmp_path / "embeddings.npy", np.random.default_rng(0).normal(size=(10, 4)).astype(np.float32))
     folder = tmp_path / "run" / "model"
     folder.mkdir(parents=True)
     write_model(folder, RidgeHead(4, 2), {"_target_": "pate.features.RidgeHead", "dim": 4, "num_labels": 2}, "features")
     spec = json.loads((folder / "model.json").read_text())
-    node = {"_target_": "pate.features.precomputed.PrecomputedFeatures", "path": str(tmp_path / "embeddings.npy")}
-    spec.update(extractor=node, extractor_identity={}, image_size=8, label_names=["a", "b"])
+    spec.update(extractor=None, extractor_identity=None, image_size=8, label_names=["a", "b"])  # as keep writes it
     (folder / "model.json").write_text(json.dumps(spec))
     assert main([str(tmp_path / "run"), str(_png(tmp_path / "x.png", 8))]) == 2
-    assert (
-        "PrecomputedFeatures (looked up by the data's row), which cannot encode a new image" in capsys.readouterr().err
-    )
+    assert "reads precomputed embeddings, looked up by the data's row" in capsys.readouterr().err
+
+
+def test_the_publishable_verdict_follows_the_noise_the_inputs_and_names_the_unit():
+    unit = "one teacher's vote replaced (record-level)"
+    assert publishable(True, True, unit).startswith("yes:") and unit in publishable(True, True, unit)
+    assert publishable(False, True, unit).startswith("no: the run's noise was seeded")
+    assert publishable(False, False, unit).startswith("no:")
+    assert publishable(True, False, unit).startswith("only if the precomputed embeddings are public")
+
+
+@pytest.mark.slow
+def test_a_reused_run_directory_never_shows_the_earlier_runs_model(tiny_cfg, tmp_path):
+    out = tmp_path / "run"
+    run(tiny_cfg(), out)
+    # moved aside before anything runs: a run that then fails, or trains no student, cannot show the earlier model
+    run(tiny_cfg("aggregator=gaussian_pate"), out)
+    assert (out / "model.previous-0" / "model.pt").is_file() and (out / "evaluation.previous-0.csv").is_file()

@@ -333,17 +333,19 @@ def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict[str, Any]
 
 
 def _move_earlier_result_aside(output_dir: Path) -> None:
-    """A run directory used again (``hydra.run.dir`` given twice) must not show the earlier run's metrics.json as
-    this run's while it works, or after it fails: it is kept, renamed ``metrics.previous-<n>.json``."""
-    earlier = output_dir / "metrics.json"
-    if earlier.exists():
-        n = 0
-        while (aside := output_dir / f"metrics.previous-{n}.json").exists():
-            n += 1
-        os.replace(earlier, aside)
-        log.warning(
-            "%s held an earlier run's metrics.json: kept as %s; this run writes its own", output_dir, aside.name
-        )
+    """A run directory used again (``hydra.run.dir`` given twice) must not show the earlier run's results as this
+    run's while it works, after it fails, or where it keeps no model: its metrics.json, model/ and evaluation.csv
+    are kept, renamed ``<name>.previous-<n><suffix>``."""
+    for name, suffix in (("metrics", ".json"), ("model", ""), ("evaluation", ".csv")):
+        earlier = output_dir / f"{name}{suffix}"
+        if earlier.exists():
+            n = 0
+            while (aside := output_dir / f"{name}.previous-{n}{suffix}").exists():
+                n += 1
+            os.replace(earlier, aside)
+            log.warning(
+                "%s held an earlier run's %s: kept as %s; this run writes its own", output_dir, earlier.name, aside.name
+            )
 
 
 # the console summary: lines of at most SUMMARY_WIDTH characters, an 18-character label column after two spaces

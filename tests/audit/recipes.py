@@ -276,6 +276,7 @@ def _topk_audit(
         delta,
         search_trials=4_000,
         confirm_trials=200_000,
+        key=(mechanism, relation),
     )
 
 
@@ -305,6 +306,7 @@ def _stable_topk_monte_carlo(relation: str, claim: Callable) -> AuditResult:
         1e-4,
         search_trials=2_000,
         confirm_trials=200_000,
+        key=(agg, relation),
     )
 
 

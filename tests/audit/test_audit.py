@@ -17,10 +17,24 @@ from tests.audit.neighbours import count_grid, count_neighbours
 from tests.audit.recipes import MONTE_CARLO, RECIPES, RELATIONS, identity
 
 
+pytestmark = pytest.mark.audit  # `make audit` (which CI also runs), not `make test`
+
+
+def _group(cls, relation) -> pytest.MarkDecorator:
+    """One worker for every test of one (class, relation) (``--dist loadgroup``): its laws and samples, cached in
+    the process (tests/audit/audits.py), are computed once and judged against the claim and each weakened one."""
+    return pytest.mark.xdist_group(f"{cls.__name__}-{relation}")
+
+
 def _cases(registry, power=False):
     """(class, relation) for every recipe; ``power``: only the relations its weakened claims are caught under."""
     return [
-        pytest.param(cls, relation, id=f"{cls.__name__}-{relation}", marks=[pytest.mark.slow] if recipe.slow else [])
+        pytest.param(
+            cls,
+            relation,
+            id=f"{cls.__name__}-{relation}",
+            marks=[_group(cls, relation), *([pytest.mark.slow] if recipe.slow else [])],
+        )
         for cls, recipe in registry.items()
         for relation in RELATIONS
         if not power or relation in recipe.caught_under
@@ -51,7 +65,7 @@ def test_a_claim_below_the_noise_drawn_is_caught(cls, relation):
 
 
 SENSITIVITY = [
-    pytest.param(cls, relation, id=f"{cls.__name__}-{relation}")
+    pytest.param(cls, relation, id=f"{cls.__name__}-{relation}", marks=[_group(cls, relation)])
     for cls, recipe in RECIPES.items()
     if recipe.sensitivity
     for relation in recipe.caught_under
@@ -76,6 +90,7 @@ def _old_binary_price(num_labels, neighbors):
     return math.sqrt((2.0 if check_relation(neighbors) == "replace" else 1.0) * num_labels)
 
 
+@_group(BinaryVoting, "add_remove")
 def test_the_old_add_remove_price_of_binary_voting_is_caught(monkeypatch):
     """Issue 36: yes = 35 against yes = 36 of T = 40 configured teachers at sigma = 1 releases
     [2 yes - 40 + N(0, 2) > 0], whose exact order-16 Renyi divergence (the "no" answer, probabilities e^-229

@@ -66,6 +66,15 @@ def test_a_run_on_precomputed_embeddings_learns_from_them(folder, tmp_path):
     extractor = json.loads(next((tmp_path / "cache" / "features").glob("*/extractor.json")).read_text())
     assert extractor["extractor"] == "PrecomputedFeatures" and extractor["dim"] == 16
     assert extractor["shape"] == [NUM_IMAGES, 16] and len(extractor["sha256"]) == 64
+    # the kept model names no hash nor count of the embeddings file, which holds the private rows too
+    kept = (tmp_path / "run" / "model" / "model.json").read_text()
+    assert extractor["sha256"] not in kept and str(NUM_IMAGES) not in kept.replace(" ", "")
+    spec = json.loads(kept)
+    assert spec["extractor"] is None and spec["extractor_identity"] is None
+    assert spec["publishable"].startswith("only if the precomputed embeddings are public") or spec[
+        "publishable"
+    ].startswith("no:")
+    assert not (tmp_path / "run" / "model" / "extractor.pt").exists()
 
 
 @pytest.mark.slow

@@ -54,6 +54,7 @@ def _prepare(root: Path, tmp_path: Path, *overrides: str):
     )
 
 
+@pytest.mark.slow  # a heavy computation
 @pytest.mark.parametrize("method", RECORD_LEVEL)
 def test_a_record_level_add_remove_run_on_a_drawn_split_is_refused(folders, tmp_path, method):
     with pytest.raises(
@@ -66,6 +67,7 @@ def test_a_record_level_add_remove_run_on_a_drawn_split_is_refused(folders, tmp_
     _prepare(folders["drawn"], tmp_path, *method, "privacy.neighbors=replace")  # replace keeps every row's place
 
 
+@pytest.mark.slow  # a heavy computation
 @pytest.mark.parametrize("method", RECORD_LEVEL)
 def test_a_method_without_teachers_is_not_refused_for_having_fewer_records_than_teachers(folders, tmp_path, method):
     """partition.num_teachers=80 against 70 private records: a refusal there would tell 79 records from 80 apart."""

@@ -56,6 +56,7 @@ def test_the_extremes_an_outside_audit_found_are_valid_and_return_at_once(mu, de
     assert mpmath.ncdf(-e / m + m / 2) - mpmath.exp(e) * mpmath.ncdf(-e / m - m / 2) <= delta
 
 
+@pytest.mark.slow  # a heavy computation
 @pytest.mark.parametrize("mu,delta", CASES)
 def test_dp_accountings_pld_agrees_and_never_goes_below_the_exact_epsilon(mu, delta):
     """dp-accounting's PLD accountant, pessimistic discretisation at 1e-4, on one Gaussian of noise multiplier

@@ -39,6 +39,7 @@ def test_a_gaussian_composition_is_within_1e3_of_its_exact_epsilon_and_never_bel
     assert exact * (1 - 2e-5) <= pld_epsilon(events, DELTA) <= exact * (1 + 1e-3) + 1e-9  # exact: rounded up 1e-5
 
 
+@pytest.mark.slow  # a heavy computation
 @pytest.mark.parametrize("relation", ["replace", "add_remove"])
 @pytest.mark.parametrize(
     "rate,multiplier,steps",
@@ -88,6 +89,7 @@ def test_a_ledger_prices_its_history_by_pld_no_higher_than_by_rdp(mechanism):
         assert gdp * (1 - 2e-5) <= ledger.epsilon_pld(DELTA) <= gdp * (1 + 1e-3)
 
 
+@pytest.mark.slow  # a heavy computation
 def test_composed_and_self_composed_events_are_the_composition_of_their_parts():
     gaussian, sampled = GaussianEvent(5.0, 1.0), PoissonSampledGaussianEvent(0.02, 1.0, 100, "replace")
     flat = pld_epsilon([(gaussian, 10), (sampled, 1)], DELTA)

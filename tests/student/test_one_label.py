@@ -89,6 +89,7 @@ def _run(folder: Path, root: Path, *overrides: str):
     )
 
 
+@pytest.mark.slow  # a heavy computation
 def test_a_one_label_folder_runs_end_to_end(one_label_folder, tmp_path):
     done = _run(one_label_folder, tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -29,6 +29,7 @@ def _released(method, num_train: int) -> tuple:
     return release.facts["event"], config
 
 
+@pytest.mark.slow  # a heavy computation
 @pytest.mark.parametrize("target", [None, 2.0])
 def test_under_add_remove_a_record_added_changes_nothing_in_the_mechanism(target):
     """With a public N, D and D plus one record run the same Poisson-sampled Gaussian (rate, steps, noise) with the

@@ -145,6 +145,7 @@ def _knn(target, neighbors="replace", **changes):
     return PrivateKNNMethod.from_config(cfg, run)
 
 
+@pytest.mark.slow  # a heavy computation
 @pytest.mark.parametrize("neighbors,switch", [("replace", 8.0), ("add_remove", 4.0)])
 @pytest.mark.parametrize("target", [None, 2, 3.9, 4, 7.9, 8, 64])
 def test_private_knn_follows_the_measured_rule(neighbors, switch, target):
