@@ -1,6 +1,7 @@
 """The default run from cold, as a new user meets it: ``python train.py`` with an empty data and cache directory
 (a fresh ``PROJECT_ROOT``), its wall time, the seconds of each stage, its peak memory, what it leaves on disk, the
-size of the environment it ran in, and the console's last lines.
+size of the environment it ran in, and the console's last lines; then ``pate-predict`` with the model the run kept,
+on the run's evaluation images (``evaluation.csv``), and what it prints: the accuracy it finds beside the run's.
 
     python benchmarks/default_run.py                                        # the figures on stdout
     python benchmarks/default_run.py --json benchmarks/results/default_run.json  # the file the docs quote
@@ -40,6 +41,16 @@ def size_bytes(path: Path) -> int:
     return sum(file.stat().st_size for file in path.rglob("*") if file.is_file() and not file.is_symlink())
 
 
+def predict(run_dir: Path, root: Path) -> dict:
+    """``pate-predict`` on the run's own evaluation images: the command as a user types it, its wall time and its
+    output, the run's directory written as a pattern."""
+    command = ["pate-predict", "<run dir>", "<run dir>/evaluation.csv", "--resize", "-o", "predictions.csv"]
+    args = [str(run_dir), str(run_dir / "evaluation.csv"), "--resize", "-o", str(root / "predictions.csv")]
+    log, wall = run_command([sys.executable, "-m", "pate.predict", *args], dict(os.environ))
+    output = [line.replace(str(run_dir), "<run dir>").replace(str(root), "<root>") for line in log.splitlines()]
+    return {"command": " ".join(command), "wall_s": round(wall, 1), "output": output}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", type=Path, help="also write the figures here (with the date, commit and machine)")
@@ -61,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
             "student_accuracy": metrics["student_accuracy"],
             "teacher_accuracy": metrics["teacher_accuracy"],
             "console": console_tail(log),
+            "predict": predict(Path(re.findall(r"metrics written to (\S+)", log)[-1]).parent, Path(root)),
         }
     print(json.dumps(result, indent=1))
     if args.json:

@@ -429,6 +429,11 @@ def default_run_console(record: dict[str, Any], file: str) -> list[str]:
     return ["```", *record["console"], "```"]
 
 
+def default_run_predict(record: dict[str, Any], file: str) -> list[str]:
+    predict = record["predict"]
+    return ["```", f"$ {predict['command']}", *predict["output"], "```"]
+
+
 # (benchmark, part) -> renderer; a block names a part after its file: ``<!-- figures: path.json#console -->``.
 RENDERERS: dict[tuple[str, str], Callable[[dict[str, Any], str], list[str]]] = {
     ("benchmarks/mechanisms.py", ""): mechanisms,
@@ -437,6 +442,7 @@ RENDERERS: dict[tuple[str, str], Callable[[dict[str, Any], str], list[str]]] = {
     ("benchmarks/test_suite.py", ""): test_suite,
     ("benchmarks/default_run.py", ""): default_run,
     ("benchmarks/default_run.py", "console"): default_run_console,
+    ("benchmarks/default_run.py", "predict"): default_run_predict,
     ("benchmarks/topk_runs.py", ""): topk_runs,
     ("benchmarks/teachers.py", ""): teachers,
     ("benchmarks/synthetic_difficulty.py", ""): synthetic_difficulty,

@@ -51,7 +51,7 @@ def _blocks() -> list[tuple[str, list[str]]]:
         (match["file"], match["body"].splitlines())
         for page in figures.PAGES
         for match in figures.BLOCK.finditer(page.read_text())
-        if not match["file"].endswith("#console")
+        if not match["file"].endswith(("#console", "#predict"))  # a command's output, quoted as it printed it
     ]
 
 
