@@ -44,8 +44,23 @@ def size_bytes(path: Path) -> int:
 def predict(run_dir: Path, root: Path) -> dict:
     """``pate-predict`` on the run's own evaluation images: the command as a user types it, its wall time and its
     output, the run's directory written as a pattern."""
-    command = ["pate-predict", "<run dir>", "<run dir>/evaluation.csv", "--resize", "-o", "predictions.csv"]
-    args = [str(run_dir), str(run_dir / "evaluation.csv"), "--resize", "-o", str(root / "predictions.csv")]
+    command = [
+        "pate-predict",
+        "<run dir>",
+        "<run dir>/evaluation.csv",
+        "--resize",
+        "--no-progress",
+        "-o",
+        "predictions.csv",
+    ]
+    args = [
+        str(run_dir),
+        str(run_dir / "evaluation.csv"),
+        "--resize",
+        "--no-progress",
+        "-o",
+        str(root / "predictions.csv"),
+    ]
     log, wall = run_command([sys.executable, "-m", "pate.predict", *args], dict(os.environ))
     output = [line.replace(str(run_dir), "<run dir>").replace(str(root), "<root>") for line in log.splitlines()]
     return {"command": " ".join(command), "wall_s": round(wall, 1), "output": output}

@@ -35,6 +35,7 @@ from pate.evaluation import student_scores
 from pate.features.extractors import Extractor, batches
 from pate.io import atomic_write_text
 from pate.model_files import EXTRACTOR_FILE, MODEL_FILE, SPEC_FILE
+from pate.progress import progress_bar
 from teachers.training.data import to_float
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".webp", ".tif", ".tiff")
@@ -57,21 +58,24 @@ class KeptModel:
     def label_names(self) -> list[str]:
         return list(self.spec["label_names"])
 
-    def inputs(self, images: np.ndarray) -> torch.Tensor:
+    def inputs(self, images: np.ndarray, progress: bool = False) -> torch.Tensor:
         """What the network reads of uint8 ``images`` [N, 3, S, S], computed as the run computed it: the images made
         float, or the extractor's features stored as float16 (as the features stage stores them), then the
-        model's input transform."""
+        model's input transform. ``progress``: a bar over the batches of features."""
         if self.extractor is None:
             return to_float(torch.from_numpy(np.ascontiguousarray(images)))
         rows = np.arange(len(images))
-        encoded = [self.extractor.encode_rows(images, rows[part]).numpy() for part in batches(len(images), 1024)]
+        parts = progress_bar(
+            list(batches(len(images), 1024)), desc="pate-predict: features", unit="batch", disable=not progress
+        )
+        encoded = [self.extractor.encode_rows(images, rows[part]).numpy() for part in parts]
         features = torch.from_numpy(np.concatenate(encoded).astype(np.float16).astype(np.float32))
         return probe_inputs(features, "unit_norm") if self.spec["input_transform"] == "unit_norm" else features
 
-    def probabilities(self, images: np.ndarray) -> torch.Tensor:
+    def probabilities(self, images: np.ndarray, progress: bool = False) -> torch.Tensor:
         """float32 [N, L]: sigmoid of the network's logits on :meth:`inputs`, in the batches the run scored it in (a
         float result can depend on the batch's size)."""
-        inputs = self.inputs(images)
+        inputs = self.inputs(images, progress)
         size = self.spec["batch_size"] or len(inputs)
         with torch.no_grad():
             return torch.cat([self.network(inputs[part]).float() for part in batches(len(inputs), size)]).sigmoid()
@@ -199,15 +203,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("images", nargs="+", help="image files, folders of them, or one CSV naming them")
     parser.add_argument("-o", "--output", type=Path, default=Path("predictions.csv"), help="default: predictions.csv")
     parser.add_argument("--resize", action="store_true", help="decode images of another size as the run's data were")
+    parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
     args = parser.parse_args(argv)
     try:
         model = load_model(args.run_dir)
         files, truth = gather_inputs(args.images, model.label_names)
-        images = np.stack([read_image(file, model.image_size, args.resize) for file in files])
+        reading = progress_bar(files, desc="pate-predict: read images", unit="img", disable=not args.progress)
+        images = np.stack([read_image(file, model.image_size, args.resize) for file in reading])
     except UserError as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_USER_ERROR
-    probabilities = model.probabilities(images)
+    probabilities = model.probabilities(images, args.progress)
     predicted = (probabilities > 0.5).numpy().astype(np.uint8)
     root = write_predictions(args.output, files, model.label_names, predicted)
     print(f"labelled {len(files)} images: {args.output} (the folder format: data.root={root})")
