@@ -19,7 +19,6 @@ from pate.artifacts import Artifact, atomic_write_json
 from pate.model_files import write_model
 from student.head import train_head_student
 from student.settings import HeadStudentSettings, NetworkStudentSettings
-from student.train import train_student
 from teachers.training import TrainerSettings
 
 SCORES_FILE = "student.json"
@@ -70,6 +69,8 @@ def build_student(
     if not answered.any():
         write_student_scores(work, _NOTHING_ANSWERED)
         return
+    from student.train import train_student  # Lightning: imported where a network student is trained
+
     metrics = train_student(
         settings,
         trainer,

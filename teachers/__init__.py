@@ -1,11 +1,28 @@
 """Teachers: ensemble training with resume, the ridge heads on public features, and the vote stage's
 predictions, each taking its settings (``teachers.settings``; ``pate.pipeline`` builds them from the config).
-Shared training pieces (models, module, Trainer) live in ``teachers.training``, which the student reuses."""
+Shared training pieces (models, module, Trainer) live in ``teachers.training``, which the student reuses.
 
-from teachers.ensemble import train_teachers
-from teachers.heads import head_votes, train_head_teachers
-from teachers.predict import load_teacher, predict_votes
-from teachers.settings import HeadTeacherSettings, NetworkTeacherSettings
+The names below are imported on first use (PEP 562): a run whose teachers are ridge heads never imports Lightning,
+which the network teachers' training needs and which costs seconds at every start."""
+
+import importlib
+
+_HOMES = {
+    "HeadTeacherSettings": "teachers.settings",
+    "NetworkTeacherSettings": "teachers.settings",
+    "head_votes": "teachers.heads",
+    "load_teacher": "teachers.predict",
+    "predict_votes": "teachers.predict",
+    "train_head_teachers": "teachers.heads",
+    "train_teachers": "teachers.ensemble",
+}
+
+
+def __getattr__(name: str):
+    if name not in _HOMES:
+        raise AttributeError(f"module 'teachers' has no attribute {name!r}")
+    return getattr(importlib.import_module(_HOMES[name]), name)
+
 
 __all__ = [
     "HeadTeacherSettings",

@@ -15,9 +15,7 @@ import numpy as np
 
 from pate.artifacts import Artifact
 from pate.votes import write_votes
-from teachers.ensemble import teacher_path, train_teachers
 from teachers.heads import head_votes, train_head_teachers
-from teachers.predict import predict_votes
 from teachers.settings import HeadTeacherSettings, NetworkTeacherSettings
 from teachers.training.trainer import TrainerSettings
 
@@ -32,6 +30,8 @@ def build_teachers(
     progress: bool = True,
 ) -> None:
     """Train every teacher on its own part of the private training split into ``work``."""
+    from teachers.ensemble import train_teachers  # Lightning: imported where networks are trained
+
     train_teachers(settings, trainer, images, labels, parts, work, progress=progress)
 
 
@@ -78,6 +78,9 @@ def build_votes(
     """Write ``votes.npz`` (``pate.votes.write_votes``): every teacher's votes on the queries and its mean
     per-attribute accuracy on the evaluation split. Each checkpoint is opened through the teachers artifact's
     manifest (``Artifact.file``)."""
+    from teachers.ensemble import teacher_path  # Lightning: imported where network teachers vote
+    from teachers.predict import predict_votes
+
     votes, accuracy = predict_votes(
         [teachers.file(teacher_path(Path(), i).name) for i in range(num_teachers)],
         settings.recipe,

@@ -5,6 +5,8 @@ error names the key and the value); the pipeline hands these to the components i
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 from hydra.errors import InstantiationException
 from hydra.utils import instantiate as hydra_instantiate
@@ -12,13 +14,15 @@ from omegaconf import DictConfig
 
 from pate.pipeline.checks import building, instantiate
 from pate.pipeline.graph import plain
-from pate.pipeline.methods.base import RunSettings
 from pate.pipeline.noise import noise_source
 from student.semi import SemiSupervision
 from student.settings import HeadStudentSettings, NetworkStudentSettings
 from teachers.settings import AdamW, HeadTeacherSettings, NetworkTeacherSettings
 from teachers.training.recipe import Recipe
 from teachers.training.trainer import TrainerSettings
+
+if TYPE_CHECKING:
+    from pate.pipeline.methods.base import RunSettings
 
 
 def trainer_settings(cfg: DictConfig, check: bool = False) -> TrainerSettings:
@@ -122,6 +126,9 @@ def run_settings(cfg: DictConfig) -> RunSettings:
     noise source, the student's semi-supervised method, ``progress`` and the trainer's settings."""
     privacy = cfg.privacy
     semi = cfg.student.get("semi")
+    # here, not at the top: pate.pipeline.methods imports every method, whose teachers read the settings of this module
+    from pate.pipeline.methods.base import RunSettings
+
     return RunSettings(
         neighbors=str(privacy.neighbors),
         delta=float(privacy.delta),

@@ -26,7 +26,6 @@ from pate.features import read_features
 from pate.pipeline.checks import UserError, building, component_class
 from pate.pipeline.graph import CODE, Dataset
 from pate.pipeline.settings import head_teacher_settings, network_teacher_settings, trainer_settings
-from teachers.ensemble import train_teachers
 from teachers.settings import HeadTeacherSettings, NetworkTeacherSettings
 from teachers.stages import build_head_teachers, build_head_votes, build_teachers, build_votes
 from teachers.training.trainer import TrainerSettings
@@ -212,6 +211,8 @@ class NetworkTeachers(TeacherEnsemble):
         else:
             work = store.work_path(teachers)
             work.mkdir(parents=True, exist_ok=True)
+            from teachers.ensemble import train_teachers  # Lightning: imported where networks are trained
+
             train_teachers(
                 self.settings,
                 self.trainer,

@@ -1,13 +1,38 @@
 """Shared training, the public API that ``teachers/`` and ``student/`` build on (the student imports nothing else
 of ``teachers``, and only these names, by contract): datasets and loaders, the model zoo, the one LightningModule
 and its prediction helper, the Trainer's settings and factory, and the ``Recipe`` (a network and an optimizer
-factory, built from a conf/teacher or conf/student node by ``pate.pipeline.settings.build_recipe``)."""
+factory, built from a conf/teacher or conf/student node by ``pate.pipeline.settings.build_recipe``).
 
-from teachers.training.data import IndexedImages, check_images, check_labels, make_loader, to_float
-from teachers.training.models import SmallCNN, resnet
-from teachers.training.module import MultiLabelModule, predict_logits, random_hflip
-from teachers.training.recipe import Recipe
-from teachers.training.trainer import TrainerSettings, build_trainer, expected_warnings_hidden, fit, quiet_lightning
+The names are imported on first use (PEP 562), so that what needs no Lightning (the settings, the data, the model
+zoo) can be used without importing it."""
+
+import importlib
+
+_HOMES = {
+    "IndexedImages": "teachers.training.data",
+    "MultiLabelModule": "teachers.training.module",
+    "Recipe": "teachers.training.recipe",
+    "SmallCNN": "teachers.training.models",
+    "TrainerSettings": "teachers.training.trainer",
+    "build_trainer": "teachers.training.trainer",
+    "check_images": "teachers.training.data",
+    "check_labels": "teachers.training.data",
+    "expected_warnings_hidden": "teachers.training.trainer",
+    "fit": "teachers.training.trainer",
+    "make_loader": "teachers.training.data",
+    "predict_logits": "teachers.training.module",
+    "quiet_lightning": "teachers.training.trainer",
+    "random_hflip": "teachers.training.module",
+    "resnet": "teachers.training.models",
+    "to_float": "teachers.training.data",
+}
+
+
+def __getattr__(name: str):
+    if name not in _HOMES:
+        raise AttributeError(f"module 'teachers.training' has no attribute {name!r}")
+    return getattr(importlib.import_module(_HOMES[name]), name)
+
 
 __all__ = [
     "IndexedImages",

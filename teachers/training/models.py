@@ -13,11 +13,11 @@ from itertools import pairwise
 
 import torch
 from torch import nn
-from torchvision.models import resnet18, resnet50
 
 from pate.features.extractors import imagenet_weights
 
-_RESNETS = {18: resnet18, 50: resnet50}
+_RESNETS = {18: "resnet18", 50: "resnet50"}  # torchvision's builders, imported where one is built (torchvision costs
+# a second at start-up, which a run without a ResNet need not pay)
 _STEMS = ("small", "imagenet")
 
 
@@ -162,7 +162,10 @@ def resnet(
     256, 512), so only ``None`` or 64 is accepted.
     """
     _check_resnet(depth, num_labels, width, stem, pretrained, norm, frozen_stages)
-    net = _RESNETS[depth](weights=None, num_classes=num_labels, norm_layer=lambda c: _norm(norm, c, 32))
+    import torchvision
+
+    build = getattr(torchvision.models, _RESNETS[depth])
+    net = build(weights=None, num_classes=num_labels, norm_layer=lambda c: _norm(norm, c, 32))
     path = imagenet_weights(f"resnet{depth}", weights_path, "teacher.model") if pretrained else None
     # a skeleton built on the meta device (teachers.predict.load_teacher) gets all its tensors assigned later
     if path is not None and not net.fc.weight.is_meta:

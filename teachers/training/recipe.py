@@ -7,11 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
-from teachers.training.module import MultiLabelModule
+if TYPE_CHECKING:
+    from teachers.training.module import MultiLabelModule
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,8 @@ class Recipe:
 
     def module(self) -> MultiLabelModule:
         """A fresh network in a fresh LightningModule (seed the RNG first for a reproducible initialisation)."""
+        from teachers.training.module import MultiLabelModule  # Lightning: imported where a network is trained
+
         return MultiLabelModule(self.make_net(), self.num_labels, self.make_optimizer, self.augment)
 
 

@@ -1,5 +1,6 @@
 """The Lightning Trainer's settings (``TrainerSettings``, a conf/trainer node's ``_target_``), the Trainer factory and
-the device helpers shared by teacher and student training."""
+the device helpers shared by teacher and student training. Lightning is imported where a Trainer is built, not
+here: the settings serve runs that train no network (ridge-head teachers and students) too."""
 
 from __future__ import annotations
 
@@ -9,31 +10,34 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pytorch_lightning as pl
 import torch
-from pytorch_lightning.loggers import CSVLogger, TensorBoardLogger
-from pytorch_lightning.utilities.exceptions import MisconfigurationException
 
 from pate.progress import progress_bar
+
+if TYPE_CHECKING:
+    import pytorch_lightning as pl
 
 _LOGGERS = ("csv", "tensorboard")
 
 
-class EpochBar(pl.Callback):
-    """One progress bar over a fit's epochs (Lightning's own bar redraws per epoch and per step)."""
+def epoch_bar(desc: str) -> pl.Callback:
+    """A callback that draws one progress bar over a fit's epochs (Lightning's own bar redraws per epoch and per
+    step)."""
+    import pytorch_lightning as pl
 
-    def __init__(self, desc: str):
-        self.desc, self.bar = desc, None
+    class EpochBar(pl.Callback):
+        def on_train_start(self, trainer, pl_module) -> None:
+            self.bar = progress_bar(total=trainer.max_epochs, desc=desc, unit="epoch")
 
-    def on_train_start(self, trainer, pl_module) -> None:
-        self.bar = progress_bar(total=trainer.max_epochs, desc=self.desc, unit="epoch")
+        def on_train_epoch_end(self, trainer, pl_module) -> None:
+            self.bar.update(1)
 
-    def on_train_epoch_end(self, trainer, pl_module) -> None:
-        self.bar.update(1)
+        def on_train_end(self, trainer, pl_module) -> None:
+            self.bar.close()
 
-    def on_train_end(self, trainer, pl_module) -> None:
-        self.bar.close()
+    return EpochBar()
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,8 @@ class TrainerSettings:
     def check(self) -> None:
         """Build (and drop) a Trainer, so that a bad accelerator, device count or precision is a ValueError naming
         them before any data is read, not a Lightning traceback after the teachers' data."""
+        from pytorch_lightning.utilities.exceptions import MisconfigurationException
+
         try:
             with quiet_lightning(), expected_warnings_hidden():
                 build_trainer(self, 1)
@@ -97,6 +103,9 @@ def build_trainer(
     CSV (or TensorBoard) logger writing to ``log_dir`` (no logger when ``log_dir`` is None) and, when
     ``progress``, one bar over the epochs named ``desc`` -- or Lightning's own bars with ``settings.verbose``
     (train.py ``verbose=true``)."""
+    import pytorch_lightning as pl
+    from pytorch_lightning.loggers import CSVLogger, TensorBoardLogger
+
     if not isinstance(max_epochs, int) or max_epochs < 1:
         raise ValueError(f"max_epochs must be a positive integer, got {max_epochs!r}")
     logger = False
@@ -122,7 +131,7 @@ def build_trainer(
         enable_checkpointing=False,
         enable_model_summary=False,
         enable_progress_bar=progress and settings.verbose,
-        callbacks=[EpochBar(desc)] if progress and not settings.verbose else None,
+        callbacks=[epoch_bar(desc)] if progress and not settings.verbose else None,
         # train/loss is logged per epoch; this only silences the warning about short epochs.
         log_every_n_steps=1,
     )

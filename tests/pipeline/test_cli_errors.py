@@ -321,3 +321,15 @@ def test_help_imports_neither_torch_nor_lightning():
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "train.py" in done.stdout and done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_a_run_of_ridge_heads_and_the_kept_models_reader_import_neither_lightning_nor_torchvision():
+    """The pipeline and ``pate.predict`` import Lightning where a network trains and torchvision where a ResNet is
+    built: a run of the default ridge heads, and reading a kept head, pay for neither at start-up."""
+    code = (
+        "import sys\nimport pate.pipeline.runner, pate.predict\n"
+        "print(sorted(m for m in ('pytorch_lightning', 'lightning', 'torchmetrics', 'torchvision') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[]"

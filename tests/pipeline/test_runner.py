@@ -178,7 +178,8 @@ def test_unknown_aggregator_is_refused_with_the_choices():
 
 
 def test_missing_celeba_root_says_how_to_point_to_it(tmp_path, monkeypatch):
-    monkeypatch.setattr(teachers.stages, "train_teachers", _fail)
+    monkeypatch.setattr(teachers.stages, "train_head_teachers", _fail)
+    monkeypatch.setattr("teachers.ensemble.train_teachers", _fail)  # where build_teachers finds it when it trains
     cfg = compose_config(["data=celeba", f"data.root={tmp_path / 'nowhere'}"], tmp_path)
     with pytest.raises((ValueError, FileNotFoundError), match="data.root"):
         run(cfg, output_dir=tmp_path / "run")
