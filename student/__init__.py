@@ -2,13 +2,8 @@
 
 The names below are imported on first use (PEP 562): the ridge-head student needs no Lightning."""
 
-import importlib
+from pate.lazy import lazy_names
 
-
-def __getattr__(name: str):
-    if name not in ("student_loader", "train_student"):
-        raise AttributeError(f"module 'student' has no attribute {name!r}")
-    return getattr(importlib.import_module("student.train"), name)
-
+__getattr__ = lazy_names(__name__, {"student_loader": "student.train", "train_student": "student.train"})
 
 __all__ = ["student_loader", "train_student"]

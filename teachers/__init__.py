@@ -5,7 +5,7 @@ Shared training pieces (models, module, Trainer) live in ``teachers.training``, 
 The names below are imported on first use (PEP 562): a run whose teachers are ridge heads never imports Lightning,
 which the network teachers' training needs and which costs seconds at every start."""
 
-import importlib
+from pate.lazy import lazy_names
 
 _HOMES = {
     "HeadTeacherSettings": "teachers.settings",
@@ -18,10 +18,7 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str):
-    if name not in _HOMES:
-        raise AttributeError(f"module 'teachers' has no attribute {name!r}")
-    return getattr(importlib.import_module(_HOMES[name]), name)
+__getattr__ = lazy_names(__name__, _HOMES)
 
 
 __all__ = [

@@ -20,7 +20,7 @@ stage) composes it from the rest, the same functions the runner calls:
 * ``majority_class_accuracy(labels)``: the majority-class floor a run reports beside its student.
 """
 
-import importlib
+from pate.lazy import lazy_names
 
 # name -> the module that defines it, imported on first use: the command line's --help and its config checks need
 # none of torch or Lightning, which the runner imports (seconds)
@@ -41,10 +41,7 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str):
-    if name not in _HOMES:
-        raise AttributeError(f"module 'pate.pipeline' has no attribute {name!r}")
-    return getattr(importlib.import_module(_HOMES[name]), name)
+__getattr__ = lazy_names(__name__, _HOMES)
 
 
 __all__ = [

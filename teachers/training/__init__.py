@@ -6,7 +6,7 @@ factory, built from a conf/teacher or conf/student node by ``pate.pipeline.setti
 The names are imported on first use (PEP 562), so that what needs no Lightning (the settings, the data, the model
 zoo) can be used without importing it."""
 
-import importlib
+from pate.lazy import lazy_names
 
 _HOMES = {
     "IndexedImages": "teachers.training.data",
@@ -28,10 +28,7 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str):
-    if name not in _HOMES:
-        raise AttributeError(f"module 'teachers.training' has no attribute {name!r}")
-    return getattr(importlib.import_module(_HOMES[name]), name)
+__getattr__ = lazy_names(__name__, _HOMES)
 
 
 __all__ = [
