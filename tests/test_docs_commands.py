@@ -86,9 +86,15 @@ def script_and_overrides(command: Command) -> tuple[str, list[str]] | None:
     return _CONFIG[script], overrides
 
 
+# (config, overrides) of every job composed in this process: the config files do not change during a session, so a
+# job that composed once composes again (92 commands are 49 distinct ones); a refused job is never recorded
+_COMPOSED: set[tuple[str, tuple[str, ...]]] = set()
+
+
 def compose_command(command: Command) -> int:
-    """Compose every job of ``command`` (a command-line sweep expands as Hydra's basic sweeper expands it); returns
-    the number of jobs composed. Raises what Hydra raises for a key, group or value it refuses."""
+    """Compose every job of ``command`` (a command-line sweep expands as Hydra's basic sweeper expands it) that this
+    process has not composed already; returns the number of jobs. Raises what Hydra raises for a key, group or value
+    it refuses."""
     parsed = script_and_overrides(command)
     if parsed is None:
         return 0
@@ -98,9 +104,12 @@ def compose_command(command: Command) -> int:
         for batch in BasicSweeper.split_arguments(OverridesParser.create().parse_overrides(overrides), None)
         for job in batch
     ]
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        for job in jobs:
-            compose(config_name=config, overrides=job, return_hydra_config=True)
+    new = [job for job in jobs if (config, tuple(job)) not in _COMPOSED]
+    if new:
+        with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+            for job in new:
+                compose(config_name=config, overrides=job, return_hydra_config=True)
+                _COMPOSED.add((config, tuple(job)))
     return len(jobs)
 
 
