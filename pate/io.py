@@ -80,6 +80,16 @@ def open_npy_for_writing(path: str | os.PathLike, dtype, shape: tuple[int, ...])
         os.close(fd)
 
 
+def move_aside(path: Path) -> Path:
+    """Rename ``path`` (a file or a folder) to ``<stem>.previous-<n><suffix>`` beside it, ``n`` the first number
+    free, and return the new path: an earlier result kept, never overwritten."""
+    n = 0
+    while (aside := path.with_name(f"{path.stem}.previous-{n}{path.suffix}")).exists():
+        n += 1
+    os.replace(path, aside)
+    return aside
+
+
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     atomic_write_bytes(path, text.encode())
 

@@ -33,6 +33,7 @@ import torch
 from torch import nn
 
 from pate.artifacts import Artifact, atomic_write_json
+from pate.io import move_aside
 
 MODEL_FILE = "model.pt"
 SPEC_FILE = "model.json"
@@ -97,10 +98,7 @@ def keep_model(folder: Path, model: Artifact, features: Artifact | None, facts: 
         shutil.copyfile(features.file(EXTRACTOR_FILE), partial / EXTRACTOR_FILE)
     atomic_write_json(partial / SPEC_FILE, spec)
     if folder.exists():
-        n = 0
-        while (aside := folder.with_name(f"{folder.name}.previous-{n}")).exists():
-            n += 1
-        os.replace(folder, aside)
+        move_aside(folder)
     os.replace(partial, folder)
     return folder
 

@@ -114,11 +114,6 @@ def load_model(run_dir: str | os.PathLike) -> KeptModel:
                 f"encode a new image; expected a run whose features.extractor reads images"
             )
         extractor = _instantiate(spec["extractor"], str(spec_file))
-        if not extractor.reads_images:
-            raise UserError(
-                f"{spec_file}: the model reads {type(extractor).__name__} (looked up by the data's row), which cannot "
-                f"encode a new image; expected a run whose features.extractor reads images"
-            )
         if extractor.identity() != spec["extractor_identity"]:
             raise UserError(
                 f"{spec_file}: the extractor rebuilt here is {extractor.identity()}, the run's was "

@@ -16,7 +16,7 @@ from omegaconf import DictConfig
 from pate.artifacts import ArtifactStore
 from pate.data.partition import read_queries
 from pate.io import atomic_write_text
-from pate.model_files import has_model, keep_model
+from pate.model_files import SPEC_FILE, has_model, keep_model
 from pate.pipeline.graph import Dataset, plain
 from pate.pipeline.noise import noise_source
 from pate.privacy.unit import PrivacyUnit
@@ -96,7 +96,7 @@ def keep_run_model(
     if not has_model(model):
         log.info("no model kept: %s", metrics.get("note") or "the run trained none (no public query was answered)")
         return
-    spec = json.loads(model.file("model.json").read_text())
+    spec = json.loads(model.file(SPEC_FILE).read_text())
     features, extractor, reads_images = None, None, True
     if spec["inputs"] == "features":
         built_on = graph.student.upstream_keys.get("features")

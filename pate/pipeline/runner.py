@@ -4,7 +4,6 @@ artifacts, evaluate, and write ``metrics.json``."""
 from __future__ import annotations
 
 import logging
-import os
 import platform
 import textwrap
 from collections.abc import Callable
@@ -23,6 +22,7 @@ from pate.data.partition import check_partition_config, read_queries
 from pate.data.readers import data_identity
 from pate.evaluation import label_metrics, majority_class_accuracy
 from pate.host import host
+from pate.io import move_aside
 from pate.cache_holds import hold_stages
 from pate.pipeline.budget import BudgetGuard, budget_metrics, plan_release
 from pate.pipeline.keep import keep_run_model
@@ -336,13 +336,10 @@ def _move_earlier_result_aside(output_dir: Path) -> None:
     """A run directory used again (``hydra.run.dir`` given twice) must not show the earlier run's results as this
     run's while it works, after it fails, or where it keeps no model: its metrics.json, model/ and evaluation.csv
     are kept, renamed ``<name>.previous-<n><suffix>``."""
-    for name, suffix in (("metrics", ".json"), ("model", ""), ("evaluation", ".csv")):
-        earlier = output_dir / f"{name}{suffix}"
+    for name in ("metrics.json", "model", "evaluation.csv"):
+        earlier = output_dir / name
         if earlier.exists():
-            n = 0
-            while (aside := output_dir / f"{name}.previous-{n}{suffix}").exists():
-                n += 1
-            os.replace(earlier, aside)
+            aside = move_aside(earlier)
             log.warning(
                 "%s held an earlier run's %s: kept as %s; this run writes its own", output_dir, earlier.name, aside.name
             )
