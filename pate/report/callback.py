@@ -15,8 +15,6 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from pate.report.generate import write_report
-
 log = logging.getLogger(__name__)
 
 
@@ -50,6 +48,8 @@ class ReportCallback(Callback):
             )
             return
         try:
+            from pate.report.generate import write_report  # here: matplotlib only where a report is drawn
+
             report = write_report(sweep_dir)
         except Exception:
             # The jobs' results are already on disk: log the failure with its traceback and let the sweep

@@ -15,8 +15,10 @@ import time
 from pathlib import Path
 
 import pytest
+from omegaconf import OmegaConf
 
 from pate.data.synthetic import generate_synthetic_celeba
+from pate.pipeline.cli import STOP_SIGNALS, command_line_errors
 from tests.cli import Completed, run_cli
 
 pytestmark = pytest.mark.slow  # command lines, end-to-end runs or heavy computations: not in the fast loop
@@ -199,11 +201,12 @@ def test_the_default_data_choice_of_debug_tiny_gives_way_to_celeba(root, tmp_pat
 
 def test_a_stop_signal_says_what_was_saved_and_how_to_resume(root, tmp_path):
     """A signal while the CNN teachers train (inside a Lightning fit): exit 128 + its number, one message naming
-    the signal and the cache, no traceback and no metrics.json. SIGTERM is what SLURM's time limit, scancel and
-    docker stop send: Lightning alone ends it with a SystemExit that reads as success. SIGINT, SIGTERM and SIGHUP
-    each stop a run of its own, the three run at once (one thread each: they do not slow each other much)."""
+    the signal and the cache, no traceback and no metrics.json. The two signals Lightning handles itself: SIGTERM
+    (SLURM's time limit, scancel, docker stop), which Lightning alone ends with a SystemExit that reads as success,
+    and SIGINT, which it catches as a KeyboardInterrupt. Each stops a run of its own; the two run at once. SIGHUP,
+    which Lightning leaves alone, is checked without a process by the test below."""
     procs = {}
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    for signum in (signal.SIGINT, signal.SIGTERM):
         run_root = tmp_path / signum.name
         shutil.copytree(root / "data", run_root / "data")  # a cache of its own: no other run's teachers in it
         cmd = [
@@ -241,6 +244,22 @@ def test_a_stop_signal_says_what_was_saved_and_how_to_resume(root, tmp_path):
         assert f"interrupted: {signum.name} received" in err and "run the same command again to resume" in err
         assert str(run_root / "cache") in err and "Traceback" not in err
         assert not (run_root / "run" / "metrics.json").exists()
+
+
+@pytest.mark.parametrize("signum", STOP_SIGNALS, ids=lambda signum: signal.Signals(signum).name)
+def test_each_stop_signal_ends_the_run_as_an_interruption_naming_the_cache(signum, capsys, tmp_path):
+    """The handler itself, for every stop signal, delivered to this process while the body runs: exit 128 + the
+    signal's number and one line naming the signal and the cache; the handlers before it are restored."""
+    before = {stop: signal.getsignal(stop) for stop in STOP_SIGNALS}
+    cfg = OmegaConf.create({"paths": {"cache_dir": str(tmp_path)}})
+    with pytest.raises(SystemExit) as stop, command_line_errors(cfg):
+        os.kill(os.getpid(), signum)
+        time.sleep(5)  # the handler raises before this ends
+    assert stop.value.code == 128 + signum
+    line = capsys.readouterr().err.strip()
+    assert line.startswith(f"interrupted: {signal.Signals(signum).name} received") and str(tmp_path) in line
+    assert "run the same command again to resume" in line and "\n" not in line
+    assert {stop: signal.getsignal(stop) for stop in STOP_SIGNALS} == before
 
 
 def test_help_lists_the_groups_train_py_accepts(root):
