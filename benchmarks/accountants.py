@@ -2,7 +2,7 @@
 
     python benchmarks/accountants.py --json benchmarks/results/accountants.json   # a few minutes
 
-The tightest epsilon of a ledger is the smallest of its valid ones (``Ledger.epsilon_tightest``): the RDP bound,
+The tightest epsilon of a ledger is the smallest of its valid ones (``Ledger.get_epsilon(delta)``): the RDP bound,
 the exact GDP profile where every query is a Gaussian mechanism, the PLD (dp-accounting, pessimistic
 discretisation at 1e-4) where every event has one. For each method of the default comparison, under both
 relations, this calibrates the noise to each target epsilon twice with ``pate.privacy.calibrate`` -- by RDP as
@@ -100,8 +100,16 @@ def mechanism_row(method: str, relation: str, target: float, configured, noise: 
         by_rdp.noise_parameters()[noise],
         by_tightest.noise_parameters()[noise],
         Ledger().compose(by_rdp, count=QUERIES),
-        Ledger().compose(by_tightest, count=QUERIES).epsilon_tightest(DELTA),
+        Ledger().compose(by_tightest, count=QUERIES).get_epsilon(DELTA),
     )
+
+
+def _alone(ledger: Ledger, accountant: str) -> float | None:
+    """The epsilon by ``accountant`` alone, or None where the history has no such form (JSON null in the record)."""
+    try:
+        return ledger.get_epsilon(DELTA, accountant).epsilon
+    except ValueError:  # DELTA is valid, so this is the accountant's missing form
+        return None
 
 
 def _row(method, relation, target, noise, rdp_noise, tight_noise, at_rdp_noise: Ledger, tightest) -> dict:
@@ -115,12 +123,12 @@ def _row(method, relation, target, noise, rdp_noise, tight_noise, at_rdp_noise: 
         "rdp_noise": rdp_noise,
         "tightest_noise": tight_noise,
         "noise_saved": 1 - tight_noise / rdp_noise,
-        "tightest_epsilon": tightest[0],
-        "accountant": tightest[1],
+        "tightest_epsilon": tightest.epsilon,
+        "accountant": tightest.accountant,
         "at_rdp_noise": {
-            "rdp": at_rdp_noise.epsilon(DELTA)[0],
-            "gdp": at_rdp_noise.epsilon_gdp(DELTA),
-            "pld": at_rdp_noise.epsilon_pld(DELTA),
+            "rdp": at_rdp_noise.get_epsilon(DELTA, "rdp").epsilon,
+            "gdp": _alone(at_rdp_noise, "gdp"),
+            "pld": _alone(at_rdp_noise, "pld"),
         },
     }
 
@@ -154,7 +162,7 @@ def rows(progress: bool = True) -> list[dict]:
                     by_rdp,
                     by_tightest,
                     Ledger().compose_event(event_of(by_rdp), neighbors=relation),
-                    Ledger().compose_event(event_of(by_tightest), neighbors=relation).epsilon_tightest(DELTA),
+                    Ledger().compose_event(event_of(by_tightest), neighbors=relation).get_epsilon(DELTA),
                 )
             )
         if progress:

@@ -23,7 +23,7 @@ aggregator, multiplier = aggregator.calibrated(target_epsilon=4.0, delta=1e-6, n
 released = aggregator(votes, rng=np.random.default_rng())  # secret noise: fresh entropy, nothing recorded
 
 ledger = Ledger().compose(aggregator, count=num_queries)
-priced = ledger.priced(delta=1e-6, accountant="tightest")
+priced = ledger.get_epsilon(delta=1e-6)
 accuracy = (released.labels == truth)[released.answered].mean()
 print(f"{aggregator.name}: {released.answered.sum()}/{num_queries} queries answered, label accuracy {accuracy:.3f}")
 print(f"privacy: {priced.description}; one neighbour: one teacher's vote replaced")

@@ -73,7 +73,7 @@ if __name__ == "__main__":
     aggregator, _ = aggregator.calibrated(target_epsilon=4.0, delta=1e-6, num_queries=num_queries)
     released = aggregator(votes.sum(axis=1), rng=np.random.default_rng())  # counts [Q, L]; secret noise
 
-    priced = Ledger().compose(aggregator, count=num_queries).priced(delta=1e-6, accountant="tightest")
+    priced = Ledger().compose(aggregator, count=num_queries).get_epsilon(delta=1e-6)
     accuracy = (released.labels == truth)[released.answered].mean()
     kept = math.exp(aggregator.epsilon) / (1 + math.exp(aggregator.epsilon))  # the majority is right here: accuracy
     error = 5 * math.sqrt(kept * (1 - kept) / truth.size)  # 5 standard errors of the mean over the labels

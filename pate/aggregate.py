@@ -47,7 +47,7 @@ def queries_within_budget(
     aggregator, num_queries: int, budget_epsilon: float | None, delta: float, accountant: str = "tightest"
 ) -> int:
     """How many queries, answered in order, keep the ledger's epsilon (at ``delta``, by ``accountant``:
-    ``Ledger.epsilon_by``) within the budget.
+    ``Ledger.get_epsilon``) within the budget.
 
     Every query asked is paid for whether or not it is answered (the selection and the test both look at
     the votes), so the cost of n queries is n times the per-query curve; epsilon is monotone in n, so a
@@ -68,7 +68,7 @@ def queries_within_budget(
         )
 
     def cost(n: int) -> float:
-        return release_ledger(aggregator, n).epsilon_by(delta, accountant)[0] if n else 0.0
+        return release_ledger(aggregator, n).get_epsilon(delta, accountant).epsilon if n else 0.0
 
     one = cost(1)  # priced once: a PLD costs up to seconds
     if one > budget_epsilon:
@@ -176,7 +176,7 @@ def write_release(
 
 def replay_privacy(art: Artifact, delta: float, accountant: str = "tightest") -> dict[str, Any]:
     """The privacy of an aggregate artifact, recomputed now: its ledger's cost events priced again by the
-    current accountants (``Ledger.replay``) at ``delta``. ``epsilon`` is by ``accountant`` (``Ledger.epsilon_by``:
+    current accountants (``Ledger.replay``) at ``delta``. ``epsilon`` is by ``accountant`` (``Ledger.get_epsilon``:
     ``"tightest"``, the least valid epsilon, or ``"rdp"``), ``epsilon_accountant`` names the one that gave it
     ("rdp", "gdp" or "pld"), and ``epsilon_rdp`` (with ``epsilon_order``) is the RDP bound beside it. Never read
     back from the artifact."""
@@ -198,7 +198,7 @@ def replay_privacy(art: Artifact, delta: float, accountant: str = "tightest") ->
             art.path,
         )
     if asked:
-        priced = ledger.priced(delta, accountant)
+        priced = ledger.get_epsilon(delta, accountant)
         eps, by, rdp, order, description = (
             priced.epsilon,
             priced.accountant,
@@ -225,8 +225,8 @@ def replay_privacy(art: Artifact, delta: float, accountant: str = "tightest") ->
     for name, file in DIAGNOSTIC_LEDGERS.items():
         if art.has(file):
             diagnostic = Ledger.replay(Ledger.load(art.file(file)).history, neighbors=relation)
-            result[f"epsilon_{name}"] = diagnostic.epsilon(delta)[0]
-            result[f"privacy_{name}"] = diagnostic.describe(delta)
+            priced = diagnostic.get_epsilon(delta, "rdp")
+            result[f"epsilon_{name}"], result[f"privacy_{name}"] = priced.epsilon, priced.description
     if art.has(DETAILS_FILE):
         result["details"] = json.loads(art.file(DETAILS_FILE).read_text())
     return result

@@ -401,7 +401,7 @@ class BudgetLedger:
         other = len(shared) - len(same)
         priced = None
         if not other and any(event.count for event in events):
-            priced = CostLedger.replay(events, neighbors=neighbors).priced(delta, accountant)
+            priced = CostLedger.replay(events, neighbors=neighbors).get_epsilon(delta, accountant)
         datasets = len({entry.dataset for entry in shared} | ({private_data_id(records)} if planned else set()))
         return BudgetTotal(len(same) + (planned is not None), datasets, other, neighbors, record_level, delta, priced)
 

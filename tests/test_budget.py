@@ -53,7 +53,7 @@ def test_the_total_composes_every_release_on_data_sharing_a_record(tmp_path):
     total = ledger.total(RECORDS, DELTA, "replace", True, "rdp", entries)
     single = Ledger().compose_event(GaussianEvent(10 / np.sqrt(2), 1.0), neighbors="replace")
     assert total.releases == 2 and total.datasets == 2
-    assert total.epsilon == pytest.approx(single.priced(DELTA, "rdp").epsilon, rel=1e-12)
+    assert total.epsilon == pytest.approx(single.get_epsilon(DELTA, "rdp").epsilon, rel=1e-12)
     other = BudgetEntry.new(
         DATASET,
         "aggregate",
@@ -128,9 +128,9 @@ def _append_until_refused(root, key: str, cap: float, results) -> None:
 def test_runs_appending_at_once_never_pass_the_cap_together(tmp_path):
     """Four processes race to append four releases each under a cap that fits exactly five: the check and the
     append are one step under the ledger's lock, so exactly five are recorded, each once."""
-    one = _cost().priced(DELTA, "rdp").epsilon
-    five = Ledger.replay(_cost().history * 5, neighbors="replace").priced(DELTA, "rdp").epsilon
-    six = Ledger.replay(_cost().history * 6, neighbors="replace").priced(DELTA, "rdp").epsilon
+    one = _cost().get_epsilon(DELTA, "rdp").epsilon
+    five = Ledger.replay(_cost().history * 5, neighbors="replace").get_epsilon(DELTA, "rdp").epsilon
+    six = Ledger.replay(_cost().history * 6, neighbors="replace").get_epsilon(DELTA, "rdp").epsilon
     cap = (five + six) / 2
     assert one < cap < six
     context = multiprocessing.get_context("fork")

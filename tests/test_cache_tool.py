@@ -113,7 +113,7 @@ def test_the_budget_command_lists_each_dataset_its_total_and_its_releases(tmp_pa
         ledger.append(
             BudgetEntry.new(dataset, "aggregate", key, "d", cost, True, {"method": "x.PATE", "target_epsilon": 1.0})
         )
-    both = Ledger.replay(cost.history * 2, neighbors="replace").priced(1e-5, "rdp").epsilon
+    both = Ledger.replay(cost.history * 2, neighbors="replace").get_epsilon(1e-5, "rdp").epsilon
     assert main(["budget", "--budget-dir", str(tmp_path / "budget"), "--delta", "1e-5", "--accountant", "rdp"]) == 0
     out = capsys.readouterr().out
     assert f"dataset {dataset}: 2 release(s) on it" in out

@@ -126,7 +126,7 @@ def test_every_rdp_mechanisms_event_round_trips_to_the_same_price(relation, cls,
     np.testing.assert_array_equal(price(event, DEFAULT_ORDERS).curve, mechanism.rdp(DEFAULT_ORDERS))
     ledger = Ledger().compose(mechanism, count=QUERIES)
     ledger.save(tmp_path / "ledger.json")
-    assert Ledger.replay(Ledger.load(tmp_path / "ledger.json").history).epsilon(1e-3) == ledger.epsilon(1e-3)
+    assert Ledger.replay(Ledger.load(tmp_path / "ledger.json").history).get_epsilon(1e-3) == ledger.get_epsilon(1e-3)
 
 
 @pytest.mark.slow  # a heavy computation
@@ -147,7 +147,7 @@ def test_calibrating_to_a_smaller_target_buys_more_noise_and_meets_it(relation, 
         else:
             calibrated, multiplier = mechanism.calibrated(target, delta, QUERIES)
             count = 1
-        assert Ledger().compose(calibrated, count=count).epsilon(delta)[0] <= target * (1 + 1e-9)
+        assert Ledger().compose(calibrated, count=count).get_epsilon(delta, "rdp").epsilon <= target * (1 + 1e-9)
         multipliers.append(multiplier)
     assert multipliers[0] > multipliers[1] > multipliers[2]
 

@@ -166,7 +166,8 @@ def test_the_add_remove_epsilon_equals_dp_accountings_and_opacus(rate, sigma, st
     ours = (
         Ledger(neighbors="add_remove")
         .compose_event(PoissonSampledGaussianEvent(rate, sigma, steps, "add_remove"))
-        .epsilon(1e-6)[0]
+        .get_epsilon(1e-6, "rdp")
+        .epsilon
     )
     integer_orders = [float(a) for a in range(2, 257)]
     reference = RdpAccountant(orders=integer_orders)
@@ -174,7 +175,8 @@ def test_the_add_remove_epsilon_equals_dp_accountings_and_opacus(rate, sigma, st
     on_integers = (
         Ledger(orders=integer_orders, neighbors="add_remove")
         .compose_event(PoissonSampledGaussianEvent(rate, sigma, steps, "add_remove"))
-        .epsilon(1e-6)[0]
+        .get_epsilon(1e-6, "rdp")
+        .epsilon
     )
     assert on_integers == pytest.approx(reference.get_epsilon(1e-6), rel=1e-3)
     opacus = OpacusRDP()
@@ -188,7 +190,8 @@ def test_the_replace_epsilon_never_undercuts_dp_accountings_tight_pld_and_stays_
     ours = (
         Ledger(orders=DEFAULT_ORDERS, neighbors="replace")
         .compose_event(PoissonSampledGaussianEvent(0.051, 1.0, 392, "replace"))
-        .epsilon(1e-6)[0]
+        .get_epsilon(1e-6, "rdp")
+        .epsilon
     )
     pld = PLDAccountant(neighboring_relation=NeighborRel.REPLACE_ONE, value_discretization_interval=1e-3)
     pld.compose(dpa.PoissonSampledDpEvent(0.051, dpa.GaussianDpEvent(1.0)), 392)

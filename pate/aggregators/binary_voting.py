@@ -256,7 +256,7 @@ class DataDependentBinaryVoting(PricedByEvent, Aggregator):
 
         * the noise: sigma = noise_ratio x the sigma ``BinaryVoting`` needs for the target over ``num_queries``
           queries data-independently (the screen's noise keeps its configured ratio to sigma);
-        * the order lambda: the order at which that data-independent calibration converts (``Ledger.epsilon``);
+        * the order lambda: the order at which that data-independent calibration converts (``Ledger.get_epsilon(delta, "rdp").order``);
         * the test: its Gaussian costs ``test_share`` of the RDP left at lambda after the conversion's
           log(1/delta) / (lambda - 1) (classic conversion, Mironov 2017, Prop. 3);
         * the proposal B: the largest bound whose release, test included, meets the target (tight conversion).
@@ -267,7 +267,12 @@ class DataDependentBinaryVoting(PricedByEvent, Aggregator):
         calibrated_reference, data_independent = calibrate_noise(
             self.data_independent, target_epsilon, delta, num_queries
         )
-        order = Ledger(neighbors=self.neighbors).compose(calibrated_reference, count=num_queries).epsilon(delta)[1]
+        order = (
+            Ledger(neighbors=self.neighbors)
+            .compose(calibrated_reference, count=num_queries)
+            .get_epsilon(delta, "rdp")
+            .order
+        )
         left = target_epsilon - math.log(1.0 / delta) / (order - 1.0)
         if left <= 0:
             raise ValueError(

@@ -42,8 +42,8 @@ def calibrate(
     """Smallest noise multiplier m with epsilon(count x event_of(m), delta) <= target_epsilon.
 
     Epsilon is what ``Ledger(orders).compose_event(event_of(m), count, neighbors=neighbors)`` reports by
-    ``accountant``: ``"rdp"``, the RDP bound (``Ledger.epsilon``), or ``"tightest"``, the least valid epsilon
-    (``Ledger.epsilon_tightest``: the exact GDP profile or the PLD where the events have one); assumed
+    ``accountant``: ``"rdp"``, the RDP bound (``Ledger.get_epsilon(delta, "rdp")``), or ``"tightest"``, the least valid epsilon
+    (``Ledger.get_epsilon(delta)``: the exact GDP profile or the PLD where the events have one); assumed
     non-increasing in m. Search: double or halve m from 1 to bracket the target between m_lo
     (too little noise) and m_hi (enough), then bisect in log m until the epsilon at m_hi lies within
     [target_epsilon * (1 - rtol), target_epsilon] (or the bracket can no longer shrink, where epsilon jumps). The
@@ -80,17 +80,17 @@ def calibrate(
 
     if accountant == "rdp":
         return _least_multiplier(
-            lambda m: ledger_at(m).epsilon(delta)[0], target_epsilon, rtol, unreachable, beyond_reach
+            lambda m: ledger_at(m).get_epsilon(delta, "rdp").epsilon, target_epsilon, rtol, unreachable, beyond_reach
         )
     # The tightest epsilon never exceeds the RDP bound, so RDP's multiplier meets the target: the search starts
     # there and only goes down, in steps of 10% (a PLD costs up to seconds where RDP costs milliseconds). Where no
     # tighter accountant prices the events, RDP's multiplier is the answer.
     start = calibrate(event_of, target_epsilon, delta, count, orders, rtol, neighbors, "rdp")
-    tightest = functools.cache(lambda m: ledger_at(m).epsilon_tightest(delta))  # the search prices start again
-    if tightest(start)[1] == "rdp":
+    tightest = functools.cache(lambda m: ledger_at(m).get_epsilon(delta))  # the search prices start again
+    if tightest(start).accountant == "rdp":
         return start
     return _least_multiplier(
-        lambda m: tightest(m)[0], target_epsilon, rtol, unreachable, beyond_reach, start=start, step=0.9
+        lambda m: tightest(m).epsilon, target_epsilon, rtol, unreachable, beyond_reach, start=start, step=0.9
     )
 
 

@@ -9,7 +9,7 @@ Conversion (Zhu & Wang 2022, Lemma 17): delta_t-approximate RDP means that, outs
 probability <= delta_t, the conditional output distributions satisfy the RDP curve. Converting the
 conditional pair with any valid RDP -> DP rule at delta' and adding the excluded mass gives
 (eps, delta' + delta_t)-DP. Lemma 17 uses the classic rule; the argument is the same for the tight
-rule of Canonne, Kamath & Steinke 2020, Proposition 12, so ``epsilon(delta)`` converts at
+rule of Canonne, Kamath & Steinke 2020, Proposition 12, so ``get_epsilon(delta)`` converts at
 delta' = delta - delta_t with ``epsilon_from_rdp``.
 
 Neighbouring relation: costs computed under different relations are not comparable, so a ledger
@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pate.privacy import checks
-from pate.privacy.conversion import delta_from_rdp, epsilon_from_rdp, epsilon_from_rdp_classic
+from pate.privacy.conversion import epsilon_from_rdp
 from pate.privacy.accountant import price
 from pate.privacy.events import CostEvent, DpEvent, PoissonSampledGaussianEvent, RdpCurveEvent
 from pate.privacy.gdp import gaussian_mu, gdp_epsilon
@@ -45,11 +45,27 @@ from pate.privacy.pld import DEFAULT_INTERVAL, pld_epsilon
 from pate.privacy.orders import DEFAULT_ORDERS
 from pate.privacy.sensitivity import NeighboringRelation, check_relation
 
-__all__ = ["ACCOUNTANTS", "ACCOUNTANT_TEXT", "Ledger", "PricedEpsilon", "check_accountant", "event_of"]
+__all__ = [
+    "ACCOUNTANTS",
+    "ACCOUNTANT_TEXT",
+    "LEDGER_ACCOUNTANTS",
+    "Ledger",
+    "PricedEpsilon",
+    "check_accountant",
+    "event_of",
+]
 
-# What a run's epsilon is priced by (``privacy.accountant``; ``Ledger.epsilon_by``): the RDP bound alone, or the
-# least of the valid epsilons (RDP, the exact Gaussian-DP profile, the PLD).
+# What a run's epsilon is priced by (``privacy.accountant``): the RDP bound alone, or the least of the valid
+# epsilons (RDP, the exact Gaussian-DP profile, the PLD).
 ACCOUNTANTS = ("tightest", "rdp")
+# What ``Ledger.get_epsilon`` can be asked for: a run's two, or one of the other accountants alone.
+LEDGER_ACCOUNTANTS = (*ACCOUNTANTS, "gdp", "pld")
+# Why an accountant asked alone has no epsilon for a history.
+_NO_FORM = {
+    "gdp": "an event composed here is not a Gaussian mechanism (sampled, approximate, bounded-range or tabulated)",
+    "pld": "an event composed here has no privacy loss distribution (bounded-range, approximate, report-noisy-max, "
+    "zCDP or a tabulated curve)",
+}
 # How each accountant that can give the epsilon is named where an epsilon is printed
 ACCOUNTANT_TEXT = {
     "rdp": "the RDP bound (tight conversion, Balle et al. 2020)",
@@ -60,8 +76,9 @@ ACCOUNTANT_TEXT = {
 
 @dataclass(frozen=True)
 class PricedEpsilon:
-    """A ledger's epsilon at one delta (``Ledger.priced``): its value, the accountant that gave it ("rdp", "gdp" or
-    "pld"), the RDP bound beside it with the order of its conversion, and the one-line description."""
+    """A ledger's epsilon at one delta (``Ledger.get_epsilon``): its value, the accountant that gave it ("rdp",
+    "gdp" or "pld"), the RDP bound beside it with the order of its conversion, and the one line that says all of
+    it with the relation, delta and what was composed."""
 
     epsilon: float
     accountant: str
@@ -70,10 +87,10 @@ class PricedEpsilon:
     description: str
 
 
-def check_accountant(accountant: str, name: str = "accountant") -> str:
-    """``accountant`` if it is one of ``ACCOUNTANTS``; ``ValueError`` naming ``name`` and the value otherwise."""
-    if accountant not in ACCOUNTANTS:
-        raise ValueError(f"{name}={accountant!r}; expected one of {ACCOUNTANTS}")
+def check_accountant(accountant: str, name: str = "accountant", allowed: tuple[str, ...] = ACCOUNTANTS) -> str:
+    """``accountant`` if it is one of ``allowed``; ``ValueError`` naming ``name`` and the value otherwise."""
+    if accountant not in allowed:
+        raise ValueError(f"{name}={accountant!r}; expected one of {allowed}")
     return accountant
 
 
@@ -95,7 +112,7 @@ class Ledger:
 
     >>> ledger = Ledger(neighbors="replace")
     >>> ledger.compose(mechanism, count=600)            # doctest: +SKIP
-    >>> eps, order = ledger.epsilon(delta=1e-6)          # doctest: +SKIP
+    >>> ledger.get_epsilon(delta=1e-6).epsilon           # doctest: +SKIP
 
     ``mechanism`` is any object with ``.rdp(orders) -> array`` (the per-query curve on the ledger's
     orders) and ``.delta_per_query`` (float >= 0, its approximate-RDP delta); optionally
@@ -140,7 +157,7 @@ class Ledger:
 
     @property
     def data_dependent(self) -> bool:
-        """True if a data-dependent bound was composed: then ``epsilon`` is not by itself a DP guarantee."""
+        """True if a data-dependent bound was composed: then its epsilon is not by itself a DP guarantee."""
         return any(entry.event.data_dependent for entry in self._history)
 
     @classmethod
@@ -214,76 +231,52 @@ class Ledger:
             )
         return delta - self._delta_t
 
-    def epsilon(self, delta: float) -> tuple[float, float]:
-        """(epsilon, order) at ``delta``: tight conversion (``epsilon_from_rdp``) at delta - delta_t."""
-        return epsilon_from_rdp(self._orders, self._rdp, self._conditional_delta(delta))
+    def get_epsilon(self, delta: float, accountant: str = "tightest") -> PricedEpsilon:
+        """The epsilon at ``delta``, with the accountant that gave it and the RDP bound beside it.
 
-    def get_epsilon(self, delta: float) -> float:
-        """Opacus-style alias: epsilon at ``delta`` only."""
-        return self.epsilon(delta)[0]
+        ``accountant`` (one of ``LEDGER_ACCOUNTANTS``):
+
+        - ``"rdp"``: the RDP bound, converted tightly (Canonne, Kamath & Steinke 2020, Prop. 12) at
+          delta - delta_t (Zhu & Wang 2022, Lemma 17), at the best order of the ledger's grid.
+        - ``"gdp"``: exact where every composed event is a Gaussian mechanism (or a composition of them): the
+          composition is mu-GDP with mu = sqrt(sum count (D / sigma)^2), whose profile is known in closed form
+          (Dong, Roth & Su 2019, Cor. 2.13; ``pate.privacy.gdp``).
+        - ``"pld"``: the privacy loss distributions of the composed events (dp-accounting, pessimistic
+          discretisation at ``DEFAULT_INTERVAL``): an upper bound on the true epsilon.
+        - ``"tightest"``: the least of those that exist for the history. The GDP epsilon is exact where it exists,
+          so the PLD, an upper bound on the same profile, is not computed then. A data-dependent history is priced
+          by RDP only (its curve is tabulated and has no other form).
+
+        ``"gdp"`` or ``"pld"`` asked of a history without that form is a ``ValueError`` naming what is missing.
+        """
+        check_accountant(accountant, allowed=LEDGER_ACCOUNTANTS)
+        rdp, order = epsilon_from_rdp(self._orders, self._rdp, self._conditional_delta(delta))
+        candidates = {"rdp": rdp}
+        if accountant in ("gdp", "tightest"):
+            candidates["gdp"] = self._gdp_epsilon(delta)
+        if accountant == "pld" or (accountant == "tightest" and candidates["gdp"] is None):
+            candidates["pld"] = pld_epsilon(self._events(), delta)
+        if accountant != "tightest":
+            if candidates[accountant] is None:
+                raise ValueError(f"accountant={accountant!r}: {_NO_FORM[accountant]}; ask 'rdp' or 'tightest'")
+            candidates = {accountant: candidates[accountant]}
+        by = min((name for name, eps in candidates.items() if eps is not None), key=candidates.get)
+        return PricedEpsilon(candidates[by], by, rdp, order, self._description(candidates[by], by, delta, rdp, order))
 
     def _events(self) -> list[tuple[DpEvent, int]]:
         """(event, count) of every composition, in order: what the closed-form and PLD accountants price."""
         return [(entry.event, entry.count) for entry in self._history]
 
-    def epsilon_gdp(self, delta: float) -> float | None:
-        """The exact epsilon at ``delta`` when every composed event is a Gaussian mechanism (or a composition of
-        them): the composition is mu-GDP with mu = sqrt(sum count (D / sigma)^2), whose profile is known in closed
-        form (``pate.privacy.gdp``); never above :meth:`epsilon`. None when any event has no such form (sampled,
-        approximate, bounded-range or data-dependent)."""
-        delta = checks.open_unit("delta", delta)
+    def _gdp_epsilon(self, delta: float) -> float | None:
+        """The exact Gaussian-DP epsilon of the history, or None when an event has no Gaussian form."""
         mu = gaussian_mu(self._events())
         if mu is None:
             return None
         return gdp_epsilon(mu, delta) if mu > 0 else 0.0
 
-    def epsilon_pld(self, delta: float, interval: float = DEFAULT_INTERVAL) -> float | None:
-        """The epsilon at ``delta`` by the privacy loss distributions of the composed events (``pate.privacy.pld``,
-        dp-accounting; pessimistic discretisation at ``interval``, so an upper bound on the true epsilon), or None
-        when any event has no PLD there (bounded-range, approximate, report-noisy-max, zCDP, curves)."""
-        return pld_epsilon(self._events(), delta, interval)
-
-    def epsilon_tightest(self, delta: float) -> tuple[float, str]:
-        """(epsilon, accountant): the smallest of the valid epsilons at ``delta`` -- the RDP bound (:meth:`epsilon`),
-        the exact GDP profile (:meth:`epsilon_gdp`) and the PLD (:meth:`epsilon_pld`) where the history has them --
-        and which accountant gave it ("rdp", "gdp" or "pld"). A data-dependent history is priced by RDP only (its
-        curve is tabulated). The GDP epsilon is exact where it exists, so the PLD, an upper bound on the same
-        profile, is not computed then."""
-        candidates = {"rdp": self.epsilon(delta)[0]}
-        exact = self.epsilon_gdp(delta)
-        if exact is not None:
-            candidates["gdp"] = exact
-        else:
-            pld = self.epsilon_pld(delta)
-            if pld is not None:
-                candidates["pld"] = pld
-        accountant = min(candidates, key=candidates.get)
-        return candidates[accountant], accountant
-
-    def epsilon_by(self, delta: float, accountant: str) -> tuple[float, str]:
-        """(epsilon, the accountant that gave it: "rdp", "gdp" or "pld") at ``delta`` by ``accountant`` (one of
-        ``ACCOUNTANTS``): ``"rdp"``, the RDP bound (:meth:`epsilon`); ``"tightest"``, :meth:`epsilon_tightest`."""
-        check_accountant(accountant)
-        return (self.epsilon(delta)[0], "rdp") if accountant == "rdp" else self.epsilon_tightest(delta)
-
-    def epsilon_classic(self, delta: float) -> tuple[float, float]:
-        """(epsilon, order) at ``delta`` with the classic conversion (Mironov 2017, Prop. 3), for comparison."""
-        return epsilon_from_rdp_classic(self._orders, self._rdp, self._conditional_delta(delta))
-
-    def delta(self, epsilon: float) -> float:
-        """Smallest delta with (epsilon, delta)-DP: ``delta_from_rdp`` + delta_t, capped at 1."""
-        return min(1.0, delta_from_rdp(self._orders, self._rdp, epsilon)[0] + self._delta_t)
-
-    def describe(self, delta: float, accountant: str = "rdp") -> str:
-        """One line saying epsilon (by ``accountant``, as :meth:`epsilon_by`), delta, the relation, the accountant
-        that gave it, the RDP bound beside it when another gave it, and what was composed."""
-        return self.priced(delta, accountant).description
-
-    def priced(self, delta: float, accountant: str = "rdp") -> PricedEpsilon:
-        """The epsilon at ``delta`` by ``accountant``, the one that gave it, the RDP bound beside it and the line of
-        :meth:`describe`, each priced once (a PLD costs up to seconds)."""
-        rdp, order = self.epsilon(delta)
-        eps, by = self.epsilon_by(delta, accountant)
+    def _description(self, eps: float, by: str, delta: float, rdp: float, order: float) -> str:
+        """The printed line: epsilon, delta, the relation, the accountant (and the RDP bound beside another one),
+        delta_t, what was composed and the data-dependent caveat."""
         how = (
             f"tight RDP conversion at order {order:.4g}"
             if by == "rdp"
@@ -300,11 +293,10 @@ class Ledger:
         caveat = (
             "; DATA-DEPENDENT: a bound for this data only, not by itself a DP guarantee" if self.data_dependent else ""
         )
-        description = (
+        return (
             f"epsilon = {eps:.4g} at delta = {delta:.3g} (neighbours: {self._neighbors or 'unspecified'}; "
             f"{how}{delta_t}; {composed}{caveat})"
         )
-        return PricedEpsilon(eps, by, rdp, order, description)
 
     def __repr__(self) -> str:
         queries = sum(entry.count for entry in self._history)

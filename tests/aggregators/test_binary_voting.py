@@ -72,7 +72,7 @@ def test_default_size_prices_add_remove_above_the_exact_epsilon_of_one_pair():
     calibrated to epsilon 8, one neighbouring pair alone has an exact epsilon of 8.65 (issue 36's audit); the ledger
     must print at least that, and prints what replace prints (the same mechanism, the same sensitivity)."""
     priced = {
-        relation: Ledger().compose(BinaryVoting(40, 400, 106.793, relation), count=600).epsilon(1e-6)[0]
+        relation: Ledger().compose(BinaryVoting(40, 400, 106.793, relation), count=600).get_epsilon(1e-6, "rdp").epsilon
         for relation in ("replace", "add_remove")
     }
     assert priced["add_remove"] >= 8.65

@@ -38,7 +38,7 @@ def test_scale_noise_calibration_and_description():
     assert agg.scale_noise(3.0).sigma == 300.0 and agg.noise_parameters() == {"sigma": 100.0}
     assert agg.name == "GaussianPATE(sigma=100, neighbors=replace)"
     calibrated, _ = calibrate_noise(agg, target_epsilon=2.0, delta=1e-6, count=600)
-    assert Ledger().compose(calibrated, 600).epsilon(1e-6)[0] <= 2.0
+    assert Ledger().compose(calibrated, 600).get_epsilon(1e-6, "rdp").epsilon <= 2.0
 
 
 def test_torch_input_gives_the_numpy_result():

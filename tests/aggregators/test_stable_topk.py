@@ -164,9 +164,11 @@ def test_paper_setting_closed_form_and_ledger_composition():
     np.testing.assert_allclose(ledger.rdp, 600 * agg.rdp(ledger.orders), rtol=1e-12)
     assert ledger.delta_t == pytest.approx(600e-9) and ledger.neighbors == "add_remove"
     split = Ledger().compose(agg.selection_mechanism, 600).compose(agg.test_mechanism, 600)
-    assert split.epsilon(1e-6)[0] == pytest.approx(ledger.epsilon(1e-6)[0], rel=1e-12)
+    assert split.get_epsilon(1e-6, "rdp").epsilon == pytest.approx(ledger.get_epsilon(1e-6, "rdp").epsilon, rel=1e-12)
     replace = Ledger().compose(StableTopK(40, 800, "gaussian", sigma_select=50.0, sigma_test=60.0, delta_t=1e-9), 600)
-    assert replace.epsilon(1e-6)[0] > ledger.epsilon(1e-6)[0]  # gap sensitivity 2 instead of 1
+    assert (
+        replace.get_epsilon(1e-6, "rdp").epsilon > ledger.get_epsilon(1e-6, "rdp").epsilon
+    )  # gap sensitivity 2 instead of 1
 
 
 def test_scale_noise_calibration_and_descriptions():
@@ -177,7 +179,7 @@ def test_scale_noise_calibration_and_descriptions():
     assert gaussian.scale_noise(0.5).noise_parameters() == {"sigma_select": 25.0, "sigma_test": 30.0}
     assert "neighbors=replace" in gaussian.name and "delta_t=1e-09" in gaussian.name
     calibrated, multiplier = calibrate_noise(gaussian, target_epsilon=4.0, delta=1e-6, count=600)
-    assert Ledger().compose(calibrated, 600).epsilon(1e-6)[0] <= 4.0
+    assert Ledger().compose(calibrated, 600).get_epsilon(1e-6, "rdp").epsilon <= 4.0
     assert calibrated.sigma_select / calibrated.sigma_test == pytest.approx(50 / 60)
     assert calibrated.sigma_select == pytest.approx(50.0 * multiplier)
 

@@ -58,10 +58,10 @@ class AuditResult:
 
 def claimed_epsilon(claimed, delta: float) -> float:
     """The claim's epsilon of one query at ``delta``: its own ``spent`` where it has one (top-k mechanisms,
-    statements), else the ledger's ``Ledger().compose(claimed, count=1).epsilon(delta)``."""
+    statements), else the ledger's ``Ledger().compose(claimed, count=1).get_epsilon(delta, "rdp")``."""
     if hasattr(claimed, "spent"):
         return float(claimed.spent(1, delta))
-    return float(Ledger().compose(claimed, count=1).epsilon(delta)[0])
+    return float(Ledger().compose(claimed, count=1).get_epsilon(delta, "rdp").epsilon)
 
 
 def _pairs(inputs: Iterable, neighbours: Callable) -> Iterable[tuple]:

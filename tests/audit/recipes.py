@@ -352,7 +352,7 @@ def _dp_sgd_audit(relation: str, claim: Callable, trials: int = 10_000, delta: f
     above = _dp_sgd_statistics(second, rate, 1.0, trials, trials) > threshold
     bound = epsilon_lower_bound(int(above.sum()), int(below.sum()), trials, delta, CONFIDENCE)
     claimed = claim(event)
-    epsilon = Ledger().compose_event(claimed, neighbors=relation).epsilon(delta)[0]
+    epsilon = Ledger().compose_event(claimed, neighbors=relation).get_epsilon(delta, "rdp").epsilon
     return AuditResult(
         "epsilon lower bound",
         bound,

@@ -94,7 +94,7 @@ def test_calibration_meets_the_target_and_a_failed_test_releases_nothing(relatio
         L, teachers, sigma=5.0, order=8.0, test_sigma=1.0, test_delta=1e-7, neighbors=relation
     )
     calibrated, _ = aggregator.calibrated(4.0, 1e-6, 30)
-    assert Ledger().compose(calibrated).epsilon(1e-6)[0] == pytest.approx(4.0, rel=1e-3)
+    assert Ledger().compose(calibrated).get_epsilon(1e-6, "rdp").epsilon == pytest.approx(4.0, rel=1e-3)
     assert calibrated.order > 1 and calibrated.rdp_budget > 0
     contentious = np.full((30, L), teachers // 2)  # every label a tie: far from cheap, the test must fail
     result = calibrated(contentious, np.random.default_rng(0))

@@ -97,7 +97,7 @@ def test_the_add_remove_epsilon_is_dp_accountings_sampled_gaussian(rate, sigma):
     orders = [float(a) for a in range(2, 257)]
     num_labels, queries = 40, 600
     mechanism = PrivateKNN(num_labels, 200, rate, sigma, "add_remove")
-    ours = Ledger(orders=orders).compose(mechanism, count=queries).epsilon(1e-6)[0]
+    ours = Ledger(orders=orders).compose(mechanism, count=queries).get_epsilon(1e-6, "rdp").epsilon
     reference = RdpAccountant(orders=orders)
     reference.compose(dpa.PoissonSampledDpEvent(rate, dpa.GaussianDpEvent(sigma / math.sqrt(num_labels))), queries)
     assert ours == pytest.approx(reference.get_epsilon(1e-6), rel=1e-9)
@@ -105,7 +105,7 @@ def test_the_add_remove_epsilon_is_dp_accountings_sampled_gaussian(rate, sigma):
 
 def test_the_replace_epsilon_is_within_ten_percent_above_dp_accountings_tight_pld():
     mechanism = PrivateKNN(40, 200, 0.1, 20.0, "replace")
-    ours = Ledger().compose(mechanism, count=600).epsilon(1e-6)[0]
+    ours = Ledger().compose(mechanism, count=600).get_epsilon(1e-6, "rdp").epsilon
     pld = PLDAccountant(neighboring_relation=NeighborRel.REPLACE_ONE, value_discretization_interval=1e-3)
     pld.compose(dpa.PoissonSampledDpEvent(0.1, dpa.GaussianDpEvent(20.0 / math.sqrt(40))), 600)
     assert pld.get_epsilon(1e-6) <= ours <= 1.1 * pld.get_epsilon(1e-6)
@@ -116,9 +116,9 @@ def test_the_replace_epsilon_is_within_ten_percent_above_dp_accountings_tight_pl
 def test_calibration_meets_the_target_with_the_least_noise(relation):
     calibrated, multiplier = calibrate_noise(PrivateKNN(40, 200, 0.1, 1.0, relation), 2.0, 1e-6, 600)
     assert calibrated.sigma == pytest.approx(multiplier)
-    eps = Ledger().compose(calibrated, count=600).epsilon(1e-6)[0]
+    eps = Ledger().compose(calibrated, count=600).get_epsilon(1e-6, "rdp").epsilon
     assert 2.0 * (1 - 1e-3) <= eps <= 2.0
-    less = Ledger().compose(calibrated.scale_noise(0.99), count=600).epsilon(1e-6)[0]
+    less = Ledger().compose(calibrated.scale_noise(0.99), count=600).get_epsilon(1e-6, "rdp").epsilon
     assert less > 2.0
 
 

@@ -131,7 +131,7 @@ def test_privacy_cost_is_the_exponential_mechanism_curve(neighbors):
     assert mechanism.delta_per_query == 0.0
     assert mechanism.eta == pytest.approx(0.9 / {"add_remove": 2, "replace": 4}[neighbors])
     ledger = Ledger(neighbors=neighbors).compose(mechanism, 40)
-    assert mechanism.spent(40, 1e-6) == ledger.epsilon(1e-6)[0]
+    assert mechanism.spent(40, 1e-6) == ledger.get_epsilon(1e-6, "rdp").epsilon
     assert mechanism.spent(1, 1e-6) <= 0.9 * (1 + 1e-4)  # pure 0.9-DP, up to the ledger's finite order grid
     assert 0.9 < mechanism.spent(40, 1e-6) < 40 * 0.9  # RDP composition beats basic composition
 

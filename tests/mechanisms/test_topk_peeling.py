@@ -140,7 +140,7 @@ def test_pnf_peel_returns_distinct_bins_and_is_pure_dp():
     assert pure.spent(2, 1e-6) <= 0.8
     tight = PNFPeeling.for_budget(k=8, epsilon=0.8, delta=1e-6, queries=2, accountant="rdp")
     assert tight.pick_epsilon > pure.pick_epsilon
-    assert Ledger().compose(tight, 2).epsilon(1e-6)[0] == pytest.approx(0.8, rel=1e-3)
+    assert Ledger().compose(tight, 2).get_epsilon(1e-6, "rdp").epsilon == pytest.approx(0.8, rel=1e-3)
 
 
 def test_peeling_on_a_clear_top_k_returns_it():

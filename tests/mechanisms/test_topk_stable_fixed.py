@@ -85,7 +85,7 @@ def test_cost_is_selection_plus_test_plus_fill(neighbors, s):
 def test_for_budget_meets_the_target_and_splits_delta():
     mech = StableTopKFixed.for_budget(k=10, epsilon=1.0, delta=1e-6, queries=10, neighbors="replace")
     assert mech.delta_t == pytest.approx(0.5e-6 / 10)
-    spent = Ledger().compose(mech, 10).epsilon(1e-6)[0]
+    spent = Ledger().compose(mech, 10).get_epsilon(1e-6, "rdp").epsilon
     assert spent <= 1.0 and spent == pytest.approx(1.0, rel=1e-3)
     assert mech.spent(10, 1e-6) == spent
     # The zCDP budget is split 1/4 selection, 1/4 test, 1/2 fill at any calibration.

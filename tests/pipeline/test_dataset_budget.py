@@ -86,7 +86,7 @@ def test_a_code_change_announces_a_second_release_and_the_total_composes_both(
     drawn = next(i for i, m in enumerate(messages) if m.startswith("aggregate: building"))
     assert announced < drawn, "the second release must be announced before its noise is drawn"
     both = _events(tmp_path, first["artifacts"]["aggregate"]) + _events(tmp_path, second["artifacts"]["aggregate"])
-    expected = Ledger.replay(both, neighbors="replace").priced(1e-6, second["accountant"]).epsilon
+    expected = Ledger.replay(both, neighbors="replace").get_epsilon(1e-6, second["accountant"]).epsilon
     assert second["dataset_budget"]["releases"] == 2
     assert second["dataset_epsilon"] == pytest.approx(expected, rel=1e-9)
     assert second["dataset_epsilon"] > second["epsilon"] * 1.2

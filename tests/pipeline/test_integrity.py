@@ -52,7 +52,7 @@ def test_a_changed_sensitivity_rebuilds_the_aggregate_and_reports_the_new_epsilo
     assert second["artifacts"]["aggregate"] != first["artifacts"]["aggregate"]
     assert second["artifacts"]["votes"] == first["artifacts"]["votes"]
     aggregator = instantiate(cfg.aggregator, "aggregator")
-    expected = Ledger().compose(aggregator, count=cfg.data.num_queries).epsilon(cfg.privacy.delta)[0]
+    expected = Ledger().compose(aggregator, count=cfg.data.num_queries).get_epsilon(cfg.privacy.delta, "rdp").epsilon
     assert second["epsilon"] == pytest.approx(expected, rel=1e-12) and second["epsilon"] > 1.5 * first["epsilon"]
 
 
@@ -63,7 +63,11 @@ def test_the_reported_epsilon_is_the_replay_of_the_ledger(neighbors, tiny_cfg, t
     recorded = Ledger.load(cache / "aggregate" / metrics["artifacts"]["aggregate"] / "ledger.json")
     replayed = Ledger.replay(recorded.history)
     assert replayed.neighbors == neighbors == metrics["neighbors"]
-    assert metrics["epsilon"] == replayed.epsilon(metrics["delta"])[0] == recorded.epsilon(metrics["delta"])[0]
+    assert (
+        metrics["epsilon"]
+        == replayed.get_epsilon(metrics["delta"], "rdp").epsilon
+        == recorded.get_epsilon(metrics["delta"], "rdp").epsilon
+    )
     assert "replayed from 1 cost event" in metrics["privacy_accounting"]
 
 

@@ -83,7 +83,7 @@ def _ledger_epsilons(mechanism) -> dict[str, float]:
     for count, delta in ((1, 1e-5), (600, 1e-6), (10_000, 1e-3)):
         ledger = Ledger().compose(mechanism, count=count)
         if delta > ledger.delta_t:
-            out[f"epsilon(count={count}, delta={delta:g})"] = ledger.epsilon(delta)[0]
+            out[f"epsilon(count={count}, delta={delta:g})"] = ledger.get_epsilon(delta, "rdp").epsilon
     return out
 
 
@@ -143,8 +143,8 @@ def experiment_rows() -> dict[str, float]:
                 for key, value in aggregator.noise_parameters().items():
                     rows[f"{prefix} | {key}"] = float(value)
                 ledger = release_ledger(aggregator, asked)  # priced as the run prices it (privacy.accountant)
-                rows[f"{prefix} | epsilon"] = ledger.epsilon_by(delta, str(cfg.privacy.accountant))[0]
-                rows[f"{prefix} | epsilon_rdp"] = ledger.epsilon(delta)[0]
+                rows[f"{prefix} | epsilon"] = ledger.get_epsilon(delta, str(cfg.privacy.accountant)).epsilon
+                rows[f"{prefix} | epsilon_rdp"] = ledger.get_epsilon(delta, "rdp").epsilon
     return rows
 
 

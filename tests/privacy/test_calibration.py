@@ -14,7 +14,7 @@ RTOL = 1e-4
 
 
 def _achieved(mechanism, count, delta, orders=DEFAULT_ORDERS):
-    return Ledger(orders).compose(mechanism, count).epsilon(delta)[0]
+    return Ledger(orders).compose(mechanism, count).get_epsilon(delta, "rdp").epsilon
 
 
 @pytest.mark.parametrize(("target", "count", "sensitivity"), [(1.5, 1, 1.0), (3.0, 600, math.sqrt(40)), (8.0, 50, 2.0)])
@@ -73,7 +73,7 @@ def test_noisy_max_floor_raises():
     query = GaussianNoisyMax(sigma=50.0, num_candidates=40)
     with pytest.raises(ValueError, match=r"target_epsilon=0.01 .*count=600.*floor"):
         calibrate_noise(query, 0.01, 1e-6, 600)
-    floor = Ledger().compose(query.scale_noise(1e6), 600).get_epsilon(1e-6)
+    floor = Ledger().compose(query.scale_noise(1e6), 600).get_epsilon(1e-6, "rdp").epsilon
     assert 0.01 < floor < 0.03
     calibrated, _ = calibrate_noise(query, 0.1, 1e-6, 600, rtol=RTOL)  # above the floor: reachable
     assert 0.1 * (1 - RTOL) <= _achieved(calibrated, 600, 1e-6) <= 0.1
@@ -129,14 +129,14 @@ def test_calibrate_finds_dp_sgds_noise_multiplier_from_its_event_alone():
     ids=["gaussian", "sampled"],
 )
 def test_calibrating_by_the_tightest_epsilon_meets_the_target_with_less_noise(event_of, neighbors):
-    """The same search priced by ``Ledger.epsilon_tightest`` (exact GDP for the Gaussian, PLD for the sampled one):
+    """The same search priced by ``Ledger.get_epsilon`` (the tightest) (exact GDP for the Gaussian, PLD for the sampled one):
     the least noise that meets the target by that epsilon, below the RDP calibration's."""
     by_rdp = calibrate(event_of, 2.0, 1e-6, count=100, neighbors=neighbors)
     by_tightest = calibrate(event_of, 2.0, 1e-6, count=100, neighbors=neighbors, accountant="tightest")
 
     def tightest(multiplier):
         ledger = Ledger().compose_event(event_of(multiplier), 100, neighbors=neighbors)
-        return ledger.epsilon_tightest(1e-6)[0]
+        return ledger.get_epsilon(1e-6).epsilon
 
     assert 2.0 * (1 - 1e-4) <= tightest(by_tightest) <= 2.0 < tightest(by_tightest * (1 - 1e-3))
     assert by_tightest < 0.95 * by_rdp

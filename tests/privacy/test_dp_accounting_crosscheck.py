@@ -14,6 +14,7 @@ from pate.privacy import (
     Ledger,
     delta_from_rdp,
     epsilon_from_rdp,
+    epsilon_from_rdp_classic,
     gaussian_rdp,
     laplace_rdp,
     pure_dp_rdp,
@@ -71,9 +72,10 @@ def test_ledger_matches_rdp_accountant_on_gaussian_events(sigma, count):
     ledger = Ledger().compose(GaussianQuery(sigma, sensitivity=1.0), count)
     np.testing.assert_allclose(ledger.rdp, accountant.rdp, rtol=1e-12)
     for delta in (1e-9, 1e-6, 1e-3):
-        assert ledger.get_epsilon(delta) == pytest.approx(accountant.get_epsilon(delta), rel=RTOL)
+        assert ledger.get_epsilon(delta, "rdp").epsilon == pytest.approx(accountant.get_epsilon(delta), rel=RTOL)
     for epsilon in (0.5, 2.0):
-        assert ledger.delta(epsilon) == pytest.approx(accountant.get_delta(epsilon), rel=RTOL, abs=1e-300)
+        ours, _ = delta_from_rdp(ledger.orders, ledger.rdp, epsilon)  # the ledger of Gaussians: delta_t = 0
+        assert ours == pytest.approx(accountant.get_delta(epsilon), rel=RTOL, abs=1e-300)
 
 
 @pytest.mark.parametrize(("rho", "xi", "count"), [(0.01, 0.0, 10), (0.002, 0.01, 300), (0.5, 0.0, 1)])
@@ -82,7 +84,7 @@ def test_ledger_matches_rdp_accountant_on_zcdp_events(rho, xi, count):
     accountant.compose(ZCDpEvent(rho, xi), count)
     ledger = Ledger().compose(ZCDPQuery(rho, xi), count)
     np.testing.assert_allclose(ledger.rdp, accountant.rdp, rtol=1e-12)
-    assert ledger.get_epsilon(1e-6) == pytest.approx(accountant.get_epsilon(1e-6), rel=RTOL)
+    assert ledger.get_epsilon(1e-6, "rdp").epsilon == pytest.approx(accountant.get_epsilon(1e-6), rel=RTOL)
 
 
 @pytest.mark.parametrize("noise_multiplier", [0.5, 2.0, 20.0])
@@ -105,7 +107,7 @@ def test_ledger_lies_between_exact_gaussian_and_classic_conversion(sigma, count,
     pld.compose(SelfComposedDpEvent(GaussianDpEvent(sigma), count))
     pld_eps = pld.get_epsilon(delta)  # pessimistic discretisation: slightly above exact
     ledger = Ledger().compose(GaussianQuery(sigma, sensitivity=1.0), count)
-    eps, _ = ledger.epsilon(delta)
-    classic, _ = ledger.epsilon_classic(delta)
+    eps = ledger.get_epsilon(delta, "rdp").epsilon
+    classic, _ = epsilon_from_rdp_classic(ledger.orders, ledger.rdp, delta)  # delta_t = 0
     assert exact == pytest.approx(pld_eps, rel=1e-2)
     assert max(exact, pld_eps) < eps < classic

@@ -211,7 +211,7 @@ def test_a_saved_ledger_replays_to_the_same_epsilon(neighbors, index, tmp_path):
     replayed = Ledger.replay(loaded.history)
     np.testing.assert_array_equal(replayed.rdp, ledger.rdp)
     assert replayed.delta_t == ledger.delta_t
-    assert replayed.epsilon(DELTA) == ledger.epsilon(DELTA)
+    assert replayed.get_epsilon(DELTA) == ledger.get_epsilon(DELTA)
     assert replayed.neighbors == neighbors and replayed.history == ledger.history
 
 
@@ -257,7 +257,7 @@ def test_a_replay_prices_with_the_current_accountant(monkeypatch):
     monkeypatch.setattr(accountant, "gaussian_rdp", lambda *a: 2 * real(*a))
     replayed = Ledger.replay(ledger.history)
     np.testing.assert_allclose(replayed.rdp, 2 * ledger.rdp, rtol=1e-15)
-    assert replayed.epsilon(DELTA)[0] > 1.4 * ledger.epsilon(DELTA)[0]
+    assert replayed.get_epsilon(DELTA, "rdp").epsilon > 1.4 * ledger.get_epsilon(DELTA, "rdp").epsilon
 
 
 class _Opaque:
@@ -277,7 +277,7 @@ def test_an_opaque_mechanism_is_recorded_as_its_curve_and_replays(tmp_path):
     assert isinstance(event, RdpCurveEvent) and event.source == "Opaque" and event.delta == 1e-9
     ledger.save(tmp_path / "ledger.json")
     replayed = Ledger.replay(Ledger.load(tmp_path / "ledger.json").history)
-    assert replayed.epsilon(DELTA) == ledger.epsilon(DELTA) and replayed.delta_t == ledger.delta_t
+    assert replayed.get_epsilon(DELTA) == ledger.get_epsilon(DELTA) and replayed.delta_t == ledger.delta_t
     with pytest.raises(ValueError, match="tabulated at other orders"):
         Ledger.replay(ledger.history, orders=[2.55, 3.5])
 
@@ -290,7 +290,10 @@ def test_a_data_dependent_curve_is_flagged_in_the_description():
     assert not ledger.data_dependent
     ledger.compose_event(ComposedEvent((bound,)), count=10, name="GNMax")
     assert ledger.data_dependent
-    assert "DATA-DEPENDENT: a bound for this data only, not by itself a DP guarantee" in ledger.describe(DELTA)
+    assert (
+        "DATA-DEPENDENT: a bound for this data only, not by itself a DP guarantee"
+        in ledger.get_epsilon(DELTA, "rdp").description
+    )
 
 
 @pytest.mark.parametrize("old_format", [1, 2])

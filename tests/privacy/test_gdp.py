@@ -80,15 +80,15 @@ def test_dp_accountings_pld_agrees_and_never_goes_below_the_exact_epsilon(mu, de
 def test_exact_epsilon_is_never_above_the_rdp_bound_of_the_same_queries(aggregator):
     ledger = Ledger().compose(aggregator, count=600)
     exact = gdp_epsilon(gaussian_mu([(aggregator.dp_event, 600)]), 1e-6)
-    assert exact <= ledger.epsilon(1e-6)[0]
-    assert ledger.epsilon_gdp(1e-6) == exact
+    assert exact <= ledger.get_epsilon(1e-6, "rdp").epsilon
+    assert ledger.get_epsilon(1e-6, "gdp").epsilon == exact == ledger.get_epsilon(1e-6).epsilon
 
 
 def test_the_default_runs_tau_pate_is_7_506_exactly_where_rdp_says_7_999():
     """Issue 39's measurement: TauPATE(sigma 75.5143, tau 10, l1) over 600 queries, replace, delta 1e-6."""
     ledger = Ledger().compose(TauPATE(40, 400, 75.5143, 10, "l1", "replace"), count=600)
-    assert ledger.epsilon(1e-6)[0] == pytest.approx(7.999, abs=1e-3)
-    assert ledger.epsilon_gdp(1e-6) == pytest.approx(7.506, abs=1e-3)
+    assert ledger.get_epsilon(1e-6, "rdp").epsilon == pytest.approx(7.999, abs=1e-3)
+    assert ledger.get_epsilon(1e-6, "gdp").epsilon == pytest.approx(7.506, abs=1e-3)
 
 
 def test_mu_composes_as_the_root_sum_of_squares():
@@ -111,7 +111,8 @@ def test_mu_composes_as_the_root_sum_of_squares():
 def test_events_without_a_closed_form_have_no_exact_epsilon(event):
     assert gaussian_mu([(GaussianEvent(1.0, 1.0), 3), (event, 1)]) is None
     ledger = Ledger(neighbors="replace").compose_event(GaussianEvent(1.0, 1.0), 3).compose_event(event, 1)
-    assert ledger.epsilon_gdp(1e-5) is None
+    with pytest.raises(ValueError, match="accountant='gdp'"):
+        ledger.get_epsilon(1e-5, "gdp")
 
 
 def test_bad_arguments_are_refused_naming_them():

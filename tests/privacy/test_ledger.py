@@ -12,6 +12,7 @@ from pate.privacy import (
     Ledger,
     delta_from_rdp,
     epsilon_from_rdp,
+    epsilon_from_rdp_classic,
     exponential_mechanism_rdp,
     gaussian_rdp,
     report_noisy_max_rdp,
@@ -78,7 +79,7 @@ class NoRelationQuery:
 def test_empty_ledger_costs_nothing():
     ledger = Ledger()
     assert np.all(ledger.rdp == 0) and ledger.delta_t == 0.0 and ledger.neighbors is None
-    assert ledger.epsilon(1e-6)[0] == 0.0 and ledger.delta(0.0) == 0.0
+    assert ledger.get_epsilon(1e-6).epsilon == 0.0 and ledger.get_epsilon(1e-6, "rdp").epsilon == 0.0
 
 
 def test_compose_count_equals_repeated_compose():
@@ -87,7 +88,9 @@ def test_compose_count_equals_repeated_compose():
     three_times = Ledger().compose(query).compose(query).compose(query)
     np.testing.assert_allclose(once_by_three.rdp, 3 * Ledger().compose(query, 1).rdp, rtol=1e-15)
     np.testing.assert_allclose(three_times.rdp, once_by_three.rdp, rtol=1e-15)
-    assert three_times.epsilon(1e-6) == pytest.approx(once_by_three.epsilon(1e-6), rel=1e-12)
+    assert three_times.get_epsilon(1e-6, "rdp").epsilon == pytest.approx(
+        once_by_three.get_epsilon(1e-6, "rdp").epsilon, rel=1e-12
+    )
 
 
 def test_heterogeneous_compositions_add():
@@ -97,14 +100,19 @@ def test_heterogeneous_compositions_add():
     expected = 7 * a.rdp(DEFAULT_ORDERS) + 11 * b.rdp(DEFAULT_ORDERS)
     np.testing.assert_allclose(ledger.rdp, expected, rtol=1e-14)
     assert ledger.delta_t == pytest.approx(7e-9 + 22e-9, rel=1e-12)
-    assert ledger.epsilon(1e-6) == epsilon_from_rdp(DEFAULT_ORDERS, expected, 1e-6 - 29e-9)
+    priced = ledger.get_epsilon(1e-6, "rdp")
+    assert (priced.epsilon, priced.order) == epsilon_from_rdp(DEFAULT_ORDERS, expected, 1e-6 - 29e-9)
 
 
 def test_epsilon_increases_with_count_and_decreases_with_sigma_and_delta():
-    by_count = [Ledger().compose(GaussianQuery(20.0), count=c).get_epsilon(1e-6) for c in (1, 10, 100, 1000)]
-    by_sigma = [Ledger().compose(GaussianQuery(s), count=100).get_epsilon(1e-6) for s in (5.0, 10.0, 20.0, 40.0)]
+    by_count = [
+        Ledger().compose(GaussianQuery(20.0), count=c).get_epsilon(1e-6, "rdp").epsilon for c in (1, 10, 100, 1000)
+    ]
+    by_sigma = [
+        Ledger().compose(GaussianQuery(s), count=100).get_epsilon(1e-6, "rdp").epsilon for s in (5.0, 10.0, 20.0, 40.0)
+    ]
     ledger = Ledger().compose(GaussianQuery(20.0), count=100)
-    by_delta = [ledger.get_epsilon(d) for d in (1e-12, 1e-9, 1e-6, 1e-3)]
+    by_delta = [ledger.get_epsilon(d, "rdp").epsilon for d in (1e-12, 1e-9, 1e-6, 1e-3)]
     for sequence in (by_sigma, by_delta):
         assert all(a > b for a, b in zip(sequence, sequence[1:]))
     assert all(a < b for a, b in zip(by_count, by_count[1:]))
@@ -113,8 +121,9 @@ def test_epsilon_increases_with_count_and_decreases_with_sigma_and_delta():
 @pytest.mark.parametrize("delta", [1e-9, 1e-6, 1e-3])
 def test_delta_of_epsilon_round_trip_with_delta_t(delta):
     ledger = Ledger().compose(GaussianQuery(30.0, delta_per_query=1e-12), count=600)
-    eps, _ = ledger.epsilon(delta)
-    assert ledger.delta(eps) == pytest.approx(delta, rel=1e-8)
+    eps = ledger.get_epsilon(delta, "rdp").epsilon
+    # back: the conditional pair's delta at eps, plus the delta_t spent before the conversion
+    assert delta_from_rdp(ledger.orders, ledger.rdp, eps)[0] + ledger.delta_t == pytest.approx(delta, rel=1e-8)
 
 
 def test_delta_t_is_spent_before_the_conversion():
@@ -122,31 +131,32 @@ def test_delta_t_is_spent_before_the_conversion():
     query = GaussianQuery(60.0, delta_per_query=1e-9)
     ledger = Ledger().compose(query, count=600)
     assert ledger.delta_t == pytest.approx(6e-7, rel=1e-12)
-    eps, order = ledger.epsilon(1e-6)
+    priced = ledger.get_epsilon(1e-6, "rdp")
+    eps, order = priced.epsilon, priced.order
     assert (eps, order) == epsilon_from_rdp(DEFAULT_ORDERS, 600 * query.rdp(DEFAULT_ORDERS), 1e-6 - 6e-7)
     without = Ledger().compose(dataclasses.replace(query, delta_per_query=0.0), count=600)
-    assert eps > without.epsilon(1e-6)[0]
-    assert ledger.delta(eps) == pytest.approx(1e-6, rel=1e-8)
+    assert eps > without.get_epsilon(1e-6, "rdp").epsilon
+    assert delta_from_rdp(ledger.orders, ledger.rdp, eps)[0] + 6e-7 == pytest.approx(1e-6, rel=1e-8)
 
 
 @pytest.mark.parametrize("delta", [1e-7, 6e-7])
 def test_epsilon_at_delta_not_above_delta_t_raises(delta):
     ledger = Ledger().compose(GaussianQuery(60.0, delta_per_query=1e-9), count=600)
     with pytest.raises(ValueError, match=r"delta=.*delta_t=6"):
-        ledger.epsilon(delta)
+        ledger.get_epsilon(delta, "rdp")
     with pytest.raises(ValueError, match="delta_t"):
-        ledger.epsilon_classic(delta)
+        ledger.get_epsilon(delta)
 
 
 @pytest.mark.parametrize("delta", [0.0, 1.0, -1e-6, 2.0])
 def test_epsilon_at_delta_outside_unit_interval_raises(delta):
     with pytest.raises(ValueError, match="delta"):
-        Ledger().compose(GaussianQuery(1.0)).epsilon(delta)
+        Ledger().compose(GaussianQuery(1.0)).get_epsilon(delta)
 
 
 def test_classic_conversion_is_looser():
     ledger = Ledger().compose(GaussianQuery(10.0), count=100)
-    assert ledger.epsilon(1e-6)[0] < ledger.epsilon_classic(1e-6)[0]
+    assert ledger.get_epsilon(1e-6, "rdp").epsilon < epsilon_from_rdp_classic(ledger.orders, ledger.rdp, 1e-6)[0]
 
 
 def test_relation_fixed_by_first_mechanism_and_never_mixed():
@@ -195,7 +205,7 @@ def test_count_zero_records_but_costs_nothing_even_for_infinite_curves():
     ledger = Ledger().compose(NoRelationQuery(), count=0)
     assert np.all(ledger.rdp == 0) and ledger.history[0].count == 0
     ledger.compose(NoRelationQuery(), count=2)
-    assert np.isinf(ledger.rdp[-1]) and np.isfinite(ledger.epsilon(1e-6)[0])
+    assert np.isinf(ledger.rdp[-1]) and np.isfinite(ledger.get_epsilon(1e-6, "rdp").epsilon)
 
 
 def test_rdp_is_a_read_only_copy():
@@ -211,11 +221,11 @@ def test_rdp_is_a_read_only_copy():
 
 def test_describe_states_epsilon_delta_relation_and_queries():
     ledger = Ledger().compose(GaussianQuery(60.0, delta_per_query=1e-9, name="StableTopK"), count=600)
-    eps, order = ledger.epsilon(1e-6)
-    text = ledger.describe(1e-6)
+    priced = ledger.get_epsilon(1e-6, "rdp")
+    eps, order, text = priced.epsilon, priced.order, priced.description
     assert text.startswith(f"epsilon = {eps:.4g} at delta = 1e-06 (neighbours: replace;")
     assert f"order {order:.4g}" in text and "600 queries of StableTopK" in text and "delta_t = 6e-07" in text
-    assert "neighbours: unspecified" in Ledger().compose(NoRelationQuery()).describe(1e-6)
+    assert "neighbours: unspecified" in Ledger().compose(NoRelationQuery()).get_epsilon(1e-6, "rdp").description
 
 
 def test_state_dict_and_save_load_round_trip(tmp_path):
@@ -233,12 +243,11 @@ def test_state_dict_and_save_load_round_trip(tmp_path):
     np.testing.assert_array_equal(loaded.orders, ledger.orders)
     assert loaded.delta_t == ledger.delta_t and loaded.neighbors == "replace"
     assert loaded.history == ledger.history
-    assert loaded.epsilon(1e-6) == ledger.epsilon(1e-6)
-    assert loaded.describe(1e-6) == ledger.describe(1e-6)
+    assert loaded.get_epsilon(1e-6) == ledger.get_epsilon(1e-6)  # the epsilon, the RDP bound and the line
 
     restored = Ledger(orders=[2.0, 3.0])
     restored.load_state_dict(ledger.state_dict())
-    assert restored.epsilon(1e-6) == ledger.epsilon(1e-6)
+    assert restored.get_epsilon(1e-6) == ledger.get_epsilon(1e-6)
     # a restored ledger keeps composing
     loaded.compose(GaussianQuery(7.0, delta_per_query=1e-10), count=1)
     assert loaded.delta_t == pytest.approx(14e-10, rel=1e-12)
@@ -264,4 +273,4 @@ def test_bad_orders_raise(orders):
 
 def test_delta_of_a_large_epsilon_uses_the_whole_curve():
     ledger = Ledger().compose(GaussianQuery(2.0), count=10)
-    assert ledger.delta(1e3) == delta_from_rdp(DEFAULT_ORDERS, ledger.rdp, 1e3)[0] < 1e-100
+    assert 0.0 <= delta_from_rdp(DEFAULT_ORDERS, ledger.rdp, 1e3)[0] < 1e-100

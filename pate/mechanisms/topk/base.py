@@ -118,7 +118,7 @@ class PureEpsilonCost(PricedByEvent):
         second wins for a few queries: a finite grid of orders converts a pure curve to slightly more
         than its epsilon.
         """
-        ledger = Ledger(neighbors=self.neighbors).compose(self, queries).epsilon(delta)[0]
+        ledger = Ledger(neighbors=self.neighbors).compose(self, queries).get_epsilon(delta, "rdp").epsilon
         return min(ledger, queries * self.pure_epsilon)
 
     def _calibrated(self, accountant: str, closed_form: str, epsilon: float, delta: float, queries: int):

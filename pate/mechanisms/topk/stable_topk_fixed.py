@@ -156,7 +156,7 @@ class StableTopKFixed(PricedByEvent):
 
     def spent(self, queries: int, delta: float) -> float:
         """Epsilon of ``queries`` adaptive queries at ``delta`` by the RDP ledger."""
-        return Ledger(neighbors=self.neighbors).compose(self, queries).epsilon(delta)[0]
+        return Ledger(neighbors=self.neighbors).compose(self, queries).get_epsilon(delta, "rdp").epsilon
 
     def noise_parameters(self) -> dict[str, float]:
         return {"select_epsilon": self.select_epsilon, "test_sigma": self.test_sigma, "fill_rho": self.fill_rho}
