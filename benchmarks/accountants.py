@@ -32,10 +32,10 @@ from pate.mechanisms import PrivateKNN  # noqa: E402
 from pate.pipeline import instantiate  # noqa: E402
 from pate.privacy import (
     Ledger,
-    PoissonSampledGaussianEvent,
     calibrate,
     calibrate_noise,  # noqa: E402
     privacy_unit,
+    sampled_gaussian_steps,
 )
 from record import ROOT, header, write_json  # noqa: E402
 
@@ -84,7 +84,7 @@ def dp_sgd_event(relation: str, target: float):
     method = _config(["method=dp_sgd"]).method
     rate = method.expected_batch_size / PRIVATE_RECORDS
     steps = math.ceil(_recipe(method.probe_recipes, target, relation).get("epochs", method.epochs) / rate)
-    return lambda multiplier: PoissonSampledGaussianEvent(rate, multiplier, steps, relation)
+    return lambda multiplier: sampled_gaussian_steps(rate, multiplier, steps, relation)
 
 
 def mechanism_row(method: str, relation: str, target: float, configured, noise: str) -> dict:

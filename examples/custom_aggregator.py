@@ -4,7 +4,7 @@
 ``MajorityRandomizedResponse`` releases, per label, the teachers' majority bit by randomized response. The bit may
 flip when one teacher's vote changes (under either relation), so it is kept with probability e^eps / (1 + e^eps)
 and flipped otherwise: eps-DP per label (Warner 1965; Dwork & Roth 2014, Section 3.2). A query releases L bits, so
-its cost event is L-fold composition, ``SelfComposedEvent(PureDpEvent(eps), L)``. It subclasses
+its cost event is L-fold composition, ``SelfComposedDpEvent(PureDpEvent(eps), L)`` (dp-accounting's composition). It subclasses
 ``pate.privacy.PricedByEvent`` (which derives ``rdp`` and ``delta_per_query`` from that event) and
 ``pate.aggregators.Aggregator``, and keeps every default of the second (docs/add-an-aggregator.md).
 
@@ -25,9 +25,10 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from dp_accounting import SelfComposedDpEvent
 
 from pate.aggregators.base import AggregationResult, Aggregator, check_rng
-from pate.privacy import Ledger, PricedByEvent, PureDpEvent, SelfComposedEvent, check_relation, checks
+from pate.privacy import Ledger, PricedByEvent, PureDpEvent, check_relation, checks
 from pate.votes import check_vote_counts
 
 
@@ -43,8 +44,8 @@ class MajorityRandomizedResponse(PricedByEvent, Aggregator):
         object.__setattr__(self, "neighbors", check_relation(self.neighbors))
 
     @property
-    def dp_event(self) -> SelfComposedEvent:
-        return SelfComposedEvent(PureDpEvent(self.epsilon), self.num_labels)
+    def dp_event(self) -> SelfComposedDpEvent:
+        return SelfComposedDpEvent(PureDpEvent(self.epsilon), self.num_labels)
 
     @property
     def name(self) -> str:

@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from dp_accounting import SelfComposedDpEvent
 
 from pate.artifacts import Artifact, atomic_write_json
-from pate.privacy import ACCOUNTANT_TEXT, Ledger, SelfComposedEvent
+from pate.privacy import ACCOUNTANT_TEXT, Ledger
 from pate.votes import PackedVotes
 
 log = logging.getLogger(__name__)
@@ -127,7 +128,7 @@ def build_aggregate(
         for name in DIAGNOSTIC_LEDGERS:
             if name in details:
                 event, count = details.pop(name), 1
-                if isinstance(event, SelfComposedEvent):  # recorded as its queries, so the line counts them
+                if isinstance(event, SelfComposedDpEvent):  # recorded as its queries, so the line counts them
                     event, count = event.event, event.count
                 diagnostics[name] = Ledger().compose_event(
                     event, count=count, name=aggregator.name, neighbors=aggregator.neighbors

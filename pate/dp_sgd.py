@@ -8,7 +8,7 @@ noise (``DPOptimizerFastGradientClipping``); tests/test_dp_sgd.py checks both ag
 computation. Layers without a ghost norm (convolutions, GroupNorm) get their per-example gradients materialised
 by Opacus, as in its plain mode. The batches are drawn here, one coin per record and step, at exactly the rate the
 caller prices (``pate.mechanisms.poisson``: Poisson sampling, as the privacy analysis of
-``PoissonSampledGaussianEvent`` needs), so an empty batch is possible and is a noise-only step. The clipped sum
+``pate.privacy.sampled_gaussian_steps`` needs), so an empty batch is possible and is a noise-only step. The clipped sum
 is divided by a constant the caller fixes (``expected_batch_size``), never by a count of the private records:
 under add_remove the neighbours differ in that count.
 """

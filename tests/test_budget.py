@@ -17,7 +17,7 @@ from pate.budget import BudgetDamaged, BudgetEntry, BudgetLedger, _checksum, pri
 from pate.data.labelled_images import LabelledImages
 from pate.errors import UserError
 from pate.pipeline.budget import BudgetGuard
-from pate.privacy import GaussianEvent, Ledger
+from pate.privacy import Ledger, gaussian_event
 
 DELTA = 1e-6
 RECORDS = np.arange(1, 11, dtype=np.uint64) * 7919
@@ -25,7 +25,7 @@ DATASET = private_data_id(RECORDS)
 
 
 def _cost(sigma: float = 10.0) -> Ledger:
-    return Ledger().compose_event(GaussianEvent(sigma, 1.0), count=1, name="G", neighbors="replace")
+    return Ledger().compose_event(gaussian_event(sigma, 1.0), count=1, name="G", neighbors="replace")
 
 
 def _entry(key: str = "k", sigma: float = 10.0, dataset: str = DATASET) -> BudgetEntry:
@@ -51,7 +51,7 @@ def test_the_total_composes_every_release_on_data_sharing_a_record(tmp_path):
     disjoint = ledger.add_records(np.array([3, 5], dtype=np.uint64))
     entries = [_entry("a"), _entry("b", dataset=overlapping), _entry("c", dataset=disjoint)]
     total = ledger.total(RECORDS, DELTA, "replace", True, "rdp", entries)
-    single = Ledger().compose_event(GaussianEvent(10 / np.sqrt(2), 1.0), neighbors="replace")
+    single = Ledger().compose_event(gaussian_event(10 / np.sqrt(2), 1.0), neighbors="replace")
     assert total.releases == 2 and total.datasets == 2
     assert total.epsilon == pytest.approx(single.get_epsilon(DELTA, "rdp").epsilon, rel=1e-12)
     other = BudgetEntry.new(
@@ -59,7 +59,7 @@ def test_the_total_composes_every_release_on_data_sharing_a_record(tmp_path):
         "aggregate",
         "c",
         "d",
-        Ledger().compose_event(GaussianEvent(1.0, 1.0), neighbors="add_remove"),
+        Ledger().compose_event(gaussian_event(1.0, 1.0), neighbors="add_remove"),
         True,
         {},
     )
@@ -71,7 +71,7 @@ def test_an_entry_round_trips_and_its_checksum_catches_an_edit(tmp_path):
     budget = _ledger(tmp_path)
     path = budget.append(_entry())
     assert [e.body() for e in budget.entries()] == [BudgetEntry.from_body(e.body()).body() for e in budget.entries()]
-    path.write_text(path.read_text().replace('"sigma": 10.0', '"sigma": 100.0'))
+    path.write_text(path.read_text().replace('"noise_multiplier": 10.0', '"noise_multiplier": 100.0'))
     with pytest.raises(BudgetDamaged, match=rf"file {path} is damaged or missing \(its checksum does not match"):
         budget.entries()
 

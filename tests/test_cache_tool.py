@@ -103,12 +103,12 @@ def test_the_budget_command_lists_each_dataset_its_total_and_its_releases(tmp_pa
     import numpy as np
 
     from pate.budget import BudgetEntry, BudgetLedger
-    from pate.privacy import GaussianEvent, Ledger
+    from pate.privacy import Ledger, gaussian_event
 
     ledger = BudgetLedger(tmp_path / "budget")
     records = np.array([3, 5, 8], dtype=np.uint64)
     dataset = ledger.add_records(records)
-    cost = Ledger().compose_event(GaussianEvent(10.0, 1.0), name="G(sigma=10)", neighbors="replace")
+    cost = Ledger().compose_event(gaussian_event(10.0, 1.0), name="G(sigma=10)", neighbors="replace")
     for key in ("k1", "k2"):
         ledger.append(
             BudgetEntry.new(dataset, "aggregate", key, "d", cost, True, {"method": "x.PATE", "target_epsilon": 1.0})

@@ -15,7 +15,7 @@ from pate.mechanisms.gap_selection import GapSelection
 from pate.mechanisms.ptr import GapTest
 from pate.mechanisms.topk import EMPeeling, Joint, PNFPeeling, StableTopKFixed
 from pate.pipeline.methods import Method
-from pate.privacy import DEFAULT_ORDERS, Ledger, calibrate_noise, event_from_dict, price
+from pate.privacy import DEFAULT_ORDERS, Ledger, calibrate_noise, event_from_dict, event_to_dict, price
 from tests.audit.discover import method_classes, priced_classes
 from tests.pipeline.methods.noisy_prevalence import NoisyPrevalence
 
@@ -121,7 +121,7 @@ def test_every_rdp_mechanism_is_frozen(relation, cls, index):
 @pytest.mark.parametrize("relation, cls, index", RDP)
 def test_every_rdp_mechanisms_event_round_trips_to_the_same_price(relation, cls, index, tmp_path):
     mechanism, _ = _mechanism(relation, cls, index)
-    event = event_from_dict(json.loads(json.dumps(mechanism.dp_event.to_dict(), allow_nan=False)))
+    event = event_from_dict(json.loads(json.dumps(event_to_dict(mechanism.dp_event), allow_nan=False)))
     assert event == mechanism.dp_event
     np.testing.assert_array_equal(price(event, DEFAULT_ORDERS).curve, mechanism.rdp(DEFAULT_ORDERS))
     ledger = Ledger().compose(mechanism, count=QUERIES)

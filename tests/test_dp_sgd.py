@@ -16,7 +16,7 @@ from dp_accounting.rdp import RdpAccountant
 
 from pate.dp_sgd import MultiLabelLoss, linear_probe, score_model, train_dp_sgd
 from pate.mechanisms.poisson import poisson_subsample
-from pate.privacy import DEFAULT_ORDERS, Ledger, PoissonSampledGaussianEvent
+from pate.privacy import DEFAULT_ORDERS, Ledger, sampled_gaussian_steps
 
 
 def _seeded(seed, device="cpu"):
@@ -165,7 +165,7 @@ def test_the_add_remove_epsilon_equals_dp_accountings_and_opacus(rate, sigma, st
 
     ours = (
         Ledger(neighbors="add_remove")
-        .compose_event(PoissonSampledGaussianEvent(rate, sigma, steps, "add_remove"))
+        .compose_event(sampled_gaussian_steps(rate, sigma, steps, "add_remove"))
         .get_epsilon(1e-6, "rdp")
         .epsilon
     )
@@ -174,7 +174,7 @@ def test_the_add_remove_epsilon_equals_dp_accountings_and_opacus(rate, sigma, st
     reference.compose(dpa.PoissonSampledDpEvent(rate, dpa.GaussianDpEvent(sigma)), steps)
     on_integers = (
         Ledger(orders=integer_orders, neighbors="add_remove")
-        .compose_event(PoissonSampledGaussianEvent(rate, sigma, steps, "add_remove"))
+        .compose_event(sampled_gaussian_steps(rate, sigma, steps, "add_remove"))
         .get_epsilon(1e-6, "rdp")
         .epsilon
     )
@@ -189,7 +189,7 @@ def test_the_add_remove_epsilon_equals_dp_accountings_and_opacus(rate, sigma, st
 def test_the_replace_epsilon_never_undercuts_dp_accountings_tight_pld_and_stays_within_ten_percent():
     ours = (
         Ledger(orders=DEFAULT_ORDERS, neighbors="replace")
-        .compose_event(PoissonSampledGaussianEvent(0.051, 1.0, 392, "replace"))
+        .compose_event(sampled_gaussian_steps(0.051, 1.0, 392, "replace"))
         .get_epsilon(1e-6, "rdp")
         .epsilon
     )

@@ -21,7 +21,7 @@ EXPECTED = {
         "MajorityRR(eps=",
         "200/200 queries answered",
         "the accuracy is as randomized response predicts",
-        "a pate.aggregators.Aggregator: True; one query costs SelfComposedEvent(event=PureDpEvent(epsilon=",
+        "a pate.aggregators.Aggregator: True; one query costs SelfComposedDpEvent(event=PureDpEvent(epsilon=",
         ", count=40)",
         "epsilon = 4 at delta = 1e-06 (neighbours: replace",
         "one neighbour: one teacher's vote replaced",

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
+from dp_accounting import ComposedDpEvent, SelfComposedDpEvent
 
 from pate.aggregators.base import AggregationResult, Aggregator, check_rng
 from pate.aggregators.gaussian_pate import NoisyThresholdCost
@@ -39,7 +40,7 @@ from pate.privacy import checks
 from pate.privacy.accountant import PricedByEvent
 from pate.privacy.calibration import calibrate, calibrate_noise
 from pate.privacy.ledger import Ledger, check_accountant
-from pate.privacy.events import ComposedEvent, DpEvent, GaussianEvent, RdpCurveEvent, SelfComposedEvent
+from pate.privacy.events import DpEvent, RdpCurveEvent, gaussian_event
 from pate.privacy.orders import DEFAULT_ORDERS
 from pate.privacy.sensitivity import (
     NeighboringRelation,
@@ -118,7 +119,7 @@ class BinaryVoting(NoisyThresholdCost, Aggregator):
             k=np.count_nonzero(labels, axis=1),
             details={
                 "data_dependent": self.data_dependent_event(counts),
-                "data_independent": SelfComposedEvent(self.dp_event, counts.shape[0]),
+                "data_independent": SelfComposedDpEvent(self.dp_event, counts.shape[0]),
             },
         )
 
@@ -194,7 +195,7 @@ class DataDependentBinaryVoting(PricedByEvent, Aggregator):
         return DistanceTest(sigma=self.test_sigma, delta=self.test_delta, order=self.order, budget=self.rdp_budget)
 
     @property
-    def dp_event(self) -> ComposedEvent:
+    def dp_event(self) -> ComposedDpEvent:
         """The whole batch's release: the test's Gaussian and the proposal, test_delta-approximate."""
         return self.test.dp_event
 
@@ -216,11 +217,11 @@ class DataDependentBinaryVoting(PricedByEvent, Aggregator):
         per_query = (
             gnmax
             if self.screen is None
-            else ComposedEvent(
-                (GaussianEvent(self.screen_sigma, count_l2_sensitivity(self.num_labels, self.neighbors)), gnmax)
+            else ComposedDpEvent(
+                [gaussian_event(self.screen_sigma, count_l2_sensitivity(self.num_labels, self.neighbors)), gnmax]
             )
         )
-        return SelfComposedEvent(per_query, num_queries)
+        return SelfComposedDpEvent(per_query, num_queries)
 
     @property
     def name(self) -> str:

@@ -12,12 +12,13 @@ import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
+from dp_accounting import GaussianDpEvent
 
 from pate.aggregators.base import AggregationResult, Aggregator, check_rng
 from pate.mechanisms.noisy_threshold import noisy_threshold
 from pate.privacy import checks
 from pate.privacy.accountant import PricedByEvent
-from pate.privacy.events import GaussianEvent
+from pate.privacy.events import gaussian_event
 from pate.privacy.sensitivity import NeighboringRelation, check_relation, count_l2_sensitivity
 from pate.votes import check_vote_counts
 
@@ -45,10 +46,10 @@ class NoisyThresholdCost(PricedByEvent):
         return self.num_teachers / 2.0
 
     @property
-    def dp_event(self) -> GaussianEvent:
+    def dp_event(self) -> GaussianDpEvent:
         """One query: the Gaussian mechanism on the labeller's L2 ``sensitivity``, priced alpha Delta^2 / (2 sigma^2)
         (Mironov 2017, Prop. 7)."""
-        return GaussianEvent(sigma=self.sigma, sensitivity=self.sensitivity)
+        return gaussian_event(self.sigma, self.sensitivity)
 
     def noise_parameters(self) -> dict[str, float]:
         return {"sigma": self.sigma}

@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
+from dp_accounting import ComposedDpEvent
 
 from pate.aggregators.base import AggregationResult, Aggregator, check_rng
 from pate.mechanisms.gap_selection import GapSelection, check_selection
@@ -27,7 +28,6 @@ from pate.mechanisms.noise import noise_parameter
 from pate.mechanisms.ptr import GapTest, check_test
 from pate.privacy import checks
 from pate.privacy.accountant import PricedByEvent
-from pate.privacy.events import ComposedEvent
 from pate.privacy.sensitivity import NeighboringRelation
 from pate.votes import check_vote_counts
 
@@ -146,9 +146,9 @@ class StableTopK(PricedByEvent, Aggregator):
 
     # ------------------------------------------------------------------ cost
     @property
-    def dp_event(self) -> ComposedEvent:
+    def dp_event(self) -> ComposedDpEvent:
         """One query: the selection, then the test (composition, Lemma 16); delta_t-approximate."""
-        return ComposedEvent((self._selection.dp_event, self._test.dp_event))
+        return ComposedDpEvent([self._selection.dp_event, self._test.dp_event])
 
     @property
     def name(self) -> str:

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.ndimage import maximum_filter
 from scipy.special import ndtri
+from dp_accounting import ComposedDpEvent
 
 from pate.privacy import checks
 from pate.privacy.accountant import PricedByEvent
@@ -48,7 +49,7 @@ from pate.privacy.data_dependent import (
     threshold_log_fail,
     threshold_log_pass,
 )
-from pate.privacy.events import ApproximateEvent, ComposedEvent, GaussianEvent, RdpAtOrderEvent
+from pate.privacy.events import ApproximateEvent, RdpAtOrderEvent, gaussian_event
 
 __all__ = ["DistanceTest", "binary_label_rdp", "cost_table", "costs_within", "distance_to_budget"]
 
@@ -144,8 +145,8 @@ class DistanceTest(PricedByEvent):
         return bool(capped + rng.normal(0.0, self.sigma) > self.threshold)
 
     @property
-    def dp_event(self) -> ComposedEvent:
+    def dp_event(self) -> ComposedDpEvent:
         """The test's Gaussian (sensitivity 1) and, delta-approximately, the proposal B at lambda (module docstring)."""
-        return ComposedEvent(
-            (GaussianEvent(self.sigma, 1.0), ApproximateEvent(RdpAtOrderEvent(self.order, self.budget), self.delta))
+        return ComposedDpEvent(
+            [gaussian_event(self.sigma, 1.0), ApproximateEvent(RdpAtOrderEvent(self.order, self.budget), self.delta)]
         )

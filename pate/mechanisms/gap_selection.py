@@ -48,11 +48,11 @@ from pate.privacy.accountant import PricedByEvent
 from pate.privacy.events import (
     BoundedRangeEvent,
     DpEvent,
-    GaussianEvent,
-    LaplaceEvent,
     PureDpEvent,
     ReportNoisyMaxEvent,
     TightestOfEvent,
+    gaussian_event,
+    laplace_event,
 )
 from pate.privacy.sensitivity import NeighboringRelation, check_relation, gap_sensitivity
 from pate.votes import check_vote_counts
@@ -210,9 +210,12 @@ class GapSelection(PricedByEvent):
             return BoundedRangeEvent(self.epsilon)
         shift = 2.0 * self.sensitivity  # Theorem 8's scalar sensitivity
         if self.selection == "gaussian":
-            return ReportNoisyMaxEvent(GaussianEvent(self.sigma, shift), self.num_candidates)
+            return ReportNoisyMaxEvent(gaussian_event(self.sigma, shift), self.num_candidates)
         return TightestOfEvent(
-            (ReportNoisyMaxEvent(LaplaceEvent(self.sigma, shift), self.num_candidates), PureDpEvent(shift / self.sigma))
+            (
+                ReportNoisyMaxEvent(laplace_event(self.sigma, shift), self.num_candidates),
+                PureDpEvent(shift / self.sigma),
+            )
         )
 
     # ------------------------------------------------------------ mechanism

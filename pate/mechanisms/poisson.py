@@ -3,7 +3,7 @@ subsamples and DP-SGD's batches.
 
 Each record is kept independently with probability ``realised_sampling_rate(q)`` = ceil(q 2^53) / 2^53 >= q: a
 uniform integer in [0, 2^53) (``torch.randint`` over a power-of-two range has no modulo bias) falls under
-ceil(q 2^53). Both mechanisms price that rate, not q (``PoissonSampledGaussianEvent``; Mironov, Talwar & Zhang 2019
+ceil(q 2^53). Both mechanisms price that rate, not q (``pate.privacy.sampled_gaussian_steps``; Mironov, Talwar & Zhang 2019
 analyse exactly this sampling). A float32 uniform compared with q (the first implementation of each) keeps a record
 with probability ceil(fl32(q) 2^24) / 2^24, up to 2^-24 more than the q the ledger priced: 60 times q at q = 1e-9,
 and 3.7e-7 relative at DP-SGD's default q = 4096 / 120,510.

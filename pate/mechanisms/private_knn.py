@@ -4,7 +4,7 @@ cosine similarity of the public features, among a fresh Poisson subsample of the
 vote counts get Gaussian noise and a label is released where the noisy count exceeds k / 2. No teacher is trained.
 
 Cost of one query: the Poisson-sampled Gaussian with sampling rate gamma and noise multiplier
-sigma / ``knn_vote_l2_sensitivity`` (sqrt(L)), under the run's relation (``PoissonSampledGaussianEvent``): the
+sigma / ``knn_vote_l2_sensitivity`` (sqrt(L)), under the run's relation (``pate.privacy.sampled_gaussian_steps``): the
 vote vector is not a sum of per-record terms, but conditioned on the rest of the sample one record moves it by a
 vector of L2 norm <= sqrt(L) (pate/privacy/sensitivity.py), and the mixture over the rest keeps the bound
 because (P, Q) -> integral P^alpha Q^(1 - alpha) is jointly convex for alpha > 1 (the subsampled-Gaussian
@@ -21,10 +21,11 @@ from typing import ClassVar
 
 import numpy as np
 import torch
+from dp_accounting import SelfComposedDpEvent
 
 from pate.mechanisms.noisy_threshold import noisy_threshold
 from pate.mechanisms.poisson import poisson_subsample, realised_sampling_rate
-from pate.privacy import PoissonSampledGaussianEvent, PricedByEvent, check_relation, knn_vote_l2_sensitivity
+from pate.privacy import PricedByEvent, check_relation, knn_vote_l2_sensitivity, sampled_gaussian_steps
 from pate.privacy import checks
 from pate.privacy.checks import positive, positive_int
 
@@ -168,11 +169,11 @@ class PrivateKNN(PricedByEvent):
         )
 
     @property
-    def dp_event(self) -> PoissonSampledGaussianEvent:
+    def dp_event(self) -> SelfComposedDpEvent:
         """One query: a Poisson-sampled Gaussian step with multiplier sigma / sqrt(L) under the relation, at the
         sampling rate the sampler realises (``realised_sampling_rate``, at most 2^-53 above ``sampling_rate``)."""
         multiplier = self.sigma / knn_vote_l2_sensitivity(self.num_labels, self.neighbors)
-        return PoissonSampledGaussianEvent(realised_sampling_rate(self.sampling_rate), multiplier, 1, self.neighbors)
+        return sampled_gaussian_steps(realised_sampling_rate(self.sampling_rate), multiplier, 1, self.neighbors)
 
     def noise_parameters(self) -> dict[str, float]:
         return {"sigma": self.sigma}

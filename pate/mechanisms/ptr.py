@@ -37,7 +37,7 @@ import numpy as np
 from pate.mechanisms.noise import noise_parameter, sample_noise
 from pate.privacy import checks
 from pate.privacy.accountant import PricedByEvent
-from pate.privacy.events import ApproximateEvent, GaussianEvent, LaplaceEvent
+from pate.privacy.events import ApproximateEvent, gaussian_event, laplace_event
 from pate.privacy.sensitivity import NeighboringRelation, check_relation, gap_sensitivity
 
 __all__ = ["TESTS", "GapTest", "check_test"]
@@ -124,9 +124,9 @@ class GapTest(PricedByEvent):
         """One query: q_hat's Gaussian (alpha s^2 / (2 sigma^2)) or Laplace (scale s / eps) release, delta_t-approximate
         (Lemma 18)."""
         noisy_bound = (
-            GaussianEvent(self.sigma, self.sensitivity)
+            gaussian_event(self.sigma, self.sensitivity)
             if self.test == "gaussian"
-            else LaplaceEvent(self.noise_scale, self.sensitivity)
+            else laplace_event(self.noise_scale, self.sensitivity)
         )
         return ApproximateEvent(noisy_bound, self.delta_t)
 

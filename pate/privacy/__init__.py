@@ -2,8 +2,9 @@
 them, the ledger, noise calibration, the exact profile of composed Gaussians (``gdp``) and privacy loss
 distributions (``pld``).
 
-numpy, scipy (the normal tails of the data-dependent bounds and of GDP, root finding) and dp-accounting (the
-privacy loss distributions of ``pld``); imports nothing else of the project.
+numpy, scipy (the normal tails of the data-dependent bounds and of GDP, root finding) and dp-accounting (its
+``DpEvent`` s describe every release; the privacy loss distributions of ``pld``); imports nothing else of the
+project.
 Every sensitivity derives from the neighbouring relation in ``pate.privacy.sensitivity``; every curve and
 conversion documents its formula and source.
 """
@@ -32,20 +33,23 @@ from pate.privacy.accountant import Price, PricedByEvent, price
 from pate.privacy.events import (
     ApproximateEvent,
     BoundedRangeEvent,
-    ComposedEvent,
     CostEvent,
     DpEvent,
-    GaussianEvent,
-    LaplaceEvent,
-    PoissonSampledGaussianEvent,
     PureDpEvent,
     RdpAtOrderEvent,
     RdpCurveEvent,
+    ReplaceSampledGaussianEvent,
     ReportNoisyMaxEvent,
-    SelfComposedEvent,
     TightestOfEvent,
-    ZcdpEvent,
+    check_event,
+    children,
+    data_dependent,
     event_from_dict,
+    event_to_dict,
+    gaussian_event,
+    laplace_event,
+    owned_copy,
+    sampled_gaussian_steps,
 )
 from pate.privacy.gdp import gaussian_mu, gdp_delta, gdp_epsilon
 from pate.privacy.ledger import ACCOUNTANT_TEXT, ACCOUNTANTS, Ledger, check_accountant
@@ -70,22 +74,25 @@ from pate.privacy.sensitivity import (
 __all__ = [
     "ApproximateEvent",
     "BoundedRangeEvent",
-    "ComposedEvent",
     "CostEvent",
     "DpEvent",
-    "GaussianEvent",
-    "LaplaceEvent",
-    "PoissonSampledGaussianEvent",
     "Price",
     "PricedByEvent",
     "PureDpEvent",
     "RdpAtOrderEvent",
     "RdpCurveEvent",
     "ReportNoisyMaxEvent",
-    "SelfComposedEvent",
     "TightestOfEvent",
-    "ZcdpEvent",
     "event_from_dict",
+    "sampled_gaussian_steps",
+    "owned_copy",
+    "laplace_event",
+    "gaussian_event",
+    "event_to_dict",
+    "data_dependent",
+    "children",
+    "check_event",
+    "ReplaceSampledGaussianEvent",
     "poisson_sampled_gaussian_rdp",
     "poisson_sampled_gaussian_replace_rdp",
     "price",

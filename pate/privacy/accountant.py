@@ -29,18 +29,14 @@ from pate.privacy.curves import (
 from pate.privacy.events import (
     ApproximateEvent,
     BoundedRangeEvent,
-    ComposedEvent,
     DpEvent,
-    GaussianEvent,
-    LaplaceEvent,
-    PoissonSampledGaussianEvent,
     PureDpEvent,
     RdpAtOrderEvent,
     RdpCurveEvent,
+    ReplaceSampledGaussianEvent,
     ReportNoisyMaxEvent,
-    SelfComposedEvent,
     TightestOfEvent,
-    ZcdpEvent,
+    dpa,
 )
 
 __all__ = ["Price", "PricedByEvent", "price"]
@@ -60,15 +56,15 @@ def price(event: DpEvent, orders) -> Price:
 
 
 @price.register
-def _(event: GaussianEvent, orders) -> Price:
-    """alpha s^2 / (2 sigma^2) (Mironov 2017, Proposition 7)."""
-    return Price(gaussian_rdp(orders, event.sigma, event.sensitivity), 0.0)
+def _(event: dpa.GaussianDpEvent, orders) -> Price:
+    """alpha / (2 m^2) for noise multiplier m = sigma / sensitivity (Mironov 2017, Proposition 7)."""
+    return Price(gaussian_rdp(orders, event.noise_multiplier, 1.0), 0.0)
 
 
 @price.register
-def _(event: LaplaceEvent, orders) -> Price:
-    """Mironov 2017, Proposition 6 (``laplace_rdp``)."""
-    return Price(laplace_rdp(orders, event.scale, event.sensitivity), 0.0)
+def _(event: dpa.LaplaceDpEvent, orders) -> Price:
+    """Mironov 2017, Proposition 6 (``laplace_rdp``) at scale m and sensitivity 1."""
+    return Price(laplace_rdp(orders, event.noise_multiplier, 1.0), 0.0)
 
 
 @price.register
@@ -84,18 +80,25 @@ def _(event: BoundedRangeEvent, orders) -> Price:
 
 
 @price.register
-def _(event: ZcdpEvent, orders) -> Price:
-    """alpha rho (Bun & Steinke 2016, Definition 1.1)."""
-    return Price(checks.orders_array(orders) * event.rho, 0.0)
+def _(event: dpa.ZCDpEvent, orders) -> Price:
+    """xi + alpha rho (Bun & Steinke 2016, Definition 1.1)."""
+    return Price(event.xi + checks.orders_array(orders) * event.rho, 0.0)
 
 
 @price.register
-def _(event: PoissonSampledGaussianEvent, orders) -> Price:
-    """steps x the sampled Gaussian mechanism's curve under the event's relation: add / remove (Mironov, Talwar &
-    Zhang 2019; ``poisson_sampled_gaussian_rdp``) or replace (the dominating pair of dp-accounting's PLD for
+def _(event: dpa.PoissonSampledDpEvent, orders) -> Price:
+    """The sampled Gaussian mechanism's curve under add / remove (Mironov, Talwar & Zhang 2019;
+    ``poisson_sampled_gaussian_rdp``)."""
+    if not isinstance(event.event, dpa.GaussianDpEvent):
+        raise ValueError(f"the accountant prices a Poisson-sampled Gaussian only, got {event.event!r:.200}")
+    return Price(poisson_sampled_gaussian_rdp(orders, event.sampling_probability, event.event.noise_multiplier), 0.0)
+
+
+@price.register
+def _(event: ReplaceSampledGaussianEvent, orders) -> Price:
+    """The sampled Gaussian mechanism's curve under replace (the dominating pair of dp-accounting's PLD for
     REPLACE_ONE, and joint convexity; ``poisson_sampled_gaussian_replace_rdp``)."""
-    curve = poisson_sampled_gaussian_replace_rdp if event.neighbors == "replace" else poisson_sampled_gaussian_rdp
-    return Price(event.steps * curve(orders, event.sampling_rate, event.noise_multiplier), 0.0)
+    return Price(poisson_sampled_gaussian_replace_rdp(orders, event.sampling_probability, event.noise_multiplier), 0.0)
 
 
 @price.register
@@ -146,7 +149,7 @@ def _(event: ApproximateEvent, orders) -> Price:
 
 
 @price.register
-def _(event: ComposedEvent, orders) -> Price:
+def _(event: dpa.ComposedDpEvent, orders) -> Price:
     """Sum of the curves and of the deltas (Mironov 2017, Proposition 1; Zhu & Wang 2022, Lemma 16)."""
     curve = np.zeros_like(checks.orders_array(orders))
     delta = 0.0
@@ -158,7 +161,7 @@ def _(event: ComposedEvent, orders) -> Price:
 
 
 @price.register
-def _(event: SelfComposedEvent, orders) -> Price:
+def _(event: dpa.SelfComposedDpEvent, orders) -> Price:
     """count x the curve, count x the delta (composition); count = 0 costs nothing (never 0 x inf = NaN)."""
     inner = price(event.event, orders)
     if event.count == 0:

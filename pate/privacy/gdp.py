@@ -22,18 +22,18 @@ from scipy.optimize import brentq
 from scipy.special import log_ndtr
 
 from pate.privacy import checks
-from pate.privacy.events import ComposedEvent, DpEvent, GaussianEvent, SelfComposedEvent
+from pate.privacy.events import DpEvent, dpa
 
 __all__ = ["gaussian_mu", "gdp_delta", "gdp_epsilon"]
 
 
 def _mu_squared(event: DpEvent) -> float | None:
-    if isinstance(event, GaussianEvent):
-        return (event.sensitivity / event.sigma) ** 2
-    if isinstance(event, SelfComposedEvent):
+    if isinstance(event, dpa.GaussianDpEvent):
+        return (1.0 / event.noise_multiplier) ** 2
+    if isinstance(event, dpa.SelfComposedDpEvent):
         inner = _mu_squared(event.event)
         return None if inner is None else event.count * inner
-    if isinstance(event, ComposedEvent):
+    if isinstance(event, dpa.ComposedDpEvent):
         parts = [_mu_squared(part) for part in event.events]
         return None if any(part is None for part in parts) else math.fsum(parts)
     return None

@@ -39,7 +39,17 @@ import numpy as np
 from pate.privacy import checks
 from pate.privacy.conversion import epsilon_from_rdp
 from pate.privacy.accountant import price
-from pate.privacy.events import CostEvent, DpEvent, PoissonSampledGaussianEvent, RdpCurveEvent
+from pate.privacy.events import (
+    CostEvent,
+    DpEvent,
+    RdpCurveEvent,
+    ReplaceSampledGaussianEvent,
+    check_event,
+    children,
+    owned_copy,
+    data_dependent,
+    dpa,
+)
 from pate.privacy.gdp import gaussian_mu, gdp_epsilon
 from pate.privacy.pld import DEFAULT_INTERVAL, pld_epsilon
 from pate.privacy.orders import DEFAULT_ORDERS
@@ -94,7 +104,9 @@ def check_accountant(accountant: str, name: str = "accountant", allowed: tuple[s
     return accountant
 
 
-_STATE_FORMAT = 3  # 3: the history is a list of cost events that describe the mathematics (DpEvent records)
+# 4: the history's standard events are dp-accounting's DpEvents; 3 (the project's own event records) is read too
+_STATE_FORMAT = 4
+_READ_FORMATS = (3, 4)
 _OLD_FORMATS = {
     1: "it predates replayable cost events",
     2: "its cost events name mechanism classes instead of describing the mathematics",
@@ -152,13 +164,14 @@ class Ledger:
 
     @property
     def history(self) -> tuple[CostEvent, ...]:
-        """Every ``compose`` call, in order, as frozen cost events."""
-        return tuple(self._history)
+        """Every ``compose`` call, in order, as frozen cost events (copies: a composition's list inside one is the
+        caller's to change, never the ledger's)."""
+        return tuple(CostEvent(entry.name, entry.count, entry.neighbors, entry.event) for entry in self._history)
 
     @property
     def data_dependent(self) -> bool:
         """True if a data-dependent bound was composed: then its epsilon is not by itself a DP guarantee."""
-        return any(entry.event.data_dependent for entry in self._history)
+        return any(data_dependent(entry.event) for entry in self._history)
 
     @classmethod
     def replay(
@@ -202,6 +215,9 @@ class Ledger:
         """
         count = checks.non_negative_int("count", count)
         name = name or type(event).__name__
+        event = owned_copy(
+            check_event(f"the cost event of {name}", event)
+        )  # priced and kept: the caller's lists stay theirs
         relation = None if neighbors is None else check_relation(neighbors)
         if relation is not None and self._neighbors is not None and relation != self._neighbors:
             raise ValueError(
@@ -324,8 +340,8 @@ class Ledger:
                 f"ledger format {state['format']} cannot be priced by this version "
                 f"({_OLD_FORMATS[state['format']]}): rebuild the artifact that wrote it"
             )
-        if not isinstance(state, dict) or state.get("format") != _STATE_FORMAT:
-            raise ValueError(f"state must be a Ledger state dict with format {_STATE_FORMAT}, got {state!r:.200}")
+        if not isinstance(state, dict) or state.get("format") not in _READ_FORMATS:
+            raise ValueError(f"state must be a Ledger state dict with format in {_READ_FORMATS}, got {state!r:.200}")
         orders = checks.orders_array(state["orders"], name="state['orders']")
         if orders.ndim != 1:
             raise ValueError(f"state['orders'] must be 1-D, got shape {orders.shape}")
@@ -389,14 +405,22 @@ def event_of(mechanism, orders) -> DpEvent:
 
 
 def _check_relation_supported(event: DpEvent, relation: NeighboringRelation | None, name: str) -> None:
-    """A Poisson-subsampled Gaussian is priced under the relation it states (its curve differs between add /
-    remove and replace); it composes only into a ledger of that relation, which must be stated."""
+    """A Poisson-subsampled Gaussian is priced under one relation (its curve differs between add / remove,
+    dp-accounting's ``PoissonSampledDpEvent``, and replace, ``ReplaceSampledGaussianEvent``); it composes only into
+    a ledger of that relation, which must be stated."""
     pending = [event]
     while pending:
         part = pending.pop()
-        if isinstance(part, PoissonSampledGaussianEvent) and relation != part.neighbors:
+        own = (
+            "add_remove"
+            if isinstance(part, dpa.PoissonSampledDpEvent)
+            else "replace"
+            if isinstance(part, ReplaceSampledGaussianEvent)
+            else None
+        )
+        if own is not None and relation != own:
             raise ValueError(
-                f"{name}: a Poisson-subsampled Gaussian priced for neighbors={part.neighbors!r} cannot "
+                f"{name}: a Poisson-subsampled Gaussian priced for neighbors={own!r} cannot "
                 f"compose into a ledger with neighbors={relation!r}"
             )
-        pending.extend(part.children)
+        pending.extend(children(part))

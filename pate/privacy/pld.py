@@ -6,16 +6,16 @@ accounting of differential privacy via characteristic function"; Doroshenko, Gha
 2022, "Connect the dots" for the discretisation), built by ``dp_accounting.pld.privacy_loss_distribution``, and
 composition is the convolution of the privacy losses (``compose``, ``self_compose``):
 
-* ``GaussianEvent(sigma, D)``: N(0, sigma^2) against N(D, sigma^2). D already is the L2 distance between the
+* ``GaussianDpEvent(m)``: N(0, m^2) against N(1, m^2), m = sigma / D. D already is the L2 distance between the
   outputs on neighbouring inputs under the run's relation (``pate.privacy.sensitivity``), so the pair is the shifted
   one under either relation (dp-accounting's ``ADD_OR_REMOVE_ONE`` form; its ``REPLACE_ONE`` would double D again).
-* ``LaplaceEvent(b, D)``: Lap(0, b) against Lap(D, b), the same reading of D.
+* ``LaplaceDpEvent(m)``: Lap(0, m) against Lap(1, m), m = b / D, the same reading of D.
 * ``PureDpEvent(epsilon)``: the pair of randomized response, dominating every epsilon-DP release
   (``from_privacy_parameters``).
-* ``PoissonSampledGaussianEvent(q, m, steps, neighbors)``: dp-accounting's Poisson-subsampled Gaussian of noise
-  multiplier m and rate q, under ``ADD_OR_REMOVE_ONE`` or ``REPLACE_ONE`` as the event's relation says (both
-  directions of add_remove are kept), composed ``steps`` times.
-* ``SelfComposedEvent`` and ``ComposedEvent`` of these.
+* ``PoissonSampledDpEvent(q, GaussianDpEvent(m))`` and ``ReplaceSampledGaussianEvent(q, m)``: dp-accounting's
+  Poisson-subsampled Gaussian of noise multiplier m and rate q, under ``ADD_OR_REMOVE_ONE`` (both directions are
+  kept) or ``REPLACE_ONE``.
+* ``SelfComposedDpEvent`` and ``ComposedDpEvent`` of these.
 
 Every other event (bounded-range picks, PTR's approximate events, report-noisy-max, zCDP, tabulated or data-dependent
 curves) has no PLD here: :func:`pld_epsilon` answers None and the RDP bound stands. The discretisation is
@@ -38,15 +38,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from pate.privacy import checks
-from pate.privacy.events import (
-    ComposedEvent,
-    DpEvent,
-    GaussianEvent,
-    LaplaceEvent,
-    PoissonSampledGaussianEvent,
-    PureDpEvent,
-    SelfComposedEvent,
-)
+from pate.privacy.events import DpEvent, PureDpEvent, ReplaceSampledGaussianEvent, dpa
 
 if TYPE_CHECKING:
     from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
@@ -191,19 +183,13 @@ def _bounded(event: DpEvent, interval: float) -> _Bounded | None:
     from dp_accounting.pld import privacy_loss_distribution as pld
 
     interval = checks.positive("interval", interval)
-    if isinstance(event, GaussianEvent):
+    if isinstance(event, dpa.GaussianDpEvent):
         return _base(
-            pld.from_gaussian_mechanism(
-                event.sigma, sensitivity=event.sensitivity, value_discretization_interval=interval
-            ),
-            interval,
+            pld.from_gaussian_mechanism(event.noise_multiplier, value_discretization_interval=interval), interval
         )
-    if isinstance(event, LaplaceEvent):
+    if isinstance(event, dpa.LaplaceDpEvent):
         return _base(
-            pld.from_laplace_mechanism(
-                event.scale, sensitivity=event.sensitivity, value_discretization_interval=interval
-            ),
-            interval,
+            pld.from_laplace_mechanism(event.noise_multiplier, value_discretization_interval=interval), interval
         )
     if isinstance(event, PureDpEvent):  # two bins, each probability computed directly: 4 u in all
         return _Bounded(
@@ -214,28 +200,25 @@ def _bounded(event: DpEvent, interval: float) -> _Bounded | None:
             4.0 * UNIT_ROUNDOFF,
             0.0,
         )
-    if isinstance(event, PoissonSampledGaussianEvent):
-        if event.steps == 0:
-            return _Bounded(pld.identity(interval), 0.0, 0.0, 0.0)
-        relation = Relation.REPLACE_ONE if event.neighbors == "replace" else Relation.ADD_OR_REMOVE_ONE
-        one_step = _base(
+    if isinstance(event, (dpa.PoissonSampledDpEvent, ReplaceSampledGaussianEvent)):
+        replace = isinstance(event, ReplaceSampledGaussianEvent)
+        return _base(
             pld.from_gaussian_mechanism(
-                event.noise_multiplier,
-                sampling_prob=event.sampling_rate,
+                event.noise_multiplier if replace else event.event.noise_multiplier,
+                sampling_prob=event.sampling_probability,
                 value_discretization_interval=interval,
-                neighboring_relation=relation,
+                neighboring_relation=Relation.REPLACE_ONE if replace else Relation.ADD_OR_REMOVE_ONE,
             ),
             interval,
         )
-        return _self_composed(one_step, event.steps) if event.steps > 1 else one_step
-    if isinstance(event, SelfComposedEvent):
+    if isinstance(event, dpa.SelfComposedDpEvent):
         inner = _bounded(event.event, interval)
         if inner is None:
             return None
         if event.count == 0:
             return _Bounded(pld.identity(interval), 0.0, 0.0, 0.0)
         return _self_composed(inner, event.count) if event.count > 1 else inner
-    if isinstance(event, ComposedEvent):
+    if isinstance(event, dpa.ComposedDpEvent):
         return _composed([(part, 1) for part in event.events], interval)
     return None
 

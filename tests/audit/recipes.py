@@ -21,6 +21,7 @@ import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import attr
 import numpy as np
 import torch
 
@@ -29,7 +30,7 @@ from pate.dp_sgd import linear_probe, train_dp_sgd
 from pate.mechanisms import DistanceTest, GapSelection, GapTest, PrivateKNN, count_gaps, sorted_padded_counts
 from pate.mechanisms.topk import EMPeeling, Joint, LimitedDomain, PNFPeeling, StableTopKFixed, TopStable
 from pate.pipeline.methods import DPSGD, PATE, PrivateKNNMethod
-from pate.privacy import Ledger, PoissonSampledGaussianEvent
+from pate.privacy import Ledger, ReplaceSampledGaussianEvent, sampled_gaussian_steps
 from tests.audit import laws
 from tests.audit.audits import CONFIDENCE, AuditResult, exact_dp_audit, exact_rdp_audit, monte_carlo_audit
 from tests.audit.divergence import epsilon_lower_bound
@@ -347,7 +348,7 @@ def _dp_sgd_audit(relation: str, claim: Callable, trials: int = 10_000, delta: f
     before sampling: the move exceeds 2 sigma (replace) or 1.5 sigma (add_remove) units of C. Clopper-Pearson
     at 99.9%, fresh seeds per side."""
     rate, (first, second), threshold = (1.0, ((0,), (1,)), 2.0) if relation == "replace" else (0.5, ((0,), (0, 1)), 1.5)
-    event = PoissonSampledGaussianEvent(rate, 1.0, 1, relation)
+    event = sampled_gaussian_steps(rate, 1.0, 1, relation)
     below = _dp_sgd_statistics(first, rate, 1.0, trials, 0) > threshold
     above = _dp_sgd_statistics(second, rate, 1.0, trials, trials) > threshold
     bound = epsilon_lower_bound(int(above.sum()), int(below.sum()), trials, delta, CONFIDENCE)
@@ -363,8 +364,15 @@ def _dp_sgd_audit(relation: str, claim: Callable, trials: int = 10_000, delta: f
 
 
 def _double_multiplier(event):
-    """The claim of the same training with twice its noise multiplier."""
-    return dataclasses.replace(event, noise_multiplier=2.0 * event.noise_multiplier)
+    """The claim of the same training with twice its noise multiplier (``sampled_gaussian_steps``: its steps of
+    one sampled Gaussian step, under either relation)."""
+    step = event.event
+    doubled = (
+        attr.evolve(step, noise_multiplier=2.0 * step.noise_multiplier)
+        if isinstance(step, ReplaceSampledGaussianEvent)
+        else attr.evolve(step, event=attr.evolve(step.event, noise_multiplier=2.0 * step.event.noise_multiplier))
+    )
+    return attr.evolve(event, event=doubled)
 
 
 RECIPES: dict[type, Recipe] = {

@@ -12,7 +12,7 @@ from scipy.special import ndtr
 from pate.aggregators import BinaryVoting, DataDependentBinaryVoting
 from pate.mechanisms.binary_voting import screen_labels
 from pate.mechanisms.dd_release import DistanceTest, binary_label_rdp, cost_table, costs_within, distance_to_budget
-from pate.privacy import Ledger, price
+from pate.privacy import Ledger, count_l2_sensitivity, gaussian_event, price
 
 T, L = 60, 6
 
@@ -294,7 +294,8 @@ def test_the_aggregators_screen_releases_at_the_rate_of_the_sigma_it_prices():
         screen_threshold=_SCREEN_FRACTION,
     )
     screen_sigma, threshold = aggregator.screen
-    assert aggregator.data_independent_event(1).event.events[0].sigma == screen_sigma
+    screen = aggregator.data_independent_event(1).event.events[0]
+    assert screen == gaussian_event(screen_sigma, count_l2_sensitivity(aggregator.num_labels, aggregator.neighbors))
     result = aggregator(np.tile(_SCREEN_YES, (draws, 1)), np.random.default_rng(12))
     assert result.details["test"]["passed"]
     assert result.details["test"]["not_itself_private"]["distance"] == aggregator.test.max_distance - 1

@@ -176,7 +176,8 @@ def test_nearest_mask_is_the_stable_descending_order_cut_at_k():
 
 @pytest.mark.parametrize("rate", [0.1, 0.3, 1e-9, 0.5, 1.0])
 def test_a_query_is_priced_at_the_rate_the_sampler_realises(rate):
-    assert PrivateKNN(3, 5, rate, 1.0).dp_event.sampling_rate == realised_sampling_rate(rate)
+    step = PrivateKNN(3, 5, rate, 1.0).dp_event.event  # one query: one Poisson-sampled step
+    assert step.sampling_probability == realised_sampling_rate(rate)
 
 
 def test_a_record_added_moves_the_votes_by_at_most_sqrt_l_even_with_duplicated_neighbours():

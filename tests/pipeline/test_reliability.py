@@ -24,7 +24,7 @@ from omegaconf import OmegaConf
 from pate.artifacts import ArtifactStore, Stage
 from pate.io import atomic_write_json, exclusive_lock, open_npy_for_writing
 from pate.pipeline.cli import command_line_errors
-from pate.privacy import GaussianEvent, Ledger
+from pate.privacy import Ledger, gaussian_event
 from tests.cli import Completed, run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,7 +53,7 @@ def test_cache_files_follow_the_umask(tmp_path, umask, mask, expected):
 
     def build(work: Path, _) -> None:
         np.save(work / "x.npy", np.arange(3))
-        Ledger().compose_event(GaussianEvent(1.0, 1.0)).save(work / "ledger.json")
+        Ledger().compose_event(gaussian_event(1.0, 1.0)).save(work / "ledger.json")
         atomic_write_json(work / "meta.json", {"a": 1})
 
     art = store.get(Stage("demo", {"v": 1}, build))

@@ -7,7 +7,7 @@ import pytest
 from dp_accounting import GaussianDpEvent, SelfComposedDpEvent, mechanism_calibration
 from dp_accounting.rdp import RdpAccountant
 
-from pate.privacy import DEFAULT_ORDERS, GaussianEvent, Ledger, PoissonSampledGaussianEvent, calibrate, calibrate_noise
+from pate.privacy import DEFAULT_ORDERS, Ledger, calibrate, calibrate_noise, gaussian_event, sampled_gaussian_steps
 from tests.privacy.test_ledger import ExponentialQuery, GaussianNoisyMax, GaussianQuery
 
 RTOL = 1e-4
@@ -104,11 +104,11 @@ def test_calibrate_finds_dp_sgds_noise_multiplier_from_its_event_alone():
     from dp_accounting import dp_event as dpa
     from dp_accounting.rdp import RdpAccountant
 
-    from pate.privacy import PoissonSampledGaussianEvent, calibrate
+    from pate.privacy import calibrate, sampled_gaussian_steps
 
     orders = [float(order) for order in range(2, 257)]
     multiplier = calibrate(
-        lambda m: PoissonSampledGaussianEvent(0.01, m, 1000), 2.0, 1e-5, orders=orders, neighbors="add_remove"
+        lambda m: sampled_gaussian_steps(0.01, m, 1000), 2.0, 1e-5, orders=orders, neighbors="add_remove"
     )
     reference = RdpAccountant(orders=orders)
     reference.compose(dpa.PoissonSampledDpEvent(0.01, dpa.GaussianDpEvent(multiplier)), 1000)
@@ -117,14 +117,14 @@ def test_calibrate_finds_dp_sgds_noise_multiplier_from_its_event_alone():
     slightly_less.compose(dpa.PoissonSampledDpEvent(0.01, dpa.GaussianDpEvent(multiplier * 0.99)), 1000)
     assert slightly_less.get_epsilon(1e-5) > 2.0
     with pytest.raises(ValueError, match="cannot compose into a ledger with neighbors='replace'"):
-        calibrate(lambda m: PoissonSampledGaussianEvent(0.01, m, 1000), 2.0, 1e-5, neighbors="replace")
+        calibrate(lambda m: sampled_gaussian_steps(0.01, m, 1000), 2.0, 1e-5, neighbors="replace")
 
 
 @pytest.mark.parametrize(
     "event_of,neighbors",
     [
-        (lambda m: GaussianEvent(m, 1.0), None),
-        (lambda m: PoissonSampledGaussianEvent(0.05, m, 200, "replace"), "replace"),
+        (lambda m: gaussian_event(m, 1.0), None),
+        (lambda m: sampled_gaussian_steps(0.05, m, 200, "replace"), "replace"),
     ],
     ids=["gaussian", "sampled"],
 )
@@ -144,4 +144,4 @@ def test_calibrating_by_the_tightest_epsilon_meets_the_target_with_less_noise(ev
 
 def test_an_unknown_accountant_is_refused_naming_it():
     with pytest.raises(ValueError, match="accountant='pld'; expected one of"):
-        calibrate(lambda m: GaussianEvent(m, 1.0), 2.0, 1e-6, accountant="pld")
+        calibrate(lambda m: gaussian_event(m, 1.0), 2.0, 1e-6, accountant="pld")

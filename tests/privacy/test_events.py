@@ -4,6 +4,7 @@ ledger replays to the same epsilon under both relations with today's accountant.
 import json
 import math
 
+import attr
 import numpy as np
 import pytest
 from dp_accounting import dp_event as dpa
@@ -28,18 +29,17 @@ from pate.privacy.accountant import price
 from pate.privacy.events import (
     ApproximateEvent,
     BoundedRangeEvent,
-    ComposedEvent,
     DpEvent,
-    GaussianEvent,
-    LaplaceEvent,
-    PoissonSampledGaussianEvent,
     PureDpEvent,
     RdpCurveEvent,
+    ReplaceSampledGaussianEvent,
     ReportNoisyMaxEvent,
-    SelfComposedEvent,
     TightestOfEvent,
-    ZcdpEvent,
     event_from_dict,
+    event_to_dict,
+    gaussian_event,
+    laplace_event,
+    sampled_gaussian_steps,
 )
 
 L, T, Q, DELTA = 40, 800, 600, 1e-6
@@ -82,12 +82,14 @@ def _aggregators(neighbors):
 
 
 EVERY_EVENT = [
-    GaussianEvent(sigma=3.0, sensitivity=2.0),
-    LaplaceEvent(scale=5.0, sensitivity=1.0),
+    gaussian_event(sigma=3.0, sensitivity=2.0),
+    laplace_event(scale=5.0, sensitivity=1.0),
     PureDpEvent(epsilon=0.7),
     BoundedRangeEvent(epsilon=0.7),
-    ZcdpEvent(rho=0.01),
-    PoissonSampledGaussianEvent(sampling_rate=0.01, noise_multiplier=1.1, steps=1000),
+    dpa.ZCDpEvent(rho=0.01),
+    dpa.ZCDpEvent(rho=0.01, xi=0.2),
+    sampled_gaussian_steps(sampling_rate=0.01, noise_multiplier=1.1, steps=1000),
+    sampled_gaussian_steps(sampling_rate=0.01, noise_multiplier=1.1, steps=1000, neighbors="replace"),
     RdpCurveEvent(
         orders=tuple(ORDERS),
         epsilons=tuple(ORDERS * 0.01),
@@ -95,24 +97,30 @@ EVERY_EVENT = [
         data_dependent_bound=True,
         source="a smooth-sensitivity bound",
     ),
-    ReportNoisyMaxEvent(GaussianEvent(50.0, 4.0), num_candidates=41),
+    ReportNoisyMaxEvent(gaussian_event(50.0, 4.0), num_candidates=41),
     TightestOfEvent((PureDpEvent(1.0), BoundedRangeEvent(1.5))),
-    ApproximateEvent(GaussianEvent(60.0, 2.0), delta=1e-9),
-    ComposedEvent((BoundedRangeEvent(0.1), ApproximateEvent(LaplaceEvent(10.0, 2.0), 1e-8))),
-    SelfComposedEvent(ComposedEvent((GaussianEvent(2.0, 1.0), ZcdpEvent(0.5))), count=7),
+    ApproximateEvent(gaussian_event(60.0, 2.0), delta=1e-9),
+    dpa.ComposedDpEvent([BoundedRangeEvent(0.1), ApproximateEvent(laplace_event(10.0, 2.0), 1e-8)]),
+    dpa.SelfComposedDpEvent(dpa.ComposedDpEvent([gaussian_event(2.0, 1.0), dpa.ZCDpEvent(0.5)]), count=7),
 ]
 
 
-@pytest.mark.parametrize("event", EVERY_EVENT, ids=lambda e: e.type_name)
-def test_every_event_round_trips_through_json_and_is_frozen(event):
-    record = json.loads(json.dumps(event.to_dict(), allow_nan=False))
+def _name(event) -> str:
+    return event_to_dict(event)["type"]
+
+
+@pytest.mark.parametrize("event", EVERY_EVENT, ids=_name)
+def test_every_event_is_a_dp_accounting_event_round_trips_through_json_and_is_frozen(event):
+    assert isinstance(event, dpa.DpEvent)
+    record = json.loads(json.dumps(event_to_dict(event), allow_nan=False))
     assert event_from_dict(record) == event
-    field = next(iter(event.__dataclass_fields__))
+    assert event.to_named_tuple()  # dp-accounting's own serialisation takes it too: every field public and set by init
+    field = attr.fields(type(event))[0].name
     with pytest.raises(AttributeError):
         setattr(event, field, None)
 
 
-@pytest.mark.parametrize("event", EVERY_EVENT, ids=lambda e: e.type_name)
+@pytest.mark.parametrize("event", EVERY_EVENT, ids=_name)
 def test_every_event_is_priced(event):
     priced = price(event, ORDERS)
     assert priced.curve.shape == ORDERS.shape and np.all(priced.curve >= 0) and np.all(np.isfinite(priced.curve))
@@ -120,28 +128,29 @@ def test_every_event_is_priced(event):
 
 
 def test_the_basic_events_price_at_their_closed_forms():
-    np.testing.assert_array_equal(price(GaussianEvent(3.0, 2.0), ORDERS).curve, ORDERS * 4 / 18)
-    np.testing.assert_array_equal(price(LaplaceEvent(5.0, 1.0), ORDERS).curve, laplace_rdp(ORDERS, 5.0, 1.0))
+    np.testing.assert_allclose(price(gaussian_event(3.0, 2.0), ORDERS).curve, ORDERS * 4 / 18, rtol=1e-15)
+    np.testing.assert_array_equal(price(laplace_event(5.0, 1.0), ORDERS).curve, laplace_rdp(ORDERS, 5.0, 1.0))
     np.testing.assert_array_equal(price(PureDpEvent(0.7), ORDERS).curve, pure_dp_rdp(ORDERS, 0.7))
     np.testing.assert_array_equal(price(BoundedRangeEvent(0.7), ORDERS).curve, exponential_mechanism_rdp(ORDERS, 0.7))
-    np.testing.assert_array_equal(price(ZcdpEvent(0.01), ORDERS).curve, ORDERS * 0.01)
-    rnm = price(ReportNoisyMaxEvent(GaussianEvent(50.0, 4.0), 41), ORDERS).curve
+    np.testing.assert_array_equal(price(dpa.ZCDpEvent(0.01), ORDERS).curve, ORDERS * 0.01)
+    np.testing.assert_array_equal(price(dpa.ZCDpEvent(0.01, 0.2), ORDERS).curve, 0.2 + ORDERS * 0.01)
+    rnm = price(ReportNoisyMaxEvent(gaussian_event(50.0, 4.0), 41), ORDERS).curve
     np.testing.assert_allclose(rnm, ORDERS * 16 / 5000 + math.log(41) / (ORDERS - 1), rtol=1e-15)
 
 
 def test_combinators_add_take_the_minimum_and_carry_the_delta():
-    a, b = GaussianEvent(2.0, 1.0), LaplaceEvent(3.0, 1.0)
-    composed = price(ComposedEvent((a, ApproximateEvent(b, 1e-7))), ORDERS)
+    a, b = gaussian_event(2.0, 1.0), laplace_event(3.0, 1.0)
+    composed = price(dpa.ComposedDpEvent([a, ApproximateEvent(b, 1e-7)]), ORDERS)
     np.testing.assert_allclose(composed.curve, gaussian_rdp(ORDERS, 2.0, 1.0) + laplace_rdp(ORDERS, 3.0, 1.0))
     assert composed.delta == 1e-7
-    repeated = price(SelfComposedEvent(ApproximateEvent(b, 1e-7), 5), ORDERS)
+    repeated = price(dpa.SelfComposedDpEvent(ApproximateEvent(b, 1e-7), 5), ORDERS)
     np.testing.assert_allclose(repeated.curve, 5 * laplace_rdp(ORDERS, 3.0, 1.0))
     assert repeated.delta == pytest.approx(5e-7)
     tightest = price(TightestOfEvent((PureDpEvent(1.0), a)), ORDERS).curve
     np.testing.assert_array_equal(tightest, np.minimum(pure_dp_rdp(ORDERS, 1.0), gaussian_rdp(ORDERS, 2.0, 1.0)))
     with pytest.raises(ValueError, match="pure RDP bounds"):
         price(TightestOfEvent((ApproximateEvent(a, 1e-9), b)), ORDERS)
-    assert np.all(price(SelfComposedEvent(RdpCurveEvent((2.0,), (math.inf,)), 0), [2.0]).curve == 0)
+    assert np.all(price(dpa.SelfComposedDpEvent(RdpCurveEvent((2.0,), (math.inf,)), 0), [2.0]).curve == 0)
 
 
 @pytest.mark.parametrize("rate,sigma", [(0.01, 1.1), (0.004, 0.8), (0.3, 4.0), (1.0, 2.0)])
@@ -149,33 +158,96 @@ def test_the_poisson_sampled_gaussian_matches_dp_accounting_at_integer_orders(ra
     integer_orders = [2, 3, 4, 8, 16, 64, 256, 1024]
     reference = RdpAccountant(orders=integer_orders)
     reference.compose(dpa.PoissonSampledDpEvent(rate, dpa.GaussianDpEvent(sigma)), 250)
-    ours = price(PoissonSampledGaussianEvent(rate, sigma, 250), integer_orders).curve
+    ours = price(sampled_gaussian_steps(rate, sigma, 250), integer_orders).curve
     np.testing.assert_allclose(ours, reference._rdp, rtol=1e-9)
 
 
 def test_the_poisson_sampled_gaussian_charges_a_fractional_order_its_next_integer():
-    event = PoissonSampledGaussianEvent(0.02, 1.0, 1)
+    event = sampled_gaussian_steps(0.02, 1.0, 1)
     np.testing.assert_array_equal(price(event, [1.3, 2.5, 7.01]).curve, price(event, [2.0, 3.0, 8.0]).curve)
 
 
 def test_the_poisson_sampled_gaussian_composes_only_under_the_relation_it_is_priced_for():
-    event = PoissonSampledGaussianEvent(0.01, 1.0, 100)
+    event = sampled_gaussian_steps(0.01, 1.0, 100)
+    assert isinstance(event.event, dpa.PoissonSampledDpEvent)  # dp-accounting's own under add / remove
+    replace = sampled_gaussian_steps(0.01, 1.0, 100, "replace")
+    assert replace.event == ReplaceSampledGaussianEvent(0.01, 1.0)
     Ledger(neighbors="add_remove").compose_event(event, neighbors="add_remove")
-    Ledger(neighbors="replace").compose_event(PoissonSampledGaussianEvent(0.01, 1.0, 100, "replace"))
+    Ledger(neighbors="replace").compose_event(replace)
+    with pytest.raises(
+        ValueError, match="neighbors='replace' cannot compose into a ledger with neighbors='add_remove'"
+    ):
+        Ledger(neighbors="add_remove").compose_event(replace)
     with pytest.raises(
         ValueError, match="neighbors='add_remove' cannot compose into a ledger with neighbors='replace'"
     ):
         Ledger(neighbors="replace").compose_event(event, name="DP-SGD")
     with pytest.raises(ValueError, match="neighbors='add_remove' cannot compose into a ledger with neighbors=None"):
         Ledger().compose_event(event)
-    with pytest.raises(ValueError, match="neighbors='swap'"):
-        PoissonSampledGaussianEvent(0.01, 1.0, 100, "swap")
+    with pytest.raises(ValueError, match="neighbors must be one of.*'swap'"):
+        sampled_gaussian_steps(0.01, 1.0, 100, "swap")
 
 
-def test_a_poisson_event_recorded_before_it_named_its_relation_reads_as_add_remove():
-    record = PoissonSampledGaussianEvent(0.01, 1.0, 100).to_dict()
-    del record["neighbors"]
-    assert event_from_dict(record) == PoissonSampledGaussianEvent(0.01, 1.0, 100, "add_remove")
+FORMAT_3 = [
+    ({"type": "gaussian", "sigma": 3.0, "sensitivity": 2.0}, dpa.GaussianDpEvent(1.5)),
+    ({"type": "laplace", "scale": 5.0, "sensitivity": 2.0}, dpa.LaplaceDpEvent(2.5)),
+    ({"type": "zcdp", "rho": 0.01}, dpa.ZCDpEvent(0.01)),
+    (
+        {"type": "poisson_sampled_gaussian", "sampling_rate": 0.01, "noise_multiplier": 1.0, "steps": 100},
+        sampled_gaussian_steps(0.01, 1.0, 100, "add_remove"),  # recorded before it named its relation
+    ),
+    (
+        {
+            "type": "self_composed",
+            "count": 3,
+            "event": {
+                "type": "composed",
+                "events": [
+                    {"type": "pure_dp", "epsilon": 0.5},
+                    {
+                        "type": "poisson_sampled_gaussian",
+                        "sampling_rate": 0.01,
+                        "noise_multiplier": 1.0,
+                        "steps": 10,
+                        "neighbors": "replace",
+                    },
+                ],
+            },
+        },
+        dpa.SelfComposedDpEvent(
+            dpa.ComposedDpEvent([PureDpEvent(0.5), sampled_gaussian_steps(0.01, 1.0, 10, "replace")]), 3
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize("record,event", FORMAT_3, ids=[record["type"] for record, _ in FORMAT_3])
+def test_a_format_3_record_reads_as_the_dp_accounting_event_of_the_same_mathematics(record, event):
+    """Ledgers written before the standard events were dp-accounting's (a dataset's privacy budget keeps them for
+    good) read as the same mathematics, and price as before to the last few ulps."""
+    assert event_from_dict(record) == event
+    old_gaussian = gaussian_rdp(ORDERS, 3.0, 2.0)  # what format 3's Gaussian priced at
+    np.testing.assert_allclose(price(event_from_dict(FORMAT_3[0][0]), ORDERS).curve, old_gaussian, rtol=1e-15)
+
+
+@pytest.mark.parametrize(
+    "event,match",
+    [
+        (dpa.GaussianDpEvent(0.0), "noise_multiplier must be"),
+        (dpa.LaplaceDpEvent(-1.0), "noise_multiplier must be"),
+        (dpa.ZCDpEvent(-0.1), "rho must be"),
+        (dpa.PoissonSampledDpEvent(1.5, dpa.GaussianDpEvent(1.0)), "sampling_probability"),
+        (dpa.PoissonSampledDpEvent(0.1, dpa.LaplaceDpEvent(1.0)), "only a Poisson-sampled Gaussian"),
+        (dpa.SelfComposedDpEvent(dpa.GaussianDpEvent(1.0), -2), "count must be"),
+        (dpa.ComposedDpEvent([dpa.GaussianDpEvent(1.0), "a Gaussian"]), "must be a dp_accounting DpEvent"),
+        (dpa.NoOpDpEvent(), "the accountant has no rule"),
+    ],
+    ids=lambda value: value if isinstance(value, str) else type(value).__name__,
+)
+def test_a_bad_dp_accounting_event_is_refused_by_the_ledger_naming_the_field(event, match):
+    """dp-accounting's events check nothing: a ledger checks every part before it prices."""
+    with pytest.raises(ValueError, match=match):
+        Ledger(neighbors="add_remove").compose_event(event, name="M")
 
 
 def test_a_tabulated_curve_is_read_at_its_own_orders_only():
@@ -189,6 +261,8 @@ def test_a_tabulated_curve_is_read_at_its_own_orders_only():
     "record,match",
     [
         ({"type": "gaussian", "sigma": 1.0}, "needs the fields"),
+        ({"type": "dp_accounting.GaussianDpEvent"}, "needs the fields"),
+        ({"type": "dp_accounting.GaussianDpEvent", "noise_multiplier": -1.0}, "noise_multiplier must be"),
         ({"type": "wishful", "epsilon": 0.0}, "unknown cost event type 'wishful'"),
         ({"sigma": 1.0}, "must be a dict with a 'type'"),
         ({"type": "gaussian", "sigma": -1.0, "sensitivity": 1.0}, "sigma must be"),
@@ -219,7 +293,7 @@ def test_a_ledger_records_the_mathematics_not_the_class():
     """TauPATE's record is a Gaussian on the clipped sensitivity sqrt(2 tau) (replace), sigma, the relation and
     the count: nothing names a Python class, so moving TauPATE cannot break a saved ledger."""
     entry = Ledger().compose(_aggregators("replace")[1], count=Q).history[0]
-    assert entry.event == GaussianEvent(sigma=12.0, sensitivity=math.sqrt(20))
+    assert entry.event == dpa.GaussianDpEvent(12.0 / math.sqrt(20))
     assert entry.count == Q and entry.neighbors is NeighboringRelation.REPLACE
     assert "pate." not in json.dumps(entry.to_dict())
     assert CostEvent.from_dict(json.loads(json.dumps(entry.to_dict()))) == entry
@@ -288,7 +362,7 @@ def test_a_data_dependent_curve_is_flagged_in_the_description():
     )
     ledger = Ledger(neighbors="replace").compose(_aggregators("replace")[0], count=1)
     assert not ledger.data_dependent
-    ledger.compose_event(ComposedEvent((bound,)), count=10, name="GNMax")
+    ledger.compose_event(dpa.ComposedDpEvent([bound]), count=10, name="GNMax")
     assert ledger.data_dependent
     assert (
         "DATA-DEPENDENT: a bound for this data only, not by itself a DP guarantee"
@@ -326,3 +400,29 @@ def test_a_release_priced_by_a_data_dependent_bound_is_not_reported_as_epsilon(t
     Ledger(neighbors="replace").compose_event(bound, count=5, name="GNMax").save(tmp_path / LEDGER_FILE)
     with pytest.raises(ValueError, match="data-dependent RDP bound, which is not by itself a DP guarantee"):
         replay_privacy(Artifact("aggregate", "k", tmp_path), 1e-6)
+
+
+def test_a_composition_list_changed_after_it_was_priced_changes_nothing_the_ledger_holds():
+    """An outside audit: dp-accounting's composition holds the caller's list, and a caller that reused it as an
+    accumulator emptied a priced history (epsilon 0 by GDP, in the saved ledger and in its replay)."""
+    batch = [gaussian_event(1.0, 1.0)] * 10
+    ledger = Ledger(neighbors="replace").compose_event(dpa.ComposedDpEvent(batch), name="batch")
+    before = ledger.get_epsilon(1e-5)
+    batch.clear()
+    ledger.history[0].event.events.clear()  # nor does a list reached through the history
+    assert ledger.get_epsilon(1e-5) == before and before.epsilon > 1.0
+    assert len(ledger.history[0].event.events) == 10
+    assert Ledger.replay(ledger.history, neighbors="replace").get_epsilon(1e-5) == before
+
+
+def test_a_subclass_of_a_sampled_step_is_held_to_its_relation():
+    """An outside audit: a subclass of dp-accounting's Poisson-sampled event passed the relation check by type."""
+
+    @attr.s(frozen=True)
+    class MyPoisson(dpa.PoissonSampledDpEvent):
+        pass
+
+    event = dpa.SelfComposedDpEvent(MyPoisson(0.01, dpa.GaussianDpEvent(1.0)), 1000)
+    for relation in ("replace", None):
+        with pytest.raises(ValueError, match="neighbors='add_remove' cannot compose into a ledger"):
+            Ledger(neighbors=relation).compose_event(event)

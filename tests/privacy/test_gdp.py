@@ -10,15 +10,14 @@ import numpy as np
 import pytest
 from dp_accounting.pld import pld_privacy_accountant
 from scipy.stats import norm
+from dp_accounting import ComposedDpEvent, SelfComposedDpEvent
 
 from pate.aggregators import BinaryVoting, GaussianPATE, TauPATE
 from pate.privacy import (
     ApproximateEvent,
-    ComposedEvent,
-    GaussianEvent,
     Ledger,
-    PoissonSampledGaussianEvent,
-    SelfComposedEvent,
+    gaussian_event,
+    sampled_gaussian_steps,
 )
 from pate.privacy.gdp import gaussian_mu, gdp_delta, gdp_epsilon
 
@@ -92,25 +91,25 @@ def test_the_default_runs_tau_pate_is_7_506_exactly_where_rdp_says_7_999():
 
 
 def test_mu_composes_as_the_root_sum_of_squares():
-    a, b = GaussianEvent(2.0, 1.0), GaussianEvent(3.0, 2.0)
+    a, b = gaussian_event(2.0, 1.0), gaussian_event(3.0, 2.0)
     expected = math.sqrt(5 * 0.25 + 2 * (4 / 9))
     assert gaussian_mu([(a, 5), (b, 2)]) == pytest.approx(expected, rel=1e-15)
-    assert gaussian_mu([(ComposedEvent((SelfComposedEvent(a, 5), b)), 1), (b, 1)]) == pytest.approx(expected)
+    assert gaussian_mu([(ComposedDpEvent([SelfComposedDpEvent(a, 5), b]), 1), (b, 1)]) == pytest.approx(expected)
     assert gaussian_mu([]) == 0.0
 
 
 @pytest.mark.parametrize(
     "event",
     [
-        PoissonSampledGaussianEvent(0.01, 1.0, 100, "replace"),
-        ApproximateEvent(GaussianEvent(1.0, 1.0), 1e-9),
-        ComposedEvent((GaussianEvent(1.0, 1.0), PoissonSampledGaussianEvent(0.01, 1.0, 10, "replace"))),
+        sampled_gaussian_steps(0.01, 1.0, 100, "replace"),
+        ApproximateEvent(gaussian_event(1.0, 1.0), 1e-9),
+        ComposedDpEvent([gaussian_event(1.0, 1.0), sampled_gaussian_steps(0.01, 1.0, 10, "replace")]),
     ],
     ids=["poisson_sampled", "approximate", "composed_with_sampled"],
 )
 def test_events_without_a_closed_form_have_no_exact_epsilon(event):
-    assert gaussian_mu([(GaussianEvent(1.0, 1.0), 3), (event, 1)]) is None
-    ledger = Ledger(neighbors="replace").compose_event(GaussianEvent(1.0, 1.0), 3).compose_event(event, 1)
+    assert gaussian_mu([(gaussian_event(1.0, 1.0), 3), (event, 1)]) is None
+    ledger = Ledger(neighbors="replace").compose_event(gaussian_event(1.0, 1.0), 3).compose_event(event, 1)
     with pytest.raises(ValueError, match="accountant='gdp'"):
         ledger.get_epsilon(1e-5, "gdp")
 

@@ -10,20 +10,19 @@ import numpy as np
 import pytest
 from scipy import optimize, special, stats
 from dp_accounting.pld.pld_privacy_accountant import PLDAccountant
+from dp_accounting import ComposedDpEvent, SelfComposedDpEvent
 
 from pate.aggregators import GaussianPATE, TauPATE
 from pate.mechanisms import PrivateKNN
 from pate.privacy import (
     ApproximateEvent,
     BoundedRangeEvent,
-    ComposedEvent,
-    GaussianEvent,
-    LaplaceEvent,
     Ledger,
-    PoissonSampledGaussianEvent,
     PureDpEvent,
-    SelfComposedEvent,
     calibrate,
+    gaussian_event,
+    laplace_event,
+    sampled_gaussian_steps,
 )
 from pate.privacy.gdp import gaussian_mu, gdp_epsilon
 from pate.privacy.pld import pld_epsilon
@@ -34,7 +33,7 @@ RELATION = {"replace": dpa.NeighboringRelation.REPLACE_ONE, "add_remove": dpa.Ne
 
 @pytest.mark.parametrize("sigma,sensitivity,count", [(75.5143, math.sqrt(20), 600), (10.0, 2.0, 50), (3.0, 1.0, 1)])
 def test_a_gaussian_composition_is_within_1e3_of_its_exact_epsilon_and_never_below(sigma, sensitivity, count):
-    events = [(GaussianEvent(sigma, sensitivity), count)]
+    events = [(gaussian_event(sigma, sensitivity), count)]
     exact = gdp_epsilon(gaussian_mu(events), DELTA)
     assert exact * (1 - 2e-5) <= pld_epsilon(events, DELTA) <= exact * (1 + 1e-3) + 1e-9  # exact: rounded up 1e-5
 
@@ -51,10 +50,10 @@ def test_the_sampled_gaussian_is_dp_accountings_own_under_each_relation(relation
     # floating-point bound spent out of delta costs most; the bar is 1e-3 relative
     accountant = PLDAccountant(neighboring_relation=RELATION[relation], value_discretization_interval=1e-4)
     accountant.compose(dpa.PoissonSampledDpEvent(rate, dpa.GaussianDpEvent(multiplier)), steps)
-    ours = pld_epsilon([(PoissonSampledGaussianEvent(rate, multiplier, steps, relation), 1)], DELTA)
+    ours = pld_epsilon([(sampled_gaussian_steps(rate, multiplier, steps, relation), 1)], DELTA)
     theirs = accountant.get_epsilon(DELTA)  # ours is read at delta less the FFT round-off bound: never below theirs
     assert theirs <= ours <= theirs * (1 + 1e-3)
-    rdp = Ledger(neighbors=relation).compose_event(PoissonSampledGaussianEvent(rate, multiplier, steps, relation))
+    rdp = Ledger(neighbors=relation).compose_event(sampled_gaussian_steps(rate, multiplier, steps, relation))
     assert ours <= rdp.get_epsilon(DELTA, "rdp").epsilon
 
 
@@ -62,7 +61,7 @@ def test_laplace_is_dp_accountings_laplace_with_the_sensitivity_divided_out():
     accountant = PLDAccountant(value_discretization_interval=1e-4)
     accountant.compose(dpa.LaplaceDpEvent(4.0 / 2.0), 30)
     theirs = accountant.get_epsilon(DELTA)
-    assert theirs <= pld_epsilon([(LaplaceEvent(4.0, 2.0), 30)], DELTA) <= theirs * (1 + 1e-3)
+    assert theirs <= pld_epsilon([(laplace_event(4.0, 2.0), 30)], DELTA) <= theirs * (1 + 1e-3)
 
 
 def test_pure_dp_composes_no_worse_than_basic_composition():
@@ -95,9 +94,9 @@ def test_a_ledger_prices_its_history_by_pld_no_higher_than_by_rdp(mechanism):
 
 @pytest.mark.slow  # a heavy computation
 def test_composed_and_self_composed_events_are_the_composition_of_their_parts():
-    gaussian, sampled = GaussianEvent(5.0, 1.0), PoissonSampledGaussianEvent(0.02, 1.0, 100, "replace")
+    gaussian, sampled = gaussian_event(5.0, 1.0), sampled_gaussian_steps(0.02, 1.0, 100, "replace")
     flat = pld_epsilon([(gaussian, 10), (sampled, 1)], DELTA)
-    nested = pld_epsilon([(ComposedEvent((SelfComposedEvent(gaussian, 10), sampled)), 1)], DELTA)
+    nested = pld_epsilon([(ComposedDpEvent([SelfComposedDpEvent(gaussian, 10), sampled]), 1)], DELTA)
     assert nested == pytest.approx(flat, rel=1e-4)  # the round-off bounds follow the order of the compositions
     assert flat > max(pld_epsilon([(gaussian, 10)], DELTA), pld_epsilon([(sampled, 1)], DELTA))
     assert pld_epsilon([(gaussian, 0)], DELTA) == 0.0
@@ -107,13 +106,13 @@ def test_composed_and_self_composed_events_are_the_composition_of_their_parts():
     "event",
     [
         BoundedRangeEvent(0.5),
-        ApproximateEvent(GaussianEvent(1.0, 1.0), 1e-9),
-        ComposedEvent((GaussianEvent(1.0, 1.0), BoundedRangeEvent(0.5))),
+        ApproximateEvent(gaussian_event(1.0, 1.0), 1e-9),
+        ComposedDpEvent([gaussian_event(1.0, 1.0), BoundedRangeEvent(0.5)]),
     ],
     ids=["bounded_range", "approximate", "composed_with_bounded_range"],
 )
 def test_events_without_a_pld_leave_the_rdp_bound_standing(event):
-    assert pld_epsilon([(GaussianEvent(1.0, 1.0), 2), (event, 1)], DELTA) is None
+    assert pld_epsilon([(gaussian_event(1.0, 1.0), 2), (event, 1)], DELTA) is None
     ledger = Ledger().compose_event(event, 1)
     with pytest.raises(ValueError, match="accountant='pld': an event composed here has no privacy loss"):
         ledger.get_epsilon(DELTA, "pld")
@@ -122,11 +121,11 @@ def test_events_without_a_pld_leave_the_rdp_bound_standing(event):
 
 def test_bad_arguments_are_refused_naming_them():
     with pytest.raises(ValueError, match="delta must lie"):
-        pld_epsilon([(GaussianEvent(1.0, 1.0), 1)], 0.0)
+        pld_epsilon([(gaussian_event(1.0, 1.0), 1)], 0.0)
     with pytest.raises(ValueError, match="interval must be"):
-        pld_epsilon([(GaussianEvent(1.0, 1.0), 1)], DELTA, interval=-1.0)
+        pld_epsilon([(gaussian_event(1.0, 1.0), 1)], DELTA, interval=-1.0)
     with pytest.raises(ValueError, match="count must be"):
-        pld_epsilon([(GaussianEvent(1.0, 1.0), -1)], DELTA)
+        pld_epsilon([(gaussian_event(1.0, 1.0), -1)], DELTA)
 
 
 @pytest.mark.parametrize(
@@ -188,7 +187,7 @@ def test_many_pure_dp_events_are_never_priced_below_their_exact_epsilon(epsilon0
 def test_full_batch_gaussian_steps_are_never_priced_below_their_exact_gdp_epsilon(multiplier, steps, delta):
     # q = 1: every record in every step, so the composition is exactly mu-GDP with mu = sqrt(steps) / multiplier
     mu = math.sqrt(steps) / multiplier
-    ledger = Ledger(neighbors="add_remove").compose_event(PoissonSampledGaussianEvent(1.0, multiplier, steps))
+    ledger = Ledger(neighbors="add_remove").compose_event(sampled_gaussian_steps(1.0, multiplier, steps))
     priced = ledger.get_epsilon(delta)
     epsilon, accountant = priced.epsilon, priced.accountant
     assert _gdp_delta(mu, epsilon) <= delta
@@ -200,7 +199,7 @@ def test_calibration_by_the_tightest_accountant_meets_its_target_at_small_delta(
     # the audit's calibration: target 7 at delta 1e-12 over 100,000 full-batch steps returned noise whose exact
     # epsilon was 7.079
     multiplier = calibrate(
-        lambda m: PoissonSampledGaussianEvent(1.0, m, 100_000, "add_remove"),
+        lambda m: sampled_gaussian_steps(1.0, m, 100_000, "add_remove"),
         7.0,
         1e-12,
         neighbors="add_remove",
@@ -213,7 +212,7 @@ def test_the_round_off_bound_is_small_beside_the_default_delta_and_grows_with_th
     from pate.privacy.pld import _composed, delta_error_bound
 
     def margin(steps):
-        return delta_error_bound(_composed([(PoissonSampledGaussianEvent(0.034, 2.4, steps, "replace"), 1)], 1e-4))
+        return delta_error_bound(_composed([(sampled_gaussian_steps(0.034, 2.4, steps, "replace"), 1)], 1e-4))
 
     assert 0 < margin(100) < margin(1000) < 1e-7  # a hundredth of the default delta at DP-SGD's ~900 steps
 
@@ -221,10 +220,13 @@ def test_the_round_off_bound_is_small_beside_the_default_delta_and_grows_with_th
 @pytest.mark.parametrize("relation", ["replace", "add_remove"])
 def test_private_knns_600_queries_are_within_1e3_of_dp_accountings_epsilon(relation):
     # Private-kNN's default: 600 queries, each a Poisson-sampled Gaussian step at gamma 0.3 (its epsilon-8 noise)
-    event, count = Ledger().compose(PrivateKNN(40, 800, 0.3, 60.0, relation), count=600)._events()[0]
+    entry = Ledger().compose(PrivateKNN(40, 800, 0.3, 60.0, relation), count=600).history[0]
+    event, count = entry.event, entry.count
+    step = event.event  # one query: one Poisson-sampled step, under the relation's own event
+    multiplier = step.noise_multiplier if relation == "replace" else step.event.noise_multiplier
     accountant = PLDAccountant(neighboring_relation=RELATION[relation], value_discretization_interval=1e-4)
     accountant.compose(
-        dpa.PoissonSampledDpEvent(event.sampling_rate, dpa.GaussianDpEvent(event.noise_multiplier)), count * event.steps
+        dpa.PoissonSampledDpEvent(step.sampling_probability, dpa.GaussianDpEvent(multiplier)), count * event.count
     )
     theirs = accountant.get_epsilon(DELTA)
     assert theirs <= pld_epsilon([(event, count)], DELTA) <= theirs * (1 + 1e-3)

@@ -14,7 +14,7 @@ from dp_accounting.pld import PLDAccountant
 from dp_accounting.privacy_accountant import NeighboringRelation as NeighborRel
 from dp_accounting.rdp import RdpAccountant
 
-from pate.privacy import Ledger, PoissonSampledGaussianEvent, poisson_sampled_gaussian_replace_rdp
+from pate.privacy import Ledger, poisson_sampled_gaussian_replace_rdp, sampled_gaussian_steps
 from pate.privacy.curves import replace_convexity_bound
 
 
@@ -92,7 +92,7 @@ def test_the_replace_epsilon_is_within_ten_percent_above_dp_accountings_tight_pl
     delta = 1e-6
     ours = (
         Ledger(neighbors="replace")
-        .compose_event(PoissonSampledGaussianEvent(rate, sigma, steps, "replace"))
+        .compose_event(sampled_gaussian_steps(rate, sigma, steps, "replace"))
         .get_epsilon(delta, "rdp")
         .epsilon
     )
@@ -134,5 +134,5 @@ def test_a_tiny_divergence_is_never_computed_below_its_true_value(order, rate, s
 
 
 def test_a_billion_steps_of_a_tiny_divergence_are_never_priced_at_epsilon_zero():
-    ledger = Ledger(neighbors="replace").compose_event(PoissonSampledGaussianEvent(1e-8, 0.5, 10**9, "replace"))
+    ledger = Ledger(neighbors="replace").compose_event(sampled_gaussian_steps(1e-8, 0.5, 10**9, "replace"))
     assert ledger.get_epsilon(1e-8).epsilon > 0.1  # the composition's total variation exceeds 1e-6: epsilon > 0

@@ -27,12 +27,13 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from dp_accounting import SelfComposedDpEvent
 
 from pate.mechanisms.noise import sample_noise
 from pate.mechanisms.topk.base import PureEpsilonCost, TopKResult, check_histograms, check_k
 from pate.privacy import checks
 from pate.privacy.composition import zcdp_rho_for
-from pate.privacy.events import BoundedRangeEvent, PureDpEvent, SelfComposedEvent
+from pate.privacy.events import BoundedRangeEvent, PureDpEvent
 from pate.privacy.sensitivity import NeighboringRelation, check_relation, count_selection_range
 
 __all__ = ["EMPeeling", "PNFPeeling", "em_cdp_pick_epsilon", "gumbel_peel"]
@@ -154,9 +155,9 @@ class EMPeeling(_Peeling):
         return f"EM-CDP(k={self.k}, pick_eps={self.pick_epsilon:.4g}, neighbors={self.neighbors})"
 
     @property
-    def dp_event(self) -> SelfComposedEvent:
+    def dp_event(self) -> SelfComposedDpEvent:
         """k picks, each pick_epsilon-bounded-range."""
-        return SelfComposedEvent(BoundedRangeEvent(self.pick_epsilon), self.k)
+        return SelfComposedDpEvent(BoundedRangeEvent(self.pick_epsilon), self.k)
 
     def __call__(self, histograms, rng: np.random.Generator) -> TopKResult:
         counts = check_histograms(histograms, k=self.k)
@@ -190,9 +191,9 @@ class PNFPeeling(_Peeling):
         return f"PNF-peel(k={self.k}, pick_eps={self.pick_epsilon:.4g}, neighbors={self.neighbors})"
 
     @property
-    def dp_event(self) -> SelfComposedEvent:
+    def dp_event(self) -> SelfComposedDpEvent:
         """k rounds, each pick_epsilon-DP."""
-        return SelfComposedEvent(PureDpEvent(self.pick_epsilon), self.k)
+        return SelfComposedDpEvent(PureDpEvent(self.pick_epsilon), self.k)
 
     def __call__(self, histograms, rng: np.random.Generator) -> TopKResult:
         counts = check_histograms(histograms, k=self.k)

@@ -34,6 +34,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from dp_accounting import ComposedDpEvent, ZCDpEvent
 
 from pate.mechanisms.noise import sample_noise
 from pate.mechanisms.ptr import GapTest
@@ -49,7 +50,7 @@ from pate.mechanisms.topk.peeling import gumbel_peel
 from pate.privacy import checks
 from pate.privacy.calibration import calibrate_noise
 from pate.privacy.accountant import PricedByEvent
-from pate.privacy.events import BoundedRangeEvent, ComposedEvent, ZcdpEvent
+from pate.privacy.events import BoundedRangeEvent
 from pate.privacy.ledger import Ledger
 from pate.privacy.sensitivity import NeighboringRelation, check_relation, count_selection_range, gap_sensitivity
 
@@ -149,10 +150,10 @@ class StableTopKFixed(PricedByEvent):
         return GapTest("gaussian", self.delta_t, sigma=self.test_sigma, neighbors=self.neighbors)
 
     @property
-    def dp_event(self) -> ComposedEvent:
+    def dp_event(self) -> ComposedDpEvent:
         """Selection (bounded range), test (delta_t-approximate Gaussian) and fill (rho_fill-zCDP), composed
         (module docstring)."""
-        return ComposedEvent((BoundedRangeEvent(self.select_epsilon), self.test.dp_event, ZcdpEvent(self.fill_rho)))
+        return ComposedDpEvent([BoundedRangeEvent(self.select_epsilon), self.test.dp_event, ZCDpEvent(self.fill_rho)])
 
     def spent(self, queries: int, delta: float) -> float:
         """Epsilon of ``queries`` adaptive queries at ``delta`` by the RDP ledger."""

@@ -9,7 +9,7 @@ like every student, and its predictions on the public queries are reported as it
 
 Cost: ``steps`` runs of the Poisson-sampled Gaussian at rate q = expected_batch_size / N (as the sampler realises
 it, ``realised_sampling_rate``) and noise multiplier sigma (noise standard deviation over the clipping norm,
-``clipped_gradient_sum_sensitivity``), under the run's relation (``PoissonSampledGaussianEvent``); sigma is
+``clipped_gradient_sum_sensitivity``), under the run's relation (``pate.privacy.sampled_gaussian_steps``); sigma is
 calibrated to ``privacy.target_epsilon`` when it is set. The clipped sum is divided by expected_batch_size.
 
 N must be public: q and steps = ceil(epochs / q) are published (the ledger, metrics.json) and decide the
@@ -26,10 +26,11 @@ import logging
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 import torch
+from dp_accounting import SelfComposedDpEvent
 from omegaconf import DictConfig
 
 from pate.aggregate import write_reference, write_release
@@ -44,7 +45,7 @@ from pate.pipeline.methods.base import Method, Release, RunSettings, SharedStage
 from pate.mechanisms.poisson import realised_sampling_rate
 from pate.pipeline.methods.recipes import apply_recipe, recipe_for
 from pate.pipeline.noise import SYNTHETIC_READERS
-from pate.privacy import Ledger, PoissonSampledGaussianEvent, calibrate, clipped_gradient_sum_sensitivity
+from pate.privacy import Ledger, calibrate, clipped_gradient_sum_sensitivity, event_to_dict, sampled_gaussian_steps
 from pate.privacy.checks import positive, positive_int
 from pate.privacy.unit import privacy_unit
 from student.stages import write_student_scores
@@ -52,6 +53,22 @@ from teachers.training.data import to_float
 from teachers.training.models import SmallCNN
 
 log = logging.getLogger("train")
+
+
+class SampledGaussian(NamedTuple):
+    """DP-SGD's noise: ``steps`` Poisson batches at rate ``sampling_rate`` with noise ``noise_multiplier`` C on the
+    clipped sum, under ``neighbors``; its cost event is :attr:`dp_event`."""
+
+    sampling_rate: float
+    noise_multiplier: float
+    steps: int
+    neighbors: str
+
+    @property
+    def dp_event(self) -> SelfComposedDpEvent:
+        """The cost event (``pate.privacy.sampled_gaussian_steps``)."""
+        return sampled_gaussian_steps(self.sampling_rate, self.noise_multiplier, self.steps, self.neighbors)
+
 
 __all__ = ["DPSGD", "FLAT_SETTINGS", "INPUTS", "MODELS", "RECIPE_KEYS"]
 
@@ -197,7 +214,7 @@ class DPSGD(Method):
         rate = self.expected_batch_size / public_count
         return realised_sampling_rate(rate), math.ceil(self.epochs / rate)
 
-    def calibrated_event(self, public_count: int) -> PoissonSampledGaussianEvent:
+    def calibrated_event(self, public_count: int) -> SampledGaussian:
         """The cost of the training for the public N: the Poisson-sampled Gaussian of :meth:`schedule`, its noise
         multiplier calibrated to the run's target epsilon when it has one."""
         rate, steps = self.schedule(public_count)
@@ -206,7 +223,7 @@ class DPSGD(Method):
         if run.target_epsilon is not None:
             with building("privacy"):
                 multiplier = calibrate(
-                    lambda m: PoissonSampledGaussianEvent(rate, m, steps, relation),
+                    lambda m: sampled_gaussian_steps(rate, m, steps, relation),
                     run.target_epsilon,
                     run.delta,
                     neighbors=relation,
@@ -224,7 +241,7 @@ class DPSGD(Method):
                 privacy_unit(self.contributor, relation).text,
                 multiplier,
             )
-        return PoissonSampledGaussianEvent(rate, multiplier, steps, relation)
+        return SampledGaussian(rate, multiplier, steps, relation)
 
     def release(self, data: Dataset, shared: SharedStages) -> Release:
         """One stage: the noise calibrated for the public N (:meth:`public_count`), the model trained by
@@ -235,9 +252,9 @@ class DPSGD(Method):
         stage = self._stage(data, shared, event, noise_free=False)
         return Release(stage, {"dp_sgd": stage}, model=stage, facts={"event": event}, cost=self.cost(event))
 
-    def cost(self, event: PoissonSampledGaussianEvent) -> Ledger:
+    def cost(self, event: SampledGaussian) -> Ledger:
         """The ledger of the release: the calibrated event once, named by :meth:`name`."""
-        return Ledger().compose_event(event, name=self.name(event), neighbors=event.neighbors)
+        return Ledger().compose_event(event.dp_event, name=self.name(event), neighbors=event.neighbors)
 
     def references(self, data: Dataset, release: Release, shared: SharedStages) -> dict[str, Stage | Release]:
         """The privacy-free limit (``noise_free``): the same training -- Poisson batches, clipping, steps and
@@ -245,9 +262,7 @@ class DPSGD(Method):
         stage = self._stage(data, shared, release.facts["event"], noise_free=True)
         return {"noise_free": Release(stage, {"dp_sgd": stage}, model=stage)}
 
-    def _stage(
-        self, data: Dataset, shared: SharedStages, event: PoissonSampledGaussianEvent, noise_free: bool
-    ) -> Stage:
+    def _stage(self, data: Dataset, shared: SharedStages, event: SampledGaussian, noise_free: bool) -> Stage:
         """The training stage of :meth:`release`, or with ``noise_free`` its privacy-free limit (noise zero)."""
         arrays, seed, noise = data.arrays, self.run.seed, self.run.noise
         progress, device = self.run.progress, self.run.trainer.device
@@ -319,7 +334,7 @@ class DPSGD(Method):
         cost = (
             {"reference": "noise_free", "sampling_rate": event.sampling_rate, "steps": event.steps}
             if noise_free
-            else {"event": event.to_dict()}
+            else {"event": event_to_dict(event.dp_event)}
         )
         config = {
             "method": "dp_sgd",
@@ -339,7 +354,7 @@ class DPSGD(Method):
             return f"{self.model}, width {self.width}"
         return "linear probe" if self.inputs == "unit_norm" else f"linear probe on the {self.inputs} features"
 
-    def name(self, event: PoissonSampledGaussianEvent) -> str:
+    def name(self, event: SampledGaussian) -> str:
         """The mechanism's name in the ledger and metrics.json: the model and every privacy-relevant setting."""
         return (
             f"DP-SGD({self.model_name}, q={event.sampling_rate:.4g}, "

@@ -30,7 +30,7 @@ from pate.pipeline.checks import building
 from pate.pipeline.graph import Dataset
 from pate.pipeline.methods.base import Method, Release, RunSettings, SharedStages, method_settings
 from pate.pipeline.methods.recipes import apply_recipe
-from pate.privacy import Ledger, calibrate_noise
+from pate.privacy import Ledger, calibrate_noise, event_to_dict
 from pate.privacy.unit import privacy_unit
 
 log = logging.getLogger("train")
@@ -117,7 +117,7 @@ class PrivateKNNMethod(Method):
                 "k": mechanism.k,
                 "sampling_rate": mechanism.sampling_rate,
                 "sigma": mechanism.sigma,
-                "event": mechanism.dp_event.to_dict(),
+                "event": event_to_dict(mechanism.dp_event),
                 "asked": asked,
                 **noise.key(),
                 "data": data.identity,

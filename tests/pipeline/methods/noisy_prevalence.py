@@ -21,7 +21,7 @@ from pate.aggregate import write_release
 from pate.artifacts import Stage
 from pate.pipeline.checks import building
 from pate.pipeline.methods import Method, Release, RunSettings, SharedStages, method_settings
-from pate.privacy import GaussianEvent, Ledger, count_l2_sensitivity
+from pate.privacy import Ledger, count_l2_sensitivity, gaussian_event
 from pate.privacy.checks import positive
 
 
@@ -45,7 +45,7 @@ class NoisyPrevalence(Method):
         arrays, noise, sigma = data.arrays, self.run.noise, self.sigma
         relation, num_queries, num_labels = self.run.neighbors, self.run.num_queries, self.run.num_labels
         # what the release costs, known before anything is drawn (Release.cost: the data's privacy budget records it)
-        event = GaussianEvent(sigma, count_l2_sensitivity(num_labels + 1, relation))
+        event = gaussian_event(sigma, count_l2_sensitivity(num_labels + 1, relation))
         ledger = Ledger().compose_event(event, count=1, name=f"NoisyPrevalence(sigma={sigma:g})", neighbors=relation)
 
         def build(work: Path, up) -> None:

@@ -10,7 +10,7 @@ import torch
 from pate.pipeline.checks import UserError
 from pate.dp_sgd import probe_inputs
 from pate.pipeline.runner import run
-from pate.privacy import Ledger, PoissonSampledGaussianEvent
+from pate.privacy import Ledger, sampled_gaussian_steps
 
 pytestmark = pytest.mark.slow  # end-to-end runs: not in the fast loop (-m 'not slow')
 
@@ -31,9 +31,7 @@ def test_dp_sgd_runs_end_to_end_and_releases_its_model(tiny_cfg, tmp_path, relat
     assert json.loads((tmp_path / "metrics.json").read_text()) == json.loads(json.dumps(metrics))
     assert metrics["method"] == "dp_sgd" and metrics["neighbors"] == relation
     assert 4 * (1 - 1e-3) <= metrics["epsilon"] <= 4
-    event = PoissonSampledGaussianEvent(
-        metrics["sampling_rate"], metrics["noise_multiplier"], metrics["steps"], relation
-    )
+    event = sampled_gaussian_steps(metrics["sampling_rate"], metrics["noise_multiplier"], metrics["steps"], relation)
     ledger = Ledger(neighbors=relation).compose_event(event)
     priced = ledger.get_epsilon(1e-6)
     assert (metrics["epsilon"], metrics["epsilon_accountant"]) == (priced.epsilon, priced.accountant)
