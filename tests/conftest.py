@@ -18,6 +18,8 @@ from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 from omegaconf import DictConfig, open_dict
 
+import pate.pipeline.schemas  # noqa: F401  (registers the typed schemas that conf/ extends, before any compose)
+
 CONF_DIR = str(Path(__file__).resolve().parent.parent / "conf")
 
 if os.environ.get("PYTEST_XDIST_WORKER"):

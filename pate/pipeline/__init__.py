@@ -20,6 +20,7 @@ stage) composes it from the rest, the same functions the runner calls:
 * ``majority_class_accuracy(labels)``: the majority-class floor a run reports beside its student.
 """
 
+import pate.pipeline.schemas  # noqa: F401  (registers the method schemas that conf/method extends, before a compose)
 from pate.lazy import lazy_names
 
 # name -> the module that defines it, imported on first use: the command line's --help and its config checks need

@@ -127,13 +127,46 @@ def _multirun():
 def start(main: Callable[[], object]) -> None:
     """A Hydra script's command line (train.py, topk.py): ``PROJECT_ROOT`` settled first (``settle_project_root``:
     data, cache and logs under it or the checkout, never the working directory; a blank one is one line, exit 2),
-    then ``main()``, which parses the arguments."""
+    then ``main()``, which parses the arguments. A mistake Hydra finds while it composes the config (a key that is
+    not there, a value of the wrong type, an option a group does not have, an override it cannot parse) is one line
+    too, exit 2 (:func:`composition_error`): Hydra alone prints several lines and exits 1, a bug's exit status."""
     try:
         settle_project_root()
     except UserError as err:
         print(f"error: {err}", file=sys.stderr)
         sys.exit(EXIT_USER_ERROR)
-    main()
+    from hydra.errors import CompactHydraException  # here: --help and the checks above never need it
+
+    if os.environ.get("HYDRA_FULL_ERROR"):  # the user asked for Hydra's own report, traceback included
+        main()
+        return
+    os.environ["HYDRA_FULL_ERROR"] = "1"  # Hydra raises instead of printing, so the mistake can be said in one line
+    try:
+        main()
+    except CompactHydraException as err:
+        print(f"error: {composition_error(err)}", file=sys.stderr)
+        sys.exit(EXIT_USER_ERROR)
+    finally:
+        del os.environ["HYDRA_FULL_ERROR"]
 
 
-__all__ = ["EXIT_INTERRUPTED", "EXIT_USER_ERROR", "STOP_SIGNALS", "command_line_errors", "start"]
+def composition_error(err: BaseException) -> str:
+    """Hydra's message for a config it could not compose, and OmegaConf's reason under it, in one line: its lines
+    joined, a list of options (Hydra's tab-indented lines) joined by commas, the key named (``full_key``)."""
+    message = str(err).split("Config search path:")[0]  # where Hydra looked: not the user's mistake
+    lines = [line for line in message.splitlines() if line.strip()]
+    head = [line.strip() for line in lines if not line.startswith((" ", "\t"))]
+    options = [line.strip() for line in lines if line.startswith("\t")]
+    text = " ".join(head) + (f" {', '.join(options)}" if options else "")
+    override = getattr(err, "override", None)  # an override Hydra could not parse
+    if override:
+        text = f"{override}: {text}"
+    cause = err.__cause__
+    if cause is not None and str(cause).strip():
+        reason = str(cause).strip().splitlines()[0]
+        key = getattr(cause, "full_key", None)
+        text += f": {reason}" + (f" (key: {key})" if key else "")
+    return text
+
+
+__all__ = ["EXIT_INTERRUPTED", "EXIT_USER_ERROR", "STOP_SIGNALS", "command_line_errors", "composition_error", "start"]

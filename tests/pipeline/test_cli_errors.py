@@ -68,6 +68,12 @@ CONFIG_CASES = [
     (["privacy.target_epsilon=0.001", "aggregator=stable_topk_paper"], "target_epsilon=0.001"),
     (["teacher.lambdas=[0.1,-1]"], "lambdas"),
     (["teacher.chunk_size=0"], "teacher.chunk_size"),
+    # what Hydra finds while it composes: one line too (pate.pipeline.cli.composition_error), not Hydra's several
+    (["method=dp_sgd", "method.epochz=3"], "Key 'epochz' not in 'DPSGDConfig' (key: method.epochz)"),
+    (["method=dp_sgd", "method.epochs=abc"], "could not be converted to Integer (key: method.epochs)"),
+    (["teacher.lambdaz=[1.0]"], "Could not override 'teacher.lambdaz'"),
+    (["method=dpsgd"], "Could not find 'method/dpsgd' Available options in 'method': dp_sgd, pate, private_knn"),
+    (["method.epochs=["], "method.epochs=[: no viable alternative at input '['"),
     (["features.extractor.num_filters=0"], "features.extractor.num_filters"),
     (["partition.seed=1.5"], "partition.seed=1.5"),
     (["debug=tiny_cnn", "teacher.ensemble_size=0"], "teacher.ensemble_size=0"),

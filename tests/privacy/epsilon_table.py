@@ -27,6 +27,7 @@ from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 from omegaconf import OmegaConf, open_dict
 
+import pate.pipeline.schemas  # noqa: F401  (registers the typed schemas that conf/ extends)
 from pate.aggregators import BinaryVoting, GaussianPATE, StableTopK, TauPATE
 from pate.data.celeba import ATTRIBUTE_NAMES
 from pate.mechanisms.gap_selection import GapSelection

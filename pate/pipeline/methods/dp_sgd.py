@@ -45,6 +45,7 @@ from pate.pipeline.methods.base import Method, Release, RunSettings, SharedStage
 from pate.mechanisms.poisson import realised_sampling_rate
 from pate.pipeline.methods.recipes import apply_recipe, recipe_for
 from pate.pipeline.noise import SYNTHETIC_READERS
+from pate.pipeline.schemas import DPSGDConfig, schema_defaults
 from pate.privacy import Ledger, calibrate, clipped_gradient_sum_sensitivity, event_to_dict, sampled_gaussian_steps
 from pate.privacy.checks import positive, positive_int
 from pate.privacy.unit import privacy_unit
@@ -75,19 +76,10 @@ __all__ = ["DPSGD", "FLAT_SETTINGS", "INPUTS", "MODELS", "RECIPE_KEYS"]
 MODELS = ("linear", "small_cnn")
 INPUTS = ("unit_norm", "standardized")
 RECIPE_KEYS = ("inputs", "momentum", "epochs", "lr")  # what a probe recipe may set, beside its from_epsilon
-# conf/method/dp_sgd.yaml's flat settings (a test holds them equal): what a probe recipe may replace
-FLAT_SETTINGS = {
-    "model": "linear",
-    "inputs": "unit_norm",
-    "width": 32,
-    "expected_batch_size": 4096,
-    "epochs": 20,
-    "clip_norm": 1.0,
-    "lr": 2.0,
-    "momentum": 0.9,
-    "noise_multiplier": 1.0,
-    "public_num_records": None,
-}
+# the schema's flat settings (conf/method/dp_sgd.yaml states the same; a test holds them equal): what a probe recipe
+# may replace
+SETTINGS = schema_defaults(DPSGDConfig)
+FLAT_SETTINGS = {key: value for key, value in SETTINGS.items() if key != "probe_recipes"}
 
 
 @dataclass(frozen=True)
@@ -119,7 +111,7 @@ class DPSGD(Method):
         under the run's relation; the CNN keeps the flat settings, its recipe list checked all the same);
         ``privacy.budget_epsilon`` refused: DP-SGD's cost is fixed by its steps. The calibration waits for N where it
         is the count read (:meth:`calibrated_event`, in :meth:`release`)."""
-        settings = method_settings(cfg.method, **FLAT_SETTINGS, probe_recipes=[])
+        settings = method_settings(cfg.method, **SETTINGS)
         if settings["model"] == "linear":
             recipe_from, settings = apply_recipe(
                 settings,

@@ -30,6 +30,7 @@ from pate.pipeline.checks import building
 from pate.pipeline.graph import Dataset
 from pate.pipeline.methods.base import Method, Release, RunSettings, SharedStages, method_settings
 from pate.pipeline.methods.recipes import apply_recipe
+from pate.pipeline.schemas import PrivateKNNConfig, schema_defaults
 from pate.privacy import Ledger, calibrate_noise, event_to_dict
 from pate.privacy.unit import privacy_unit
 
@@ -37,8 +38,10 @@ log = logging.getLogger("train")
 
 __all__ = ["PrivateKNNMethod", "RECIPE_DEFAULTS"]
 
-# conf/method/private_knn.yaml's k and sampling_rate (a test holds them equal): what a recipe may replace
-RECIPE_DEFAULTS = {"k": 800, "sampling_rate": 0.1}
+# the schema's settings (conf/method/private_knn.yaml states the same; a test holds them equal); its k and
+# sampling_rate are what a recipe may replace
+SETTINGS = schema_defaults(PrivateKNNConfig)
+RECIPE_DEFAULTS = {key: SETTINGS[key] for key in ("k", "sampling_rate")}
 
 
 @dataclass(frozen=True)
@@ -63,7 +66,7 @@ class PrivateKNNMethod(Method):
         it: :func:`~pate.pipeline.methods.recipes.apply_recipe`) and ``sigma``, calibrated to the run's target
         epsilon when it has one, and the queries the budget allows."""
         recipe_from, settings = apply_recipe(
-            method_settings(cfg.method, **RECIPE_DEFAULTS, sigma=20.0, recipes=[]),
+            method_settings(cfg.method, **SETTINGS),
             RECIPE_DEFAULTS,
             "recipes",
             run.target_epsilon,

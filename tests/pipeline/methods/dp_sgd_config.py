@@ -7,8 +7,18 @@ from pate.locations import CONFIG_DIR
 from pate.pipeline.methods.base import RunSettings
 from pate.pipeline.methods.dp_sgd import DPSGD
 from pate.pipeline.noise import NoiseSource
+from pate.pipeline.schemas import METHOD_SCHEMAS
 
-SHIPPED = OmegaConf.load(CONFIG_DIR / "method" / "dp_sgd.yaml")
+
+def shipped(name: str):
+    """conf/method/<name>.yaml's node as Hydra composes it: its typed schema (pate/pipeline/schemas.py) with the
+    file's values."""
+    values = OmegaConf.load(CONFIG_DIR / "method" / f"{name}.yaml")
+    values.pop("defaults")
+    return OmegaConf.merge(OmegaConf.structured(METHOD_SCHEMAS[name]), values)
+
+
+SHIPPED = shipped("dp_sgd")
 SYNTHETIC, FOLDER = "pate.data.readers.SyntheticCelebA", "pate.data.multilabel_folder.MultilabelFolder"
 
 

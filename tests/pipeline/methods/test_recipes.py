@@ -5,12 +5,12 @@ whatever the target, and a setting the user changed is refused rather than repla
 import pytest
 from omegaconf import OmegaConf
 
-from pate.locations import CONFIG_DIR
 from pate.pipeline.checks import UserError
 from pate.pipeline.methods.base import RunSettings
 from pate.pipeline.methods.private_knn import RECIPE_DEFAULTS, PrivateKNNMethod
 from pate.pipeline.methods.recipes import apply_recipe, recipe_for
 from pate.pipeline.noise import NoiseSource
+from tests.pipeline.methods.dp_sgd_config import shipped
 
 KEYS = ("k", "sampling_rate")
 RECIPES = [{"from_epsilon": 0.5, "k": 50}, {"from_epsilon": 8, "k": 200, "sampling_rate": 0.3}]
@@ -122,7 +122,7 @@ def test_a_setting_the_user_changed_is_refused_rather_than_replaced():
     assert _apply(16, k=200)[1]["k"] == 200  # the same value as the recipe's
 
 
-KNN_SHIPPED = OmegaConf.load(CONFIG_DIR / "method" / "private_knn.yaml")
+KNN_SHIPPED = shipped("private_knn")
 
 
 def test_private_knn_recipe_defaults_are_the_shipped_config():
