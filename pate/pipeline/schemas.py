@@ -1,7 +1,8 @@
-"""The typed schemas of the ``method`` group (Hydra structured configs): each option's YAML file extends its schema
-(``defaults: [/schema/method/<name>@_here_, _self_]``), so Hydra refuses a key the method does not have and a value
-of the wrong type while it composes the config, naming the key, before anything is read. The schemas' defaults are
-the methods' own (``conf/method/*.yaml`` states the same values; a test holds them equal).
+"""The typed schemas of the ``method``, ``teacher`` and ``student`` groups (Hydra structured configs): each option's
+YAML file extends its schema (``defaults: [/schema/<group>/<name>@_here_, _self_]``), so Hydra refuses a key the
+component does not have and a value of the wrong type while it composes the config, naming the key, before anything
+is read. The methods' schemas hold their defaults (``conf/method/*.yaml`` states the same values; a test holds them
+equal); the teachers' and students' hold types only.
 
 Light by design (dataclasses and Hydra's ConfigStore): importing it registers the schemas, and ``pate.pipeline``
 imports it, so whatever composes ``train`` through the package (``pate-train``, the benchmarks, the tests) has them.
@@ -14,7 +15,18 @@ from typing import Any, Optional
 
 from hydra.core.config_store import ConfigStore
 
-__all__ = ["DPSGDConfig", "METHOD_SCHEMAS", "PATEConfig", "PrivateKNNConfig", "schema_defaults"]
+__all__ = [
+    "DPSGDConfig",
+    "HeadStudentConfig",
+    "HeadTeachersConfig",
+    "METHOD_SCHEMAS",
+    "NetworkStudentConfig",
+    "NetworkTeachersConfig",
+    "PATEConfig",
+    "PrivateKNNConfig",
+    "SCHEMAS",
+    "schema_defaults",
+]
 
 
 @dataclass
@@ -57,6 +69,86 @@ class PrivateKNNConfig:
 METHOD_SCHEMAS = {"pate": PATEConfig, "dp_sgd": DPSGDConfig, "private_knn": PrivateKNNConfig}
 
 
+# The teachers' and students' schemas hold the types only: their values live in their YAML files (??? is OmegaConf's
+# "a value must be given"), and the classes that read them check the values (pate/pipeline/settings.py).
+@dataclass
+class ComponentConfig:
+    """``teacher.component`` / ``student.component``: the class that builds the teachers or the student; their
+    settings live beside this node, which holds nothing else."""
+
+    _target_: str = MISSING
+
+
+@dataclass
+class SemiConfig:
+    """``student.semi``: the student's semi-supervised method and its settings (``student.semi``)."""
+
+    method: str = MISSING
+    keep_fraction: float = MISSING
+    rounds: int = MISSING
+    unlabeled_weight: float = MISSING
+    unlabeled_ratio: int = MISSING
+    min_scale: float = MISSING
+    jitter: float = MISSING
+
+
+@dataclass
+class HeadTeachersConfig:
+    """``teacher=heads``: ridge heads on the public features."""
+
+    component: ComponentConfig = MISSING
+    lambdas: list[float] = MISSING
+    chunk_size: int = MISSING
+    accuracy_images: int = MISSING
+
+
+@dataclass
+class NetworkTeachersConfig:
+    """``teacher=small_cnn`` and the ResNets: a network per teacher; ``model`` and ``optimizer`` are ``_target_``
+    nodes whose keys are their classes' arguments (checked when they are built)."""
+
+    component: ComponentConfig = MISSING
+    model: dict[str, Any] = MISSING
+    optimizer: dict[str, Any] = MISSING
+    batch_size: int = MISSING
+    max_epochs: int = MISSING
+    augment: bool = MISSING
+    seed: int = MISSING
+    ensemble_size: int = MISSING
+
+
+@dataclass
+class HeadStudentConfig:
+    """``student=head``: a ridge head on the public features."""
+
+    component: ComponentConfig = MISSING
+    lambdas: list[float] = MISSING
+    semi: SemiConfig = MISSING
+
+
+@dataclass
+class NetworkStudentConfig:
+    """``student=small_cnn`` and ``resnet18``: a network trained on the released labels."""
+
+    component: ComponentConfig = MISSING
+    model: dict[str, Any] = MISSING
+    optimizer: dict[str, Any] = MISSING
+    batch_size: int = MISSING
+    max_epochs: int = MISSING
+    augment: bool = MISSING
+    semi: SemiConfig = MISSING
+
+
+# (group, schema name) -> schema, stored by Hydra as schema/<group>/<name>; conf/<group>/*.yaml extend them
+SCHEMAS = {
+    **{("method", name): schema for name, schema in METHOD_SCHEMAS.items()},
+    ("teacher", "heads"): HeadTeachersConfig,
+    ("teacher", "network"): NetworkTeachersConfig,
+    ("student", "head"): HeadStudentConfig,
+    ("student", "network"): NetworkStudentConfig,
+}
+
+
 def schema_defaults(schema: type) -> dict[str, Any]:
     """A schema's settings and their defaults (``_target_`` left out)."""
     return {
@@ -66,5 +158,5 @@ def schema_defaults(schema: type) -> dict[str, Any]:
     }
 
 
-for _name, _schema in METHOD_SCHEMAS.items():
-    ConfigStore.instance().store(group="schema/method", name=_name, node=_schema)
+for (_group, _name), _schema in SCHEMAS.items():
+    ConfigStore.instance().store(group=f"schema/{_group}", name=_name, node=_schema)

@@ -42,12 +42,15 @@ def test_the_network_student_is_keyed_by_its_node_the_precision_and_the_seed(tin
 @pytest.mark.parametrize(
     ("make", "overrides", "message"),
     [
-        ("tiny_cfg", ["student.lambdas=[0.1,-1]"], "student.lambdas=[0.1, -1]; expected a non-empty list"),
-        ("tiny_cfg", ["student.lambdas=0.1"], "student.lambdas=0.1; expected a non-empty list"),
+        ("tiny_cfg", ["student.lambdas=[0.1,-1]"], "student.lambdas=[0.1, -1.0]; expected a non-empty list"),
         ("tiny_cfg", ["student.semi.method=fixmatch"], "student.semi.method='fixmatch'; expected one of"),
         ("tiny_cfg", ["+student.semi.rounds_=2"], "student.semi has unknown keys ['rounds_']"),
         ("tiny_cnn_cfg", ["student.batch_size=0"], "student.batch_size must be a positive integer, got 0"),
-        ("tiny_cnn_cfg", ["student.semi.keep_fraction=0"], "student.semi.keep_fraction=0; expected a number in (0, 1]"),
+        (
+            "tiny_cnn_cfg",
+            ["student.semi.keep_fraction=0"],
+            "student.semi.keep_fraction=0.0; expected a number in (0, 1]",
+        ),
         (
             "tiny_cfg",
             ["student.component._target_=builtins.dict"],

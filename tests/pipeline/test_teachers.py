@@ -49,7 +49,7 @@ def test_network_teachers_are_keyed_by_their_node_and_the_precision(tiny_cnn_cfg
         (
             "tiny_cfg",
             ["teacher.lambdas=[0.1,-1]"],
-            r"^teacher.lambdas=\[0.1, -1\]; expected a non-empty list of finite L2 strengths > 0$",
+            r"^teacher.lambdas=\[0.1, -1.0\]; expected a non-empty list of finite L2 strengths > 0$",
         ),
         ("tiny_cfg", ["teacher.chunk_size=0"], r"^teacher.chunk_size must be an integer >= 1, got 0$"),
         ("tiny_cfg", ["teacher.accuracy_images=-3"], r"^teacher.accuracy_images must be an integer >= 0, got -3$"),

@@ -1,5 +1,6 @@
-"""The method group's typed schemas (pate/pipeline/schemas.py): each option's YAML extends its schema with the same
-keys and values, and Hydra refuses a key a method does not have or a value of the wrong type while it composes."""
+"""The typed schemas (pate/pipeline/schemas.py): each method option's YAML extends its schema with the same keys and
+values, and Hydra refuses a key a method, the teachers or the student does not have, or a value of the wrong type,
+while it composes."""
 
 import re
 
@@ -9,7 +10,7 @@ from hydra.errors import ConfigCompositionException
 from omegaconf import OmegaConf
 
 from pate.locations import CONFIG_DIR
-from pate.pipeline.schemas import METHOD_SCHEMAS, schema_defaults
+from pate.pipeline.schemas import METHOD_SCHEMAS, SCHEMAS, schema_defaults
 
 # ${oc.select:shrink.<...>,4096}: the value a debug config may shrink, and its default
 SHRINKABLE = re.compile(r"^\$\{oc\.select:shrink\.[\w.]+,(\d+)\}$")
@@ -37,6 +38,19 @@ def test_every_method_option_extends_its_schema_with_its_keys_and_values(name):
     assert sorted(p.stem for p in (CONFIG_DIR / "method").glob("*.yaml")) == sorted(METHOD_SCHEMAS)
 
 
+def _schema_of(group: str, option: str) -> str:
+    """The schema an option extends: its first default, or that of the option it extends."""
+    first = str(OmegaConf.load(CONFIG_DIR / group / f"{option}.yaml")["defaults"][0])
+    return first if first.startswith("/schema/") else _schema_of(group, first)
+
+
+@pytest.mark.parametrize("group", ["method", "teacher", "student"])
+def test_every_option_of_the_three_groups_extends_a_schema_hydra_knows(group):
+    for path in (CONFIG_DIR / group).glob("*.yaml"):
+        schema = _schema_of(group, path.stem).removeprefix("/schema/").removesuffix("@_here_")
+        assert tuple(schema.split("/")) in SCHEMAS, (path, schema)
+
+
 @pytest.mark.parametrize(
     "overrides, says",
     [
@@ -45,6 +59,10 @@ def test_every_method_option_extends_its_schema_with_its_keys_and_values(name):
         (["method=dp_sgd", "method.clip_norm=[1]"], "method.clip_norm"),
         (["method=dp_sgd", "method.epochz=3"], "method.epochz"),
         (["method=pate", "method.sigma=3"], "method.sigma"),
+        (["student.lambdas=0.1"], "student.lambdas=0.1"),  # a list, given a number
+        (["teacher.batch_size=64"], "teacher.batch_size"),  # the ridge heads have no batches
+        (["teacher=small_cnn", "teacher.augment=maybe"], "teacher.augment=maybe"),
+        (["student=small_cnn", "student.semi.rounds=1.5"], "student.semi.rounds=1.5"),
     ],
 )
 def test_hydra_refuses_a_wrong_key_or_type_while_it_composes(overrides, says):
