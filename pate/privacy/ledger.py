@@ -279,6 +279,13 @@ class Ledger:
         by = min((name for name, eps in candidates.items() if eps is not None), key=candidates.get)
         return PricedEpsilon(candidates[by], by, rdp, order, self._description(candidates[by], by, delta, rdp, order))
 
+    def epsilon(self, delta: float) -> tuple[float, float | None]:
+        """The public contract's form (../shared/DESIGN.md, section 5: ``eps, order = ledger.epsilon(delta=1e-6)``):
+        the tightest valid epsilon at ``delta`` (:meth:`get_epsilon`'s default) and the order of its RDP conversion
+        where the RDP bound gave it, None where the exact Gaussian-DP profile or the PLD did."""
+        priced = self.get_epsilon(delta)
+        return priced.epsilon, priced.order if priced.accountant == "rdp" else None
+
     def _events(self) -> list[tuple[DpEvent, int]]:
         """(event, count) of every composition, in order: what the closed-form and PLD accountants price."""
         return [(entry.event, entry.count) for entry in self._history]

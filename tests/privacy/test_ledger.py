@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from pate.aggregators import TauPATE
 from pate.privacy import (
     DEFAULT_ORDERS,
     Ledger,
@@ -274,3 +275,14 @@ def test_bad_orders_raise(orders):
 def test_delta_of_a_large_epsilon_uses_the_whole_curve():
     ledger = Ledger().compose(GaussianQuery(2.0), count=10)
     assert 0.0 <= delta_from_rdp(DEFAULT_ORDERS, ledger.rdp, 1e3)[0] < 1e-100
+
+
+def test_the_public_contracts_epsilon_is_the_tightest_with_the_rdp_order_or_none():
+    """DESIGN.md's contract: ``eps, order = ledger.epsilon(delta=1e-6)``, the tightest valid epsilon, with the RDP
+    order where the RDP bound gave it and None where a tighter accountant did."""
+    by_rdp = Ledger().compose(GaussianQuery(20.0), count=100)  # a curve without an event: RDP only
+    priced = by_rdp.get_epsilon(1e-6)
+    assert priced.accountant == "rdp" and by_rdp.epsilon(delta=1e-6) == (priced.epsilon, priced.order)
+    exact = Ledger().compose(TauPATE(40, 400, 75.5143, 10, "l1", "replace"), count=600)
+    eps, order = exact.epsilon(delta=1e-6)
+    assert order is None and eps == exact.get_epsilon(1e-6, "gdp").epsilon < exact.get_epsilon(1e-6, "rdp").epsilon
