@@ -279,19 +279,30 @@ def children(event: DpEvent) -> tuple[DpEvent, ...]:
     return ()
 
 
-def owned_copy(event: DpEvent) -> DpEvent:
-    """``event`` with every ``ComposedDpEvent`` list in it copied: dp-accounting's composition holds the caller's
-    list, which the caller could empty after a ledger priced it (and a ledger's history would then price at
-    nothing). Every other part of an event is immutable."""
+def owned_copy(event: Any) -> Any:
+    """A new ``event`` built again from its fields, every part of it too (this project's events checked again as
+    they are built): dp-accounting's composition holds the caller's list, and a caller's event object may be
+    changed after a ledger priced it (a subclass that allows assignment, or ``object.__setattr__``), which would
+    change what a ledger's history prices. Anything that is not an event is returned as it is, for
+    :func:`check_event` to refuse."""
+    if not isinstance(event, DpEvent):
+        return event
     if isinstance(event, dpa.ComposedDpEvent):
-        return attr.evolve(event, events=[owned_copy(part) for part in event.events])
+        return attr.evolve(event, events=[owned_copy(part) for part in _event_list("events", event.events)])
     if isinstance(event, TightestOfEvent):
         return attr.evolve(event, bounds=tuple(owned_copy(bound) for bound in event.bounds))
     if isinstance(event, ReportNoisyMaxEvent):
         return attr.evolve(event, scalar=owned_copy(event.scalar))
     if isinstance(event, (dpa.SelfComposedDpEvent, dpa.PoissonSampledDpEvent, ApproximateEvent)):
         return attr.evolve(event, event=owned_copy(event.event))
-    return event
+    return attr.evolve(event)
+
+
+def _event_list(name: str, value: Any) -> list:
+    """A composition's events as a new list; ``ValueError`` naming ``name`` for anything but a list or tuple."""
+    if not isinstance(value, (list, tuple)):
+        raise ValueError(f"{name} must be a list of cost events, got {value!r:.200}")
+    return list(value)
 
 
 def data_dependent(event: DpEvent) -> bool:
@@ -334,7 +345,7 @@ def event_from_dict(record: Any) -> DpEvent:
     required = [field.name for field in attr.fields(cls) if field.default is attr.NOTHING]
     values = _fields(record, required, [name for name in names if name not in required])
     if cls is dpa.ComposedDpEvent:
-        values["events"] = list(values["events"])  # dp-accounting's field is a list
+        values["events"] = _event_list(f"{record['type']}.events", values["events"])  # dp-accounting's is a list
     return check_event(record["type"], cls(**values))
 
 
@@ -371,7 +382,7 @@ _FORMAT_3 = {
     "gaussian": lambda v: gaussian_event(v["sigma"], v["sensitivity"]),
     "laplace": lambda v: laplace_event(v["scale"], v["sensitivity"]),
     "zcdp": lambda v: check_event("zcdp", dpa.ZCDpEvent(v["rho"])),
-    "composed": lambda v: check_event("composed", dpa.ComposedDpEvent(list(v["events"]))),
+    "composed": lambda v: check_event("composed", dpa.ComposedDpEvent(_event_list("composed.events", v["events"]))),
     "self_composed": lambda v: check_event("self_composed", dpa.SelfComposedDpEvent(v["event"], v["count"])),
     "poisson_sampled_gaussian": lambda v: sampled_gaussian_steps(
         v["sampling_rate"], v["noise_multiplier"], v["steps"], v.get("neighbors", "add_remove")

@@ -144,8 +144,8 @@ class Ledger:
     # ------------------------------------------------------------------ state
     @property
     def orders(self) -> np.ndarray:
-        """The RDP orders (read-only)."""
-        return self._orders
+        """The RDP orders (a read-only copy)."""
+        return _read_only(self._orders)
 
     @property
     def rdp(self) -> np.ndarray:
@@ -215,9 +215,8 @@ class Ledger:
         """
         count = checks.non_negative_int("count", count)
         name = name or type(event).__name__
-        event = owned_copy(
-            check_event(f"the cost event of {name}", event)
-        )  # priced and kept: the caller's lists stay theirs
+        # one copy, checked, priced and kept: the caller's objects stay theirs, and what was priced is what is kept
+        event = check_event(f"the cost event of {name}", owned_copy(event))
         relation = None if neighbors is None else check_relation(neighbors)
         if relation is not None and self._neighbors is not None and relation != self._neighbors:
             raise ValueError(
@@ -228,13 +227,13 @@ class Ledger:
         priced = price(event, self._orders)
         curve = checks.rdp_array(priced.curve, self._orders, name=f"the RDP curve of {name}")
         delta_per_run = checks.non_negative(f"the delta of {name}", priced.delta)
-
+        entry = CostEvent(name=name, count=count, neighbors=relation, event=event)  # every check before any change
         if count > 0:  # count == 0 must not turn an infinite entry into 0 * inf = NaN
             self._rdp = self._rdp + count * curve
             self._delta_t += count * delta_per_run
         if relation is not None:
             self._neighbors = relation
-        self._history.append(CostEvent(name=name, count=count, neighbors=relation, event=event))
+        self._history.append(entry)
         return self
 
     # ------------------------------------------------------------- conversion
@@ -356,6 +355,8 @@ class Ledger:
         delta_t = checks.non_negative("state['delta_t']", state["delta_t"])
         neighbors = None if state["neighbors"] is None else check_relation(state["neighbors"])
         history = [CostEvent.from_dict(record) for record in state["history"]]
+        for entry in history:  # a saved sampled step under another relation than the ledger's is refused, as composing
+            _check_relation_supported(entry.event, entry.neighbors or neighbors, entry.name)
         self._orders, self._rdp, self._delta_t = _read_only(orders), np.array(rdp), delta_t
         self._neighbors, self._history = neighbors, history
 

@@ -31,6 +31,7 @@ from pate.privacy.events import (
     BoundedRangeEvent,
     DpEvent,
     PureDpEvent,
+    RdpAtOrderEvent,
     RdpCurveEvent,
     ReplaceSampledGaussianEvent,
     ReportNoisyMaxEvent,
@@ -426,3 +427,64 @@ def test_a_subclass_of_a_sampled_step_is_held_to_its_relation():
     for relation in ("replace", None):
         with pytest.raises(ValueError, match="neighbors='add_remove' cannot compose into a ledger"):
             Ledger(neighbors=relation).compose_event(event)
+
+
+def test_a_ledger_prices_and_keeps_its_own_copy_of_every_part_of_an_event():
+    """A second outside audit: the innermost events were the caller's own objects, so a caller's subclass that
+    allows assignment lowered the GDP and PLD prices after composing; and a list that changed between the check and
+    the copy left the curve changed with nothing in the history."""
+
+    class Mutable(dpa.GaussianDpEvent):
+        __setattr__ = object.__setattr__
+
+    gaussian = Mutable(2.0)
+    ledger = Ledger(neighbors="replace").compose_event(gaussian, count=50)
+    before = ledger.get_epsilon(DELTA)
+    gaussian.noise_multiplier = 1e6
+    assert ledger.get_epsilon(DELTA) == before and ledger.history[0].event is not gaussian
+
+    class Flips(list):
+        reads = 0
+
+        def __iter__(self):
+            Flips.reads += 1
+            late = [dpa.GaussianDpEvent(1.0), dpa.ZCDpEvent(-0.45)]
+            return iter([dpa.GaussianDpEvent(1.0)] if Flips.reads == 1 else late)
+
+    ledger = Ledger(neighbors="replace").compose_event(dpa.ComposedDpEvent(Flips([])), count=10)
+    honest = Ledger(neighbors="replace").compose_event(dpa.ComposedDpEvent([dpa.GaussianDpEvent(1.0)]), count=10)
+    # read once: what was checked is what was priced and what is kept
+    assert ledger.history[0].event == honest.history[0].event
+    np.testing.assert_array_equal(ledger.rdp, honest.rdp)
+    assert ledger.get_epsilon(DELTA) == honest.get_epsilon(DELTA)
+
+
+def test_an_event_changed_before_it_is_composed_is_checked_again():
+    bound = RdpAtOrderEvent(256.0, 1.0)
+    object.__setattr__(bound, "epsilon", -0.5)  # past the attrs class's own check
+    with pytest.raises(ValueError, match="epsilon must be"):
+        Ledger().compose_event(dpa.ComposedDpEvent([gaussian_event(1.0, 1.0), bound]))
+
+
+def test_the_ledgers_orders_cannot_be_written_through_the_array_it_hands_out():
+    ledger = Ledger(neighbors="replace").compose_event(gaussian_event(2.0, 1.0), count=50)
+    before = ledger.get_epsilon(DELTA, "rdp")
+    orders = ledger.orders
+    orders.setflags(write=True)
+    orders *= 1000
+    assert ledger.get_epsilon(DELTA, "rdp") == before
+
+
+def test_a_saved_sampled_step_under_another_relation_than_its_ledgers_is_refused_on_load():
+    state = Ledger(neighbors="replace").compose_event(sampled_gaussian_steps(0.01, 1.0, 100, "replace")).state_dict()
+    state["neighbors"] = "add_remove"
+    with pytest.raises(
+        ValueError, match="neighbors='replace' cannot compose into a ledger with neighbors='add_remove'"
+    ):
+        Ledger().load_state_dict(state)
+
+
+@pytest.mark.parametrize("kind", ["composed", "dp_accounting.ComposedDpEvent"])
+def test_a_composition_record_without_a_list_is_a_value_error(kind):
+    with pytest.raises(ValueError, match="events must be a list of cost events"):
+        event_from_dict({"type": kind, "events": 5})
