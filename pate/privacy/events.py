@@ -50,6 +50,7 @@ __all__ = [
     "ReplaceSampledGaussianEvent",
     "ReportNoisyMaxEvent",
     "TightestOfEvent",
+    "check_event",
     "children",
     "data_dependent",
     "event_from_dict",
