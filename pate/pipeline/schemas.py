@@ -93,49 +93,53 @@ class SemiConfig:
 
 
 @dataclass
-class HeadTeachersConfig:
-    """``teacher=heads``: ridge heads on the public features."""
+class _HeadConfig:
+    """What the ridge-head teachers and student share: the component and the L2 strengths tried."""
 
     component: ComponentConfig = MISSING
     lambdas: list[float] = MISSING
+
+
+@dataclass
+class _NetworkConfig:
+    """What the network teachers and student share; ``model`` and ``optimizer`` are ``_target_`` nodes whose keys
+    are their classes' arguments (checked when they are built)."""
+
+    component: ComponentConfig = MISSING
+    model: dict[str, Any] = MISSING
+    optimizer: dict[str, Any] = MISSING
+    batch_size: int = MISSING
+    max_epochs: int = MISSING
+    augment: bool = MISSING
+
+
+@dataclass
+class HeadTeachersConfig(_HeadConfig):
+    """``teacher=heads``: ridge heads on the public features."""
+
     chunk_size: int = MISSING
     accuracy_images: int = MISSING
 
 
 @dataclass
-class NetworkTeachersConfig:
-    """``teacher=small_cnn`` and the ResNets: a network per teacher; ``model`` and ``optimizer`` are ``_target_``
-    nodes whose keys are their classes' arguments (checked when they are built)."""
+class NetworkTeachersConfig(_NetworkConfig):
+    """``teacher=small_cnn`` and the ResNets: a network per teacher."""
 
-    component: ComponentConfig = MISSING
-    model: dict[str, Any] = MISSING
-    optimizer: dict[str, Any] = MISSING
-    batch_size: int = MISSING
-    max_epochs: int = MISSING
-    augment: bool = MISSING
     seed: int = MISSING
     ensemble_size: int = MISSING
 
 
 @dataclass
-class HeadStudentConfig:
+class HeadStudentConfig(_HeadConfig):
     """``student=head``: a ridge head on the public features."""
 
-    component: ComponentConfig = MISSING
-    lambdas: list[float] = MISSING
     semi: SemiConfig = MISSING
 
 
 @dataclass
-class NetworkStudentConfig:
+class NetworkStudentConfig(_NetworkConfig):
     """``student=small_cnn`` and ``resnet18``: a network trained on the released labels."""
 
-    component: ComponentConfig = MISSING
-    model: dict[str, Any] = MISSING
-    optimizer: dict[str, Any] = MISSING
-    batch_size: int = MISSING
-    max_epochs: int = MISSING
-    augment: bool = MISSING
     semi: SemiConfig = MISSING
 
 

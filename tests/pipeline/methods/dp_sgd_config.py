@@ -22,9 +22,10 @@ SHIPPED = shipped("dp_sgd")
 SYNTHETIC, FOLDER = "pate.data.readers.SyntheticCelebA", "pate.data.multilabel_folder.MultilabelFolder"
 
 
-def dp_sgd_method(target, neighbors="replace", reader=SYNTHETIC, **changes) -> DPSGD:
-    node = OmegaConf.merge(SHIPPED, changes)
-    run = RunSettings(
+def run_settings(target, neighbors="replace", **more) -> RunSettings:
+    """A run's shared settings for a method built from its node alone: ``target`` under ``neighbors``, delta 1e-6,
+    10 queries of 3 labels, seeded noise."""
+    return RunSettings(
         neighbors=neighbors,
         delta=1e-6,
         target_epsilon=target,
@@ -33,6 +34,12 @@ def dp_sgd_method(target, neighbors="replace", reader=SYNTHETIC, **changes) -> D
         num_labels=3,
         seed=0,
         noise=NoiseSource("seeded", 0, "seeded"),
+        **more,
     )
+
+
+def dp_sgd_method(target, neighbors="replace", reader=SYNTHETIC, **changes) -> DPSGD:
+    node = OmegaConf.merge(SHIPPED, changes)
+    run = run_settings(target, neighbors)
     cfg = {"method": node, "privacy": {"budget_epsilon": None}, "data": {"reader": {"_target_": reader}}}
     return DPSGD.from_config(OmegaConf.create(cfg), run)

@@ -6,11 +6,9 @@ import pytest
 from omegaconf import OmegaConf
 
 from pate.pipeline.checks import UserError
-from pate.pipeline.methods.base import RunSettings
 from pate.pipeline.methods.private_knn import RECIPE_DEFAULTS, PrivateKNNMethod
 from pate.pipeline.methods.recipes import apply_recipe, recipe_for
-from pate.pipeline.noise import NoiseSource
-from tests.pipeline.methods.dp_sgd_config import shipped
+from tests.pipeline.methods.dp_sgd_config import run_settings, shipped
 
 KEYS = ("k", "sampling_rate")
 RECIPES = [{"from_epsilon": 0.5, "k": 50}, {"from_epsilon": 8, "k": 200, "sampling_rate": 0.3}]
@@ -130,17 +128,8 @@ def test_private_knn_recipe_defaults_are_the_shipped_config():
 
 
 def _knn(target, neighbors="replace", **changes):
-    run = RunSettings(
-        neighbors=neighbors,
-        delta=1e-6,
-        target_epsilon=target,
-        budget_epsilon=None,
-        num_queries=10,
-        num_labels=3,
-        seed=0,
-        noise=NoiseSource("seeded", 0, "seeded"),
-        accountant="rdp",
-    )  # the rule does not depend on the accountant; the PLD's calibration is slower
+    # the rule does not depend on the accountant; the PLD's calibration is slower
+    run = run_settings(target, neighbors, accountant="rdp")
     cfg = OmegaConf.create({"method": OmegaConf.merge(KNN_SHIPPED, changes)})
     return PrivateKNNMethod.from_config(cfg, run)
 
