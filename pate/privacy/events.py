@@ -405,7 +405,8 @@ class CostEvent:
         checks.set_fields(self, count=checks.non_negative_int("count", self.count))
         if self.neighbors is not None:
             checks.set_fields(self, neighbors=check_relation(self.neighbors))
-        checks.set_fields(self, event=owned_copy(check_event("event", self.event)))
+        # its own copy, checked once read: what a ledger prices and keeps is this copy, whatever the caller's becomes
+        checks.set_fields(self, event=check_event(f"the cost event of {self.name}", owned_copy(self.event)))
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -44,9 +44,7 @@ from pate.privacy.events import (
     DpEvent,
     RdpCurveEvent,
     ReplaceSampledGaussianEvent,
-    check_event,
     children,
-    owned_copy,
     data_dependent,
     dpa,
 )
@@ -213,11 +211,10 @@ class Ledger:
         mixes relations; a Poisson-subsampled Gaussian composes only under the relation it is priced for), the curve
         (shape of ``orders``, no NaN, >= 0; +inf allowed) and the delta (finite, >= 0).
         """
-        count = checks.non_negative_int("count", count)
-        name = name or type(event).__name__
-        # one copy, checked, priced and kept: the caller's objects stay theirs, and what was priced is what is kept
-        event = check_event(f"the cost event of {name}", owned_copy(event))
         relation = None if neighbors is None else check_relation(neighbors)
+        # the record holds its own checked copy of the event: that copy is priced and kept, the caller's stays theirs
+        entry = CostEvent(name=name or type(event).__name__, count=count, neighbors=relation, event=event)
+        name, count, event = entry.name, entry.count, entry.event
         if relation is not None and self._neighbors is not None and relation != self._neighbors:
             raise ValueError(
                 f"cannot compose {name} with neighbors={relation!r} into a ledger whose neighbors="
@@ -227,8 +224,8 @@ class Ledger:
         priced = price(event, self._orders)
         curve = checks.rdp_array(priced.curve, self._orders, name=f"the RDP curve of {name}")
         delta_per_run = checks.non_negative(f"the delta of {name}", priced.delta)
-        entry = CostEvent(name=name, count=count, neighbors=relation, event=event)  # every check before any change
-        if count > 0:  # count == 0 must not turn an infinite entry into 0 * inf = NaN
+        # every check has passed: the ledger changes only now (count == 0 must not turn inf into 0 * inf = NaN)
+        if count > 0:
             self._rdp = self._rdp + count * curve
             self._delta_t += count * delta_per_run
         if relation is not None:
