@@ -11,7 +11,19 @@ import math
 
 import pytest
 
-from tests.privacy.epsilon_table import TABLE_FILE, experiment_rows, mechanism_rows, topk_rows
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+from tests.privacy.epsilon_table import (
+    CONF_DIR,
+    GROUP_AXES,
+    TABLE_FILE,
+    _compose_job,
+    _experiment_jobs,
+    experiment_rows,
+    mechanism_rows,
+    topk_rows,
+)
 
 pytestmark = pytest.mark.slow  # command lines, end-to-end runs or heavy computations: not in the fast loop
 
@@ -51,3 +63,17 @@ def test_reference_table_covers_every_part():
         "stable_topk",
     ):
         assert any(key.endswith(f"| {name} | spent") for key in REFERENCE), name
+
+
+def test_a_jobs_value_overrides_set_on_its_composed_group_choices_equal_composing_the_job():
+    """The table composes each choice of config group once and sets the value axes on a copy: for the jobs of
+    every experiment with a value axis, that config equals Hydra's composition of the job's own overrides."""
+    jobs = {}
+    for _, overrides in _experiment_jobs():
+        if any(o.split("=", 1)[0] not in GROUP_AXES for o in overrides):
+            jobs.setdefault(overrides[0], overrides)  # the first such job of each experiment
+    assert len(jobs) >= 3
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        for overrides in jobs.values():
+            composed = compose(config_name="train", overrides=list(overrides))
+            assert OmegaConf.to_yaml(_compose_job(tuple(overrides))) == OmegaConf.to_yaml(composed), overrides
