@@ -13,15 +13,24 @@ Every mechanism object is immutable and carries its per-query cost (``rdp``, ``d
 ``neighbors``, ``name``), so ``pate.privacy.Ledger`` composes it directly.
 """
 
+from pate.lazy import lazy_names
 from pate.mechanisms.binary_voting import binary_gnmax, screen_labels
 from pate.mechanisms.dd_release import DistanceTest
 from pate.mechanisms.gap_selection import SELECTIONS, GapSelection
 from pate.mechanisms.gaps import count_gaps, sorted_padded_counts, top_k_labels
 from pate.mechanisms.noise import sample_noise
 from pate.mechanisms.noisy_threshold import noisy_threshold
-from pate.mechanisms.poisson import poisson_subsample, realised_sampling_rate
-from pate.mechanisms.private_knn import PrivateKNN, subsampled_knn_votes
 from pate.mechanisms.ptr import TESTS, GapTest
+
+# Private-kNN and the Poisson sampler compute with torch: imported on first use, so that the aggregators, the
+# ledger and a run of ridge heads stay numpy-only (``import torch`` takes about 1.5 s).
+__getattr__ = lazy_names(
+    __name__,
+    {
+        **dict.fromkeys(["poisson_subsample", "realised_sampling_rate"], "pate.mechanisms.poisson"),
+        **dict.fromkeys(["PrivateKNN", "subsampled_knn_votes"], "pate.mechanisms.private_knn"),
+    },
+)
 
 __all__ = [
     "SELECTIONS",
