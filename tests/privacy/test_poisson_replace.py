@@ -52,8 +52,12 @@ def test_the_quadrature_never_exceeds_two_other_valid_bounds(rate, sigma):
 
 
 def _divergence_2d(order: float, rate: float, sigma: float, a: np.ndarray, b: np.ndarray) -> float:
-    """D_alpha((1-q) N(0, s^2 I) + q N(a, s^2 I) || (1-q) N(0, s^2 I) + q N(b, s^2 I)) in the plane, on a grid."""
-    t = np.arange(-2 * order - 2 - 10 * sigma, 10 * sigma + 2, sigma / 40)  # covers the modes (curves.py)
+    """D_alpha((1-q) N(0, s^2 I) + q N(a, s^2 I) || (1-q) N(0, s^2 I) + q N(b, s^2 I)) in the plane, by the
+    rectangle rule on a grid of step s / 10. The integrand is smooth and decays like a Gaussian, so the rule
+    converges geometrically in the step: at s / 10 the opposite pair agrees with the 1-D quadrature to 5e-12, as at
+    s / 40, on a sixteenth of the points."""
+    step = sigma / 10
+    t = np.arange(-2 * order - 2 - 10 * sigma, 10 * sigma + 2, step)  # covers the modes (curves.py)
     x, y = np.meshgrid(t, t, indexing="ij")
 
     def log_mixture(mean):
@@ -64,7 +68,7 @@ def _divergence_2d(order: float, rate: float, sigma: float, a: np.ndarray, b: np
 
     log_integrand = order * log_mixture(a) + (1 - order) * log_mixture(b) - math.log(2 * math.pi * sigma**2)
     top = log_integrand.max()
-    return (top + math.log(np.exp(log_integrand - top).sum() * (sigma / 40) ** 2)) / (order - 1)
+    return (top + math.log(np.exp(log_integrand - top).sum() * step**2)) / (order - 1)
 
 
 @pytest.mark.slow
