@@ -107,6 +107,8 @@ def prepare(cfg: DictConfig) -> tuple[Graph, Dataset, Any]:
         reader.check()
         set_num_labels(cfg, reader.label_names())
     settings = run_settings(cfg)
+    # the split's source is a property of the data and the method's class: refused before the method calibrates
+    check_split_source(reader, component_class(cfg.method, "method", Method), settings.neighbors)
     method = method_component(cfg, settings)
     student = student_component(cfg)
     uses_features = method.reads_features or student.reads_features
@@ -121,7 +123,6 @@ def prepare(cfg: DictConfig) -> tuple[Graph, Dataset, Any]:
                 f"{type(extractor).__name__} (features.extractor) cannot compute; use another "
                 f"student.semi.method or an extractor that reads the images"
             )
-    check_split_source(reader, method, settings.neighbors)
     with building(None):  # the data code names the file or the key itself
         arrays = reader.load(
             Path(cfg.paths.cache_dir) / "tensors",
@@ -172,7 +173,7 @@ def method_component(cfg: DictConfig, run: RunSettings) -> Method:
         return kind.from_config(cfg, run)
 
 
-def check_split_source(reader, method, neighbors: str) -> None:
+def check_split_source(reader, method: type[Method], neighbors: str) -> None:
     """Refuse a record-level add_remove run on data whose split is drawn from all its rows (a reader's
     ``draws_split()``, e.g. a folder without a split column): one record added or removed would move thousands of
     others between the private and the public splits, whatever the mechanism then adds."""
