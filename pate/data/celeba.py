@@ -262,16 +262,25 @@ def load_celeba(
     )
 
 
-def content_fingerprint(labels: np.ndarray, split: np.ndarray, filenames: Sequence[str], images_checksum: str) -> str:
+def content_fingerprint(
+    labels: np.ndarray,
+    split: np.ndarray,
+    filenames: Sequence[str],
+    images_checksum: str,
+    person: np.ndarray | None = None,
+) -> str:
     """SHA-256 (16 hex digits) of what a dataset holds: the label and split arrays (dtype, shape, bytes), the file
-    names in row order and the checksum of the decoded images. Cheap (the images' checksum is computed anyway
-    when the tensor cache is verified) and sound: any edit to a label, a split or an image changes it."""
+    names in row order, the checksum of the decoded images and, where the data name them, the rows' people. Cheap
+    (the images' checksum is computed anyway when the tensor cache is verified) and sound: any edit to a label, a
+    split, a person or an image changes it. Data without people hash as before people existed."""
     h = hashlib.sha256()
     for array in (np.ascontiguousarray(labels), np.ascontiguousarray(split)):
         h.update(f"{array.dtype.str}{array.shape}".encode())
         h.update(array.tobytes())
     h.update("\0".join(filenames).encode())
     h.update(images_checksum.encode())
+    if person is not None:
+        h.update(("\0person\0" + "\0".join(person.tolist())).encode())
     return h.hexdigest()[:16]
 
 

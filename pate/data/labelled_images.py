@@ -30,6 +30,9 @@ class LabelledImages:
     # The image files, resolved (absolute paths, row order), where the data came from files; () otherwise. Not part
     # of the fingerprint: moving the data keeps its cache. A kept model lists its evaluation images by them.
     paths: tuple[str, ...] = ()
+    # The person each image shows (str [N]), where the data name people (a folder's data.person_column); None
+    # otherwise. Part of the fingerprint where present.
+    person: np.ndarray | None = None
 
     def indices(self, split_name: str) -> np.ndarray:
         """Row indices (int64, ascending) of one of the splits: 'train', 'val' or 'test'."""

@@ -15,7 +15,10 @@ The CSV file (UTF-8, comma-separated, one header line)::
 * an optional column headed ``split`` places each image: ``train`` (private: the teachers' parts), ``val``
   (public, unlabelled use only: the feature extractor's fit images) or ``test`` (public: the student's pool and
   queries, and the evaluation images), or CelebA's codes 0 / 1 / 2. Without it, a seeded permutation of the rows
-  splits them by ``split_fractions``.
+  splits them by ``split_fractions``;
+* with ``person_column`` set, the column of that header names the person each image shows (any non-empty text;
+  not a label). A split column must then keep each person's images in one split, and without one the seeded
+  permutation is of the people, so the split cuts between them (``pate.data.people``).
 
 Rows keep the CSV's order: precomputed features (``features=precomputed``) are read in that order. Every error
 names the file, the line and the column, before any image is decoded. Images are decoded as CelebA's are
@@ -37,6 +40,7 @@ from pate.data.celeba import content_fingerprint
 from pate.data.labelled_images import SPLITS, LabelledImages
 from pate.data.celeba_layouts import check_label_names
 from pate.data.image_files import ImageFiles, resolve_image_files
+from pate.data.people import check_one_split_per_person, split_by_person
 from pate.data.tensor_cache import check_decode_args, decoded_images
 from pate.io import read_text
 
@@ -57,17 +61,29 @@ _POSITIVE, _NEGATIVES = ("1", "+1"), ("0", "-1")
 @dataclass(frozen=True)
 class LabelTable:
     """The CSV file as read: file names (row order), label names, labels uint8 [N, L], the split codes (int8
-    [N], or None when the file has no split column) and the (1-based) line of each row, for errors."""
+    [N], or None when the file has no split column), the (1-based) line of each row, for errors, and each row's
+    person (str [N], or None without a person column)."""
 
     filenames: tuple[str, ...]
     label_names: tuple[str, ...]
     labels: np.ndarray
     split: np.ndarray | None
     lines: tuple[int, ...]
+    person: np.ndarray | None = None
 
 
-def _header(path: Path, header: list[str]) -> tuple[tuple[str, ...], int | None]:
-    """(label names, index of the split column or None) from the CSV header."""
+@dataclass(frozen=True)
+class _Header:
+    """The CSV header read: the label names and the 0-based indices of the split and person columns (or None)."""
+
+    names: tuple[str, ...]
+    split_at: int | None
+    person_at: int | None
+
+
+def _header(path: Path, header: list[str], person_column: str | None) -> _Header:
+    """The label names and the split and person columns of the CSV header (``person_column``: the person
+    column's header, or None)."""
     if len(header) < 2:
         raise ValueError(
             f"{path}, line 1: expected a header 'file,<label>,...' with at least one label column, "
@@ -75,42 +91,43 @@ def _header(path: Path, header: list[str]) -> tuple[tuple[str, ...], int | None]
         )
     columns = [name.strip() for name in header[1:]]
     split_at = columns.index(SPLIT_COLUMN) + 1 if SPLIT_COLUMN in columns else None
-    names = tuple(name for name in columns if name != SPLIT_COLUMN)
+    person_at = None
+    if person_column is not None:
+        if person_column == SPLIT_COLUMN or columns.count(person_column) != 1:
+            raise ValueError(
+                f"data.person_column={person_column!r} but {path}, line 1, has {columns.count(person_column)} "
+                f"columns of that name; expected one column naming each image's person, other than "
+                f"{SPLIT_COLUMN!r} (the header: {','.join(header)!r})"
+            )
+        person_at = columns.index(person_column) + 1
+    names = tuple(name for name in columns if name not in (SPLIT_COLUMN, person_column))
     if not names:
         raise ValueError(f"{path}, line 1: expected at least one label column besides {SPLIT_COLUMN!r}")
     if columns.count(SPLIT_COLUMN) > 1:
         raise ValueError(f"{path}, line 1: the column {SPLIT_COLUMN!r} appears {columns.count(SPLIT_COLUMN)} times")
     if "" in names:
         raise ValueError(f"{path}, line 1, column {columns.index('') + 2}: a label column without a name")
-    return check_label_names(path, 1, names, None), split_at
+    return _Header(check_label_names(path, 1, names, None), split_at, person_at)
 
 
-def read_header(path: str | os.PathLike) -> tuple[tuple[str, ...], int | None]:
-    """(label names, index of the split column or None) of the CSV file's header, read without its rows."""
+def read_header(path: str | os.PathLike, person_column: str | None = None) -> _Header:
+    """The CSV file's header (label names, split and person columns), read without its rows."""
     path = Path(path)
     with open(path, encoding="utf-8", errors="replace", newline="") as handle:
         header = next(csv.reader([handle.readline()]), [])
-    return _header(path, header)
+    return _header(path, header, person_column)
 
 
-def read_label_names(path: str | os.PathLike) -> tuple[str, ...]:
+def read_label_names(path: str | os.PathLike, person_column: str | None = None) -> tuple[str, ...]:
     """The label names of the CSV file's header, read without its rows."""
-    return read_header(path)[0]
+    return read_header(path, person_column).names
 
 
-def _column_name(column: int, names: Sequence[str], split_at: int | None) -> str:
-    if column == 0:
-        return "file"
-    if column == split_at:
-        return SPLIT_COLUMN
-    return names[column - 1 - (split_at is not None and column > split_at)]
-
-
-def read_label_table(path: str | os.PathLike) -> LabelTable:
+def read_label_table(path: str | os.PathLike, person_column: str | None = None) -> LabelTable:
     """The CSV file (module docstring), read strictly: ``ValueError`` naming the file, the (1-based) line and
-    column for a short row, a value that is not 0/1 or -1/1, a file mixing 0 and -1, a bad split, an empty or
-    absolute file name, or a file without rows. Whether the names are distinct files inside the directory is the
-    file system's to say: ``MultilabelFolder.image_files``."""
+    column for a short row, a value that is not 0/1 or -1/1, a file mixing 0 and -1, a bad split, an empty
+    person, an empty or absolute file name, or a file without rows. Whether the names are distinct files inside
+    the directory is the file system's to say: ``MultilabelFolder.image_files``."""
     path = Path(path)
     lines = read_text(path, "the label CSV file").splitlines()
     rows = [
@@ -123,7 +140,8 @@ def read_label_table(path: str | os.PathLike) -> LabelTable:
             f"{path}, line 1: expected a header 'file,<label>,...', found "
             f"{'an empty file' if not rows else 'a blank line'}"
         )
-    names, split_at = _header(path, rows[0][1])
+    header = _header(path, rows[0][1], person_column)
+    names, split_at, person_at = header.names, header.split_at, header.person_at
     body = rows[1:]
     if not body:
         raise ValueError(f"{path}: the header names {len(names)} labels but no image follows it")
@@ -132,18 +150,20 @@ def read_label_table(path: str | os.PathLike) -> LabelTable:
         if len(row) != width:
             raise ValueError(
                 f"{path}, line {number}: expected {width} comma-separated fields (a file name, "
-                f"{len(names)} labels{' and the split' if split_at else ''}), found {len(row)}"
+                f"{len(names)} labels{' and the split' if split_at else ''}"
+                f"{' and the person' if person_at else ''}), found {len(row)}"
             )
     table = np.array([[cell.strip() for cell in row] for _, row in body], dtype=str)
     numbers = [number for number, _ in body]
 
+    headers = ["file", *(name.strip() for name in rows[0][1][1:])]
+
     def fail(r: int, c: int, expected: str) -> ValueError:
         return ValueError(
-            f"{path}, line {numbers[r]}, column {c + 1} ({_column_name(c, names, split_at)}): "
-            f"{str(table[r, c])!r}; expected {expected}"
+            f"{path}, line {numbers[r]}, column {c + 1} ({headers[c]}): {str(table[r, c])!r}; expected {expected}"
         )
 
-    label_columns = [c for c in range(1, width) if c != split_at]
+    label_columns = [c for c in range(1, width) if c not in (split_at, person_at)]
     values = table[:, label_columns]
     valid = np.isin(values, (*_POSITIVE, *_NEGATIVES))
     if not valid.all():
@@ -168,11 +188,17 @@ def read_label_table(path: str | os.PathLike) -> LabelTable:
             raise fail(int(np.flatnonzero(~known)[0]), split_at, "train, val or test (or 0, 1, 2)")
         split = np.array([_SPLIT_VALUES[value] for value in table[:, split_at]], dtype=np.int8)
 
+    person = None
+    if person_at is not None:
+        person = table[:, person_at]
+        if not np.all(person != ""):
+            raise fail(int(np.flatnonzero(person == "")[0]), person_at, "the person the image shows (not empty)")
+
     filenames = table[:, 0].tolist()
     for r, name in enumerate(filenames):
         if not name or Path(name).is_absolute():
             raise fail(r, 0, "a path relative to the image directory, inside it")
-    return LabelTable(tuple(filenames), names, labels, split, tuple(numbers))
+    return LabelTable(tuple(filenames), names, labels, split, tuple(numbers), person)
 
 
 def check_split_fractions(fractions: Sequence[float]) -> tuple[float, float, float]:
@@ -214,6 +240,7 @@ class MultilabelFolder:
     num_workers: int = 0
     split_fractions: Sequence[float] = field(default=(0.8, 0.1, 0.1))
     split_seed: int = 0
+    person_column: str | None = None
 
     @property
     def csv_path(self) -> Path:
@@ -235,14 +262,14 @@ class MultilabelFolder:
         check_split_fractions(self.split_fractions)
 
     def label_names(self) -> tuple[str, ...]:
-        return read_label_names(self.csv_path)
+        return read_label_names(self.csv_path, self.person_column)
 
     def draws_split(self) -> bool:
         """Whether the rows are split by a seeded permutation of all of them (no split column): then one row added
         or removed moves thousands of others between the private and public splits, so the split is no record's
         own, and a record-level add_remove guarantee cannot hold (``pate.pipeline.runner.check_split_source``)."""
         self.check()
-        return read_header(self.csv_path)[1] is None
+        return read_header(self.csv_path, self.person_column).split_at is None
 
     def image_files(self, table: LabelTable) -> ImageFiles:
         """The table's files, resolved and checked before any is read (``pate.data.image_files``): each inside
@@ -254,12 +281,8 @@ class MultilabelFolder:
         self, cache_dir: Path, progress: bool = True, check_splits: Callable[[np.ndarray], None] | None = None
     ) -> LabelledImages:
         self.check()
-        table = read_label_table(self.csv_path)
-        split = (
-            table.split
-            if table.split is not None
-            else seeded_split(len(table.filenames), self.split_fractions, self.split_seed)
-        )
+        table = read_label_table(self.csv_path, self.person_column)
+        split = self._split(table)
         if check_splits is not None:
             check_splits(split)
         files = self.image_files(table)
@@ -275,6 +298,19 @@ class MultilabelFolder:
             split=split,
             filenames=table.filenames,
             label_names=table.label_names,
-            fingerprint=content_fingerprint(table.labels, split, table.filenames, checksum),
+            fingerprint=content_fingerprint(table.labels, split, table.filenames, checksum, table.person),
             paths=files.paths,
+            person=table.person,
         )
+
+    def _split(self, table: LabelTable) -> np.ndarray:
+        """The rows' split codes: the split column's (each person's images in one split, where the file names
+        people), or drawn by ``split_seed``: a permutation of the rows, or of the people where the file names
+        them."""
+        if table.split is not None:
+            if table.person is not None:
+                check_one_split_per_person(table.person, table.split, self.csv_path, table.lines)
+            return table.split
+        if table.person is not None:
+            return split_by_person(table.person, check_split_fractions(self.split_fractions), self.split_seed)
+        return seeded_split(len(table.filenames), self.split_fractions, self.split_seed)
