@@ -97,6 +97,21 @@ FIELDS: tuple[Field, ...] = (
         required=False,
     ),
     Field(
+        "person_level",
+        "bool",
+        "whether every epsilon is a guarantee about one person, all of their images: PATE under replace on data "
+        "that name people, partitioned by person (privacy.unit=person); absent from records written before it",
+        required=False,
+    ),
+    Field(
+        "images_per_person",
+        "integer",
+        "the most private training images one person holds, where the data name people (data.person_column); "
+        "null otherwise, and absent from records written before it",
+        nullable=True,
+        required=False,
+    ),
+    Field(
         "dataset_epsilon",
         "number",
         "the total epsilon spent on this private data: every release drawn with "

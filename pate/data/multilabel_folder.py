@@ -264,6 +264,10 @@ class MultilabelFolder:
     def label_names(self) -> tuple[str, ...]:
         return read_label_names(self.csv_path, self.person_column)
 
+    def has_people(self) -> bool:
+        """Whether the rows name their people (``person_column``): then the privacy unit can be a person."""
+        return self.person_column is not None
+
     def draws_split(self) -> bool:
         """Whether the rows are split by a seeded permutation of all of them (no split column): then one row added
         or removed moves thousands of others between the private and public splits, so the split is no record's

@@ -9,6 +9,7 @@ guarantees that by construction (one permutation cut into contiguous pieces).
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -57,6 +58,59 @@ def partition_teachers(indices: np.ndarray, num_teachers: int, seed: int) -> lis
         )
     shuffled = arr[np.random.default_rng(seed).permutation(arr.size)]
     return [np.sort(part) for part in np.array_split(shuffled, int(num_teachers))]
+
+
+def check_people_per_teacher(person: np.ndarray, num_teachers: int) -> None:
+    """What a partition by person needs of the private records' people (``person``, one per record), refused in one
+    line naming the key: at least one person per teacher, and no person holding more records than a teacher's
+    share, ceil(N / num_teachers) (their teacher would outweigh the others, and a person-level release is only as
+    good as its teachers are many)."""
+    people, counts = np.unique(np.asarray(person), return_counts=True)
+    if not _is_int(num_teachers) or not 1 <= num_teachers <= len(people):
+        raise ValueError(
+            f"partition.num_teachers={num_teachers!r} but the private training split shows {len(people)} "
+            f"people; expected 1 <= num_teachers <= {len(people)}: partitioned by person, every teacher needs a "
+            f"person of its own"
+        )
+    share = -(-len(person) // int(num_teachers))
+    if counts.max() > share:
+        biggest = int(np.argmax(counts))
+        raise ValueError(
+            f"person {str(people[biggest])!r} has {int(counts[biggest])} of the {len(person)} private training "
+            f"records, more than one teacher's share of {share} (partition.num_teachers={num_teachers}); expected "
+            f"fewer teachers, or the data without that person"
+        )
+
+
+def partition_teachers_by_person(
+    indices: np.ndarray, person: np.ndarray, num_teachers: int, seed: int
+) -> list[np.ndarray]:
+    """Split ``indices`` into ``num_teachers`` disjoint, covering, sorted parts that keep each person whole:
+    ``person[i]`` names the person of record ``indices[i]``, and all of a person's records go to one teacher, so
+    any change to one person's records changes at most one teacher's vote.
+
+    Balance in records: the people, shuffled by ``np.random.default_rng(seed).permutation`` and then taken from
+    the most records to the fewest (a stable sort, so ties keep the shuffled order), each go to the teacher holding
+    the fewest records so far, the lowest-numbered on a tie (Graham's longest-processing-time rule: no part exceeds
+    the mean by more than the largest person's count). ``ValueError`` when there are fewer people than teachers,
+    or when one person holds more records than a teacher's share, ceil(N / num_teachers)."""
+    arr = _as_index_array(indices, "indices")
+    _check_seed(seed)
+    person = np.asarray(person)
+    if person.shape != arr.shape:
+        raise ValueError(f"person has shape {person.shape}; expected one person per record, shape {arr.shape}")
+    check_people_per_teacher(person, num_teachers)
+    people, codes, counts = np.unique(person, return_inverse=True, return_counts=True)
+    shuffled = np.random.default_rng(seed).permutation(len(people))
+    order = shuffled[np.argsort(-counts[shuffled], kind="stable")]
+    loads = [(0, teacher) for teacher in range(int(num_teachers))]  # a heap of (records so far, teacher)
+    teacher_of = np.empty(len(people), dtype=np.int64)
+    for who in order:  # one pass over the people, a heap step each: O(P log T)
+        load, teacher = heapq.heappop(loads)
+        teacher_of[who] = teacher
+        heapq.heappush(loads, (load + int(counts[who]), teacher))
+    owner = teacher_of[codes]
+    return [np.sort(arr[owner == teacher]) for teacher in range(int(num_teachers))]
 
 
 @dataclass(frozen=True)
@@ -160,10 +214,19 @@ def check_partition_config(
         )
 
 
-def build_partition(work: Path, data: LabelledImages, num_teachers: int, seed: int) -> None:
+def build_partition(work: Path, data: LabelledImages, num_teachers: int, seed: int, by: str = "record") -> None:
     """Write ``partition.npz``: the teachers' disjoint parts of the private training split, concatenated,
-    with offsets (part i is ``teacher_records[teacher_offsets[i]:teacher_offsets[i+1]]``)."""
-    parts = partition_teachers(data.indices("train"), num_teachers, seed)
+    with offsets (part i is ``teacher_records[teacher_offsets[i]:teacher_offsets[i+1]]``). ``by``: ``record``
+    (``partition_teachers``) or ``person`` (``partition_teachers_by_person``: each person's records in one part)."""
+    train = data.indices("train")
+    if by == "person":
+        if data.person is None:
+            raise ValueError("partition by person, but the data name no people (data.person_column)")
+        parts = partition_teachers_by_person(train, data.person[train], num_teachers, seed)
+    elif by == "record":
+        parts = partition_teachers(train, num_teachers, seed)
+    else:
+        raise ValueError(f"by={by!r}; expected 'record' or 'person'")
     offsets = np.cumsum([0] + [len(p) for p in parts])
     np.savez(work / "partition.npz", teacher_records=np.concatenate(parts), teacher_offsets=offsets)
 
@@ -195,7 +258,9 @@ __all__ = [
     "build_partition",
     "build_queries",
     "check_partition_config",
+    "check_people_per_teacher",
     "partition_teachers",
+    "partition_teachers_by_person",
     "pool_size",
     "read_queries",
     "read_teacher_parts",

@@ -15,7 +15,7 @@ import numpy as np
 
 from pate.data.labelled_images import SPLITS
 
-__all__ = ["check_one_split_per_person", "split_by_person"]
+__all__ = ["check_one_split_per_person", "most_images_per_person", "split_by_person"]
 
 _SPLIT_NAMES = {code: name for name, code in SPLITS.items()}
 
@@ -55,3 +55,9 @@ def split_by_person(person: np.ndarray, fractions: Sequence[float], seed: int) -
     person_split[order[:train_end]] = SPLITS["train"]
     person_split[order[train_end:val_end]] = SPLITS["val"]
     return person_split[codes]
+
+
+def most_images_per_person(person: np.ndarray) -> int:
+    """The most rows one person holds in ``person`` (0 for no rows): the group size a record-level guarantee
+    would have to stretch to, and what a person-level one covers at once."""
+    return int(np.unique(person, return_counts=True)[1].max()) if len(person) else 0

@@ -78,12 +78,16 @@ class Dataset:
     identity: dict[str, Any]
 
 
-def partition_stage(data: Dataset, num_teachers: int, seed: int) -> Stage:
-    """Who sees what of the private training split: ``num_teachers`` disjoint parts, shuffled by ``seed``."""
+def partition_stage(data: Dataset, num_teachers: int, seed: int, by: str = "record") -> Stage:
+    """Who sees what of the private training split: ``num_teachers`` disjoint parts, shuffled by ``seed``; ``by``
+    person, each person's records in one part (the key names ``by`` only then: a record partition keeps its key)."""
+    config = {"data": data.identity, "num_teachers": num_teachers, "seed": seed}
+    if by != "record":
+        config["by"] = by
     return Stage(
         "partition",
-        {"data": data.identity, "num_teachers": num_teachers, "seed": seed},
-        lambda work, _: build_partition(work, data.arrays, num_teachers, seed),
+        config,
+        lambda work, _: build_partition(work, data.arrays, num_teachers, seed, by),
         code=CODE["partition"],
     )
 

@@ -3,6 +3,7 @@ artifacts, evaluate, and write ``metrics.json``."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import platform
 import textwrap
@@ -18,7 +19,7 @@ from omegaconf import DictConfig, open_dict
 
 from pate.aggregate import read_aggregate, replay_privacy
 from pate.artifacts import ArtifactStore, Stage, atomic_write_json, code_version
-from pate.data.partition import check_partition_config, read_queries
+from pate.data.partition import check_partition_config, check_people_per_teacher, read_queries
 from pate.data.readers import data_identity
 from pate.evaluation import label_metrics, majority_class_accuracy
 from pate.host import host
@@ -33,7 +34,8 @@ from pate.pipeline.noise import log_reused_release, noise_source
 from pate.pipeline.paths import check_locations
 from pate.pipeline.settings import run_settings
 from pate.pipeline.students import student_component
-from pate.privacy.unit import PrivacyUnit, privacy_unit
+from pate.data.people import most_images_per_person
+from pate.privacy.unit import PrivacyUnit, privacy_unit, resolve_unit
 from pate.run_record import check_record, not_covered_by_epsilon, ordered
 from student.stages import read_student_scores
 
@@ -53,6 +55,7 @@ class Graph:
     views: Stage | None = None
     references: Mapping[str, tuple[Stage, Stage]] = field(default_factory=dict)
     budget: BudgetGuard | None = None  # the data's privacy budget, for a release drawn from secret noise
+    unit: PrivacyUnit | None = None  # what one neighbour of the release's epsilon is (pate.privacy.unit)
 
     def stages(self) -> list[Stage]:
         """Every stage the run may read, upstream ones included: what a running run holds in the cache."""
@@ -106,9 +109,13 @@ def prepare(cfg: DictConfig) -> tuple[Graph, Dataset, Any]:
     with building(None):  # the reader names the file or the key itself
         reader.check()
         set_num_labels(cfg, reader.label_names())
-    settings = run_settings(cfg)
-    # the split's source is a property of the data and the method's class: refused before the method calibrates
-    check_split_source(reader, component_class(cfg.method, "method", Method), settings.neighbors)
+    kind = component_class(cfg.method, "method", Method)
+    # the split's source and the unit are properties of the data and the method's class: settled before the method
+    # calibrates
+    check_split_source(reader, kind, str(cfg.privacy.neighbors))
+    with building(None):  # resolve_unit names privacy.unit itself
+        unit = resolve_unit(cfg.privacy.get("unit"), getattr(reader, "has_people", lambda: False)(), kind.contributor)
+    settings = dataclasses.replace(run_settings(cfg), unit=unit)
     method = method_component(cfg, settings)
     student = student_component(cfg)
     uses_features = method.reads_features or student.reads_features
@@ -130,6 +137,11 @@ def prepare(cfg: DictConfig) -> tuple[Graph, Dataset, Any]:
             check_splits=split_checks(cfg, method, uses_features),
         )
     data = Dataset(arrays, data_identity(cfg.data.name, cfg.data.image_size, arrays))
+    people = None if arrays.person is None else most_images_per_person(arrays.person[arrays.indices("train")])
+    if settings.unit == "person" and method.contributor == "teacher":  # each teacher gets whole people
+        with building(None):
+            check_people_per_teacher(arrays.person[arrays.indices("train")], int(cfg.partition.num_teachers))
+    release_unit = privacy_unit(method.contributor, settings.neighbors, settings.unit, people)
     if extractor is not None:
         with building(None):  # precomputed embeddings: one row per image of the data just read, storable
             extractor.check_rows(len(arrays))
@@ -143,7 +155,7 @@ def prepare(cfg: DictConfig) -> tuple[Graph, Dataset, Any]:
         data,
         method.release(data, shared),
         settings.noise,
-        privacy_unit(method.contributor, settings.neighbors).record_level,
+        release_unit.record_level,
     )
 
     def student_of(labels: Stage) -> Stage:
@@ -161,7 +173,7 @@ def prepare(cfg: DictConfig) -> tuple[Graph, Dataset, Any]:
             else (ref, student_of(ref))
             for source, ref in sources.items()
         }
-    graph = Graph(shared, release, release.model or student_of(release.labels), views, references, guard)
+    graph = Graph(shared, release, release.model or student_of(release.labels), views, references, guard, release_unit)
     return graph, data, method
 
 
@@ -248,7 +260,7 @@ def evaluate(cfg: DictConfig, store: ArtifactStore, graph: Graph, data: Dataset,
     privacy = replay_privacy(store.get(graph.release.labels), delta, str(cfg.privacy.accountant))
     eval_indices = read_queries(store.get(graph.shared.queries)).evaluation
     answered = main["released"]["answered"]
-    unit = privacy_unit(method.contributor, privacy["neighbors"])
+    unit = graph.unit
     metrics: dict[str, Any] = {
         "private": True,
         "neighbors": str(privacy["neighbors"]),
@@ -262,6 +274,8 @@ def evaluate(cfg: DictConfig, store: ArtifactStore, graph: Graph, data: Dataset,
         "privacy_accounting": privacy["accounting"],
         "privacy_unit": unit.neighbour,
         "record_level": unit.record_level,
+        "person_level": unit.person_level,
+        "images_per_person": unit.images_per_person,
         **budget_metrics(graph.budget, unit.text),
         **data_dependent_metrics(privacy, unit),
         "seed": int(cfg.seed),
@@ -436,7 +450,7 @@ def summary(m: dict[str, Any]) -> str:
 
     seeded = not str(m.get("noise_source", "")).startswith("secure")
     caveat = SEEDED if seeded else None
-    unit = PrivacyUnit(m["privacy_unit"], m["record_level"]).text
+    unit = PrivacyUnit(m["privacy_unit"], m["record_level"], m["person_level"], m["images_per_person"]).text
     lines = [
         *(
             _entry("aggregator", m["aggregator"])

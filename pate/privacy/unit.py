@@ -10,6 +10,13 @@ one step of it changes depends on who contributes to that input:
   removes a whole teacher, so it reproduces the literature's teacher-level accounting only.
 * records (DP-SGD, Private-kNN): the relation moves one record itself, so both relations are record-level.
 
+Where the data name the person each record shows (``LabelledImages.person``), the unit can be a person
+(``privacy.unit=person``, the default there): PATE then gives each person's records to one teacher
+(``pate.data.partition.partition_teachers_by_person``), so changing any of one person's records -- all of them,
+any number -- changes at most that teacher's vote, and ``replace`` is person-level with the same noise and the
+same epsilon. Record-level epsilons on data with people say that they are not person-level, and for how many
+images a person holds at most.
+
 Every epsilon the project prints names its unit from here (the console, ``metrics.json``'s ``privacy_unit`` and
 ``record_level``, every report table), so that a teacher-level epsilon is never compared with a record-level one
 unmarked.
@@ -21,10 +28,11 @@ from dataclasses import dataclass
 
 from pate.privacy.sensitivity import NeighboringRelation, check_relation
 
-__all__ = ["CONTRIBUTORS", "PrivacyUnit", "privacy_unit"]
+__all__ = ["CONTRIBUTORS", "UNITS", "PrivacyUnit", "privacy_unit", "resolve_unit"]
 
 # who contributes one unit to what a method's mechanism takes as input: a teacher's vote, or one record
 CONTRIBUTORS = ("teacher", "record")
+UNITS = ("record", "person")  # privacy.unit: what a guarantee is asked to cover
 
 _NEIGHBOUR = {
     ("teacher", NeighboringRelation.REPLACE): "one teacher's vote replaced",
@@ -37,26 +45,75 @@ _NEIGHBOUR = {
 @dataclass(frozen=True)
 class PrivacyUnit:
     """``neighbour``: what one neighbour is, in words; ``record_level``: whether a guarantee between such neighbours
-    is a guarantee about one training record."""
+    is a guarantee about one training record; ``person_level``: whether it is one about one person, all of their
+    records (which implies record-level); ``images_per_person``: the most records one person holds, where the data
+    name people (None otherwise)."""
 
     neighbour: str
     record_level: bool
+    person_level: bool = False
+    images_per_person: int | None = None
 
     @property
     def text(self) -> str:
         """The neighbour with its level, for a line beside an epsilon: a teacher-level one says it is not a
-        record-level guarantee, so that it is never read as one."""
-        level = "record-level" if self.record_level else "teacher-level: NOT a record-level guarantee"
+        record-level guarantee, and a record-level one on data with people that it is not a person-level one."""
+        if self.person_level:
+            level = "person-level"
+        elif not self.record_level:
+            level = "teacher-level: NOT a record-level guarantee"
+        elif self.images_per_person is not None:
+            level = (
+                f"record-level: NOT a person-level guarantee, and a person has up to {self.images_per_person} images"
+            )
+        else:
+            level = "record-level"
         return f"{self.neighbour} ({level})"
 
 
-def privacy_unit(contributor: str, neighbors) -> PrivacyUnit:
+def privacy_unit(
+    contributor: str, neighbors, unit: str = "record", images_per_person: int | None = None
+) -> PrivacyUnit:
     """The unit of an epsilon under ``neighbors`` for a method whose mechanism takes ``contributor``'s
-    contributions (one of ``CONTRIBUTORS``; a method says which by its ``contributor`` attribute). Only PATE's
-    ``add_remove`` is teacher-level (module docstring); an unknown contributor or relation raises ``ValueError``
-    naming it."""
+    contributions (one of ``CONTRIBUTORS``; a method says which by its ``contributor`` attribute), asked for
+    ``unit`` (``UNITS``, as :func:`resolve_unit` settles it) on data whose people hold at most
+    ``images_per_person`` records (None: the data name no people). Only PATE's ``add_remove`` is teacher-level,
+    and only PATE's ``replace`` partitioned by person is person-level (module docstring); an unknown contributor,
+    relation or unit raises ``ValueError`` naming it."""
     if contributor not in CONTRIBUTORS:
         raise ValueError(f"contributor must be one of {CONTRIBUTORS}, got {contributor!r}")
+    if unit not in UNITS:
+        raise ValueError(f"unit must be one of {UNITS}, got {unit!r}")
+    if unit == "person" and (contributor != "teacher" or images_per_person is None):
+        raise ValueError(f"unit='person' needs teachers' votes and data with people; got contributor={contributor!r}")
     relation = check_relation(neighbors)
     record_level = contributor == "record" or relation is NeighboringRelation.REPLACE
-    return PrivacyUnit(_NEIGHBOUR[contributor, relation], record_level)
+    person_level = unit == "person" and relation is NeighboringRelation.REPLACE
+    neighbour = _NEIGHBOUR[contributor, relation]
+    if person_level:
+        neighbour = f"one person changed, all of their images (up to {images_per_person}): {neighbour}"
+    return PrivacyUnit(neighbour, record_level, person_level, images_per_person)
+
+
+def resolve_unit(asked: str | None, has_people: bool, contributor: str) -> str:
+    """``privacy.unit`` settled for the data and the method: ``asked`` (``record``, ``person``, or None: person
+    where the data name people and the method can give a person-level guarantee -- PATE, whose teachers see
+    people whole -- and record otherwise). ``ValueError`` naming the key for ``person`` on data without people or
+    for a method that samples records (DP-SGD, Private-kNN: their person-level forms are not built yet)."""
+    if asked is None:
+        return "person" if has_people and contributor == "teacher" else "record"
+    if asked not in UNITS:
+        raise ValueError(
+            f"privacy.unit={asked!r}; expected one of {UNITS}, or null (person where the data name people)"
+        )
+    if asked == "person" and not has_people:
+        raise ValueError(
+            "privacy.unit=person but the data name no people; expected data that say which person each image shows "
+            "(data=multilabel_folder data.person_column=<column>), or privacy.unit=record"
+        )
+    if asked == "person" and contributor != "teacher":
+        raise ValueError(
+            "privacy.unit=person with a method that samples records (DP-SGD, Private-kNN): its person-level form "
+            "(sampling and clipping people) is not built yet; expected method=pate, or privacy.unit=record"
+        )
+    return asked

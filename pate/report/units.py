@@ -27,7 +27,12 @@ def run_unit(metrics: Mapping[str, Any]) -> PrivacyUnit | None:
     """The unit a run recorded; None for a record written before runs recorded it (never guessed)."""
     if "privacy_unit" not in metrics:
         return None
-    return PrivacyUnit(metrics["privacy_unit"], metrics["record_level"])
+    return PrivacyUnit(
+        metrics["privacy_unit"],
+        metrics["record_level"],
+        metrics.get("person_level", False),
+        metrics.get("images_per_person"),
+    )
 
 
 def _units(runs: Iterable[Any]) -> set[PrivacyUnit | None]:
@@ -44,6 +49,8 @@ def unit_cell(runs: Iterable[Any]) -> str:
     units = _units(runs)
     if None in units:
         return "not recorded"
+    if all(unit.person_level for unit in units):
+        return "person-level"
     if all(unit.record_level for unit in units):
         return "record-level"
     return f"teacher-level {TEACHER_LEVEL_MARK}"

@@ -58,7 +58,8 @@ class RunSettings:
     neighbouring relation, delta, the target and budget epsilons (None: not set), the number of public queries and
     of labels, the run's seed (for what no guarantee rests on), the noise source (``pate.pipeline.noise``), the
     student's semi-supervised method (``"supervised"`` when it has none), progress bars or not, the trainer's
-    settings (the device) and the accountant (``privacy.accountant``: what calibrates, budgets and reports)."""
+    settings (the device), the accountant (``privacy.accountant``: what calibrates, budgets and reports) and the
+    privacy unit (``privacy.unit`` as resolved for the data: PATE partitions by person where it is ``person``)."""
 
     neighbors: str
     delta: float
@@ -72,6 +73,7 @@ class RunSettings:
     progress: bool = True
     trainer: TrainerSettings = field(default_factory=TrainerSettings)
     accountant: str = "tightest"
+    unit: str = "record"  # who one neighbour's change may touch: "record", or "person" (pate.privacy.unit)
 
     def named(self, name: str) -> str:
         """A method's name in reports, with ``+<student.semi.method>`` when the student learns from the unlabeled

@@ -135,7 +135,7 @@ class PATE(Method):
 
     def release(self, data, shared: SharedStages) -> Release:
         """partition -> teachers -> votes -> aggregate."""
-        partition = partition_stage(data, self.num_teachers, self.partition_seed)
+        partition = partition_stage(data, self.num_teachers, self.partition_seed, self.run.unit)
         teachers, votes = self.teachers.stages(data, partition, shared.features, shared.queries)
         aggregate = aggregate_stage(
             self.aggregator, self.settings, self.asked, votes, self.run.noise, self.run.num_labels

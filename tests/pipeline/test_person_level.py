@@ -1,0 +1,126 @@
+"""Person-level PATE on data that name people (``data.person_column``): each person's images with one teacher,
+so one person's change, all of their images, moves at most one teacher's vote; the epsilon of the same noise is
+then person-level. The neighbours are built as the relation defines them, on the input the run takes: every row of
+one person changed in the label file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pate.artifacts import ArtifactStore
+from pate.data.partition import read_teacher_parts
+from pate.pipeline.checks import UserError
+from pate.pipeline.runner import prepare, run
+from pate.votes import read_votes
+from tests.conftest import compose_config
+from tests.data.folder_data import write_folder
+
+pytestmark = pytest.mark.slow  # end-to-end runs: not in the fast loop
+
+NUM_IMAGES = 400  # write_folder's split column: rows 0-279 train, 280-319 val, 320-399 test
+BIG = "p_big"  # the person the neighbours change: 24 training images
+
+
+def _people() -> list[str]:
+    """One person per row, none across two splits: 1 to 12 images each, and rows 0-23 are one person of 24."""
+    rng = np.random.default_rng(0)
+    person = [BIG] * 24
+    for start, end in ((24, 280), (280, 320), (320, 400)):
+        row = start
+        while row < end:
+            size = min(int(rng.integers(1, 13)), end - row)
+            person += [f"p{row}"] * size
+            row += size
+    return person
+
+
+def _write(root: Path, flip_big: bool = False) -> Path:
+    """The folder with a person column; with ``flip_big``, every label of every image of ``BIG`` flipped: one
+    person's change, all of their rows."""
+    write_folder(root, 5, num_images=NUM_IMAGES, split_column=True)
+    header, *rows = (root / "labels.csv").read_text().splitlines()
+    head = header.split(",")
+    lines = [",".join([head[0], "person", *head[1:]])]
+    for person, row in zip(_people(), rows):
+        cells = row.split(",")  # file, label, split, labels...
+        if flip_big and person == BIG:
+            cells = [cells[0], *("1" if c == "0" else "0" if c == "1" else c for c in cells[1:])]
+        lines.append(",".join([cells[0], person, *cells[1:]]))
+    (root / "labels.csv").write_text("\n".join(lines) + "\n")
+    return root
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory) -> dict[str, Path]:
+    base = tmp_path_factory.mktemp("people")
+    return {"data": _write(base / "data"), "neighbour": _write(base / "neighbour", flip_big=True)}
+
+
+PATE = ["aggregator=tau_pate", "aggregator.tau=2"]
+
+
+def _cfg(root: Path, folder: Path, *overrides: str):
+    return compose_config(
+        ["debug=tiny", "data=multilabel_folder", f"data.root={folder}", "data.person_column=person", *PATE, *overrides],
+        root,
+    )
+
+
+def test_pate_on_people_is_person_level_with_the_epsilon_of_the_same_noise(folders, tmp_path):
+    cfg = _cfg(tmp_path / "person", folders["data"])
+    metrics = run(cfg, output_dir=tmp_path / "person" / "run")
+    record = run(_cfg(tmp_path / "record", folders["data"], "privacy.unit=record"), output_dir=tmp_path / "r" / "run")
+    assert metrics["person_level"] and metrics["record_level"] and metrics["images_per_person"] == 24
+    assert metrics["privacy_unit"].startswith("one person changed, all of their images (up to 24)")
+    assert metrics["epsilon"] == record["epsilon"] and metrics["noise"] == record["noise"]
+    assert not record["person_level"] and record["images_per_person"] == 24
+    assert "NOT a person-level guarantee, and a person has up to 24 images" in record["privacy"]
+    graph, data, _ = prepare(cfg)
+    parts = read_teacher_parts(ArtifactStore(Path(cfg.paths.cache_dir)).get(graph.release.stages["partition"]))
+    person = data.arrays.person
+    owners = {}
+    for teacher, part in enumerate(parts):
+        for who in set(person[part].tolist()):
+            owners.setdefault(who, []).append(teacher)
+    assert all(len(teachers) == 1 for teachers in owners.values())  # each person in exactly one teacher
+    assert sorted(np.concatenate(parts).tolist()) == data.arrays.indices("train").tolist()
+
+
+def _changed_teachers(tmp_path: Path, folders, *overrides: str) -> int:
+    """The number of teachers whose votes differ between the data and its neighbour (``BIG`` changed)."""
+    votes = []
+    for name in ("data", "neighbour"):
+        cfg = _cfg(tmp_path / name, folders[name], *overrides)
+        graph, _, _ = prepare(cfg)
+        votes.append(read_votes(ArtifactStore(Path(cfg.paths.cache_dir)).get(graph.release.stages["votes"]))["bits"])
+    return int((votes[0] != votes[1]).any(axis=(0, 2)).sum())
+
+
+def test_one_persons_change_moves_one_teachers_vote_and_a_record_partition_moves_several(folders, tmp_path):
+    """The planted weakening (one person's images over several teachers, the record partition) fails the
+    property the person-level epsilon rests on; the partition by person keeps it."""
+    assert _changed_teachers(tmp_path / "person", folders) == 1
+    assert _changed_teachers(tmp_path / "record", folders, "privacy.unit=record") >= 2
+
+
+@pytest.mark.parametrize(
+    "overrides,folder,message",
+    [
+        (
+            ["privacy.unit=person", "data.person_column=null"],
+            "data",
+            r"privacy.unit=person but the data name no people",
+        ),
+        (["privacy.unit=person", "method=dp_sgd"], "data", r"privacy.unit=person with a method that samples records"),
+        (["privacy.unit=persons"], "data", r"privacy.unit='persons'; expected one of \('record', 'person'\)"),
+        (["partition.num_teachers=13"], "data", r"person 'p_big' has 24 of the 280 private training records"),
+    ],
+    ids=["no_people", "dp_sgd", "unknown_unit", "a_person_over_a_teachers_share"],
+)
+def test_a_person_level_run_that_cannot_hold_is_one_line(folders, tmp_path, overrides, folder, message):
+    with pytest.raises(UserError, match=message) as caught:
+        prepare(_cfg(tmp_path, folders[folder], *overrides))
+    assert "\n" not in str(caught.value)
