@@ -9,7 +9,6 @@ guarantees that by construction (one permutation cut into contiguous pieces).
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,6 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from pate.data.labelled_images import SPLITS
+from pate.data.people import person_draws
 
 if TYPE_CHECKING:
     from pate.data.labelled_images import LabelledImages
@@ -60,11 +60,11 @@ def partition_teachers(indices: np.ndarray, num_teachers: int, seed: int) -> lis
     return [np.sort(part) for part in np.array_split(shuffled, int(num_teachers))]
 
 
-def check_people_per_teacher(person: np.ndarray, num_teachers: int) -> None:
-    """What a partition by person needs of the private records' people (``person``, one per record), refused in one
-    line naming the key: at least one person per teacher, and no person holding more records than a teacher's
-    share, ceil(N / num_teachers) (their teacher would outweigh the others, and a person-level release is only as
-    good as its teachers are many)."""
+def check_people_per_teacher(person: np.ndarray, num_teachers: int, seed: int, records_per_teacher: int = 1) -> None:
+    """What a partition by person (:func:`partition_teachers_by_person`) needs of the private records' people
+    (``person``, one per record), refused in one line naming the key: at least one person per teacher, no person
+    holding more records than a teacher's share, ceil(N / num_teachers), and ``records_per_teacher`` records in
+    every teacher's part as ``seed`` deals them."""
     people, counts = np.unique(np.asarray(person), return_counts=True)
     if not _is_int(num_teachers) or not 1 <= num_teachers <= len(people):
         raise ValueError(
@@ -80,36 +80,42 @@ def check_people_per_teacher(person: np.ndarray, num_teachers: int) -> None:
             f"records, more than one teacher's share of {share} (partition.num_teachers={num_teachers}); expected "
             f"fewer teachers, or the data without that person"
         )
+    loads = np.bincount(teacher_of_person(people, int(num_teachers), seed), weights=counts, minlength=num_teachers)
+    if loads.min() < records_per_teacher:
+        raise ValueError(
+            f"partition.num_teachers={num_teachers} by person with partition.seed={seed}: teacher "
+            f"{int(np.argmin(loads))} is dealt {int(loads.min())} record(s) of the {len(person)}, fewer than the "
+            f"{records_per_teacher} a teacher needs (each person goes to a teacher drawn for them alone); expected "
+            f"fewer teachers (about {len(people) // 20} give each about 20 people), or another partition.seed"
+        )
+
+
+def teacher_of_person(people: np.ndarray, num_teachers: int, seed: int) -> np.ndarray:
+    """int64 [P]: the teacher of each of ``people`` (distinct identifiers), drawn for each person alone: a keyed
+    BLAKE2b hash of the identifier (key: ``seed``) modulo ``num_teachers`` (bias at most num_teachers / 2^64). No
+    person's teacher depends on any other person, so adding, removing or changing one person moves no one else."""
+    return (person_draws(people, seed, b"partition") % np.uint64(num_teachers)).astype(np.int64)
 
 
 def partition_teachers_by_person(
-    indices: np.ndarray, person: np.ndarray, num_teachers: int, seed: int
+    indices: np.ndarray, person: np.ndarray, num_teachers: int, seed: int, records_per_teacher: int = 1
 ) -> list[np.ndarray]:
     """Split ``indices`` into ``num_teachers`` disjoint, covering, sorted parts that keep each person whole:
-    ``person[i]`` names the person of record ``indices[i]``, and all of a person's records go to one teacher, so
-    any change to one person's records changes at most one teacher's vote.
-
-    Balance in records: the people, shuffled by ``np.random.default_rng(seed).permutation`` and then taken from
-    the most records to the fewest (a stable sort, so ties keep the shuffled order), each go to the teacher holding
-    the fewest records so far, the lowest-numbered on a tie (Graham's longest-processing-time rule: no part exceeds
-    the mean by more than the largest person's count). ``ValueError`` when there are fewer people than teachers,
-    or when one person holds more records than a teacher's share, ceil(N / num_teachers)."""
+    ``person[i]`` names the person of record ``indices[i]``; all of a person's records go to one teacher,
+    :func:`teacher_of_person`'s. Each person's teacher is drawn for them alone, so any change to one person -- their
+    records changed, added or removed, or the person added or removed -- changes that one teacher's part and no
+    other: at most one teacher's vote moves. The price: the parts are balanced in expectation, not exactly (a part's
+    record count has mean N / T and variance (1/T)(1 - 1/T) sum_p c_p^2 over the people's counts c_p, T the
+    teachers), since any rule that balanced them exactly would deal the others by this person's count.
+    ``ValueError`` where :func:`check_people_per_teacher` refuses."""
     arr = _as_index_array(indices, "indices")
     _check_seed(seed)
     person = np.asarray(person)
     if person.shape != arr.shape:
         raise ValueError(f"person has shape {person.shape}; expected one person per record, shape {arr.shape}")
-    check_people_per_teacher(person, num_teachers)
-    people, codes, counts = np.unique(person, return_inverse=True, return_counts=True)
-    shuffled = np.random.default_rng(seed).permutation(len(people))
-    order = shuffled[np.argsort(-counts[shuffled], kind="stable")]
-    loads = [(0, teacher) for teacher in range(int(num_teachers))]  # a heap of (records so far, teacher)
-    teacher_of = np.empty(len(people), dtype=np.int64)
-    for who in order:  # one pass over the people, a heap step each: O(P log T)
-        load, teacher = heapq.heappop(loads)
-        teacher_of[who] = teacher
-        heapq.heappush(loads, (load + int(counts[who]), teacher))
-    owner = teacher_of[codes]
+    check_people_per_teacher(person, num_teachers, seed, records_per_teacher)
+    people, codes = np.unique(person, return_inverse=True)
+    owner = teacher_of_person(people, int(num_teachers), seed)[codes]
     return [np.sort(arr[owner == teacher]) for teacher in range(int(num_teachers))]
 
 
@@ -261,6 +267,7 @@ __all__ = [
     "check_people_per_teacher",
     "partition_teachers",
     "partition_teachers_by_person",
+    "teacher_of_person",
     "pool_size",
     "read_queries",
     "read_teacher_parts",

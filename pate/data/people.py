@@ -8,6 +8,7 @@ that cuts between people, never through one.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import numpy as np
 
 from pate.data.labelled_images import SPLITS
 
-__all__ = ["check_one_split_per_person", "most_images_per_person", "split_by_person"]
+__all__ = ["check_one_split_per_person", "most_images_per_person", "person_draws", "split_by_person"]
 
 _SPLIT_NAMES = {code: name for name, code in SPLITS.items()}
 
@@ -36,24 +37,29 @@ def check_one_split_per_person(person: np.ndarray, split: np.ndarray, path: Path
         )
 
 
+def person_draws(people: np.ndarray, seed: int, purpose: bytes) -> np.ndarray:
+    """uint64 [P]: for each of ``people`` (identifiers), a draw that depends on that identifier alone: the keyed
+    BLAKE2b hash (key: ``seed``; ``purpose``, up to 16 bytes, separates the draws of the split and the partition)
+    of the identifier's text. Whatever rule reads it, no person's outcome depends on another person."""
+    key = int(seed).to_bytes(8, "little")
+    digests = [
+        hashlib.blake2b(str(who).encode(), digest_size=8, key=key, person=purpose).digest() for who in people.tolist()
+    ]
+    return np.frombuffer(b"".join(digests), dtype="<u8").copy()
+
+
 def split_by_person(person: np.ndarray, fractions: Sequence[float], seed: int) -> np.ndarray:
-    """int8 split codes of the rows of ``person``: the distinct people, in a permutation seeded by ``seed``, are
-    cut into train / val / test where their running image count first reaches floor(f * N) for train and for val
-    (``fractions``, already checked), so that every person's images share one split and each split holds about its
-    share of the images (off by less than one person's image count)."""
-    people, codes, counts = np.unique(person, return_inverse=True, return_counts=True)
-    order = np.random.default_rng(int(seed)).permutation(len(people))
-    running = np.cumsum(counts[order])
+    """int8 split codes of the rows of ``person``, drawn for each person alone: a keyed BLAKE2b hash of the
+    identifier (key: ``seed``) read as a uniform u in [0, 1) puts the person in train where u < f_train, in val
+    where u < f_train + f_val, else in test (``fractions``, already checked). Every person's images share one split,
+    each split holds its share of the people in expectation, and no person's split depends on any other person:
+    one person added, removed or changed moves no one else between the private and the public splits."""
+    people, codes = np.unique(person, return_inverse=True)
+    draws = person_draws(people, seed, b"split").astype(np.float64) / 2.0**64
     train_share, val_share = float(fractions[0]), float(fractions[1])
-    train_end = int(np.searchsorted(running, int(train_share * len(person)), side="left")) + 1
-    val_end = int(np.searchsorted(running, int((train_share + val_share) * len(person)), side="left")) + 1
-    if train_share == 0:
-        train_end = 0
-    if val_share == 0:
-        val_end = train_end
     person_split = np.full(len(people), SPLITS["test"], dtype=np.int8)
-    person_split[order[:train_end]] = SPLITS["train"]
-    person_split[order[train_end:val_end]] = SPLITS["val"]
+    person_split[draws < train_share + val_share] = SPLITS["val"]
+    person_split[draws < train_share] = SPLITS["train"]
     return person_split[codes]
 
 

@@ -140,7 +140,12 @@ def prepare(cfg: DictConfig) -> tuple[Graph, Dataset, Any]:
     people = None if arrays.person is None else most_images_per_person(arrays.person[arrays.indices("train")])
     if settings.unit == "person" and method.contributor == "teacher":  # each teacher gets whole people
         with building(None):
-            check_people_per_teacher(arrays.person[arrays.indices("train")], int(cfg.partition.num_teachers))
+            check_people_per_teacher(
+                arrays.person[arrays.indices("train")],
+                int(cfg.partition.num_teachers),
+                int(cfg.partition.seed),
+                method.records_per_teacher[0],
+            )
     release_unit = privacy_unit(method.contributor, settings.neighbors, settings.unit, people)
     if extractor is not None:
         with building(None):  # precomputed embeddings: one row per image of the data just read, storable

@@ -12,6 +12,7 @@ import pytest
 from pate.data.celeba import content_fingerprint
 from pate.data.labelled_images import SPLITS
 from pate.data.multilabel_folder import MultilabelFolder, read_label_table, seeded_split
+from pate.data.people import split_by_person
 from pate.pipeline.checks import UserError
 from pate.pipeline.runner import prepare
 from tests.conftest import compose_config
@@ -85,20 +86,32 @@ def test_a_split_column_that_keeps_each_person_whole_is_read_as_it_is(images, tm
 
 
 def test_a_drawn_split_permutes_people_not_rows(images, tmp_path):
-    """Without a split column the cut falls between people (3 to 7 images each), every split holds its share of
-    the images to within one person, and the same seed draws the same split."""
+    """Without a split column the cut falls between people (3 to 7 images each) and the same seed draws the same
+    split (each split's share: ``test_a_drawn_split_by_person_holds_its_share_and_moves_no_one_else``)."""
     counts = np.random.default_rng(1).integers(3, 8, NUM_IMAGES)
     person = np.repeat([f"p{j}" for j in range(NUM_IMAGES)], counts)[:NUM_IMAGES]
     root = _folder(images, tmp_path, lambda i: str(person[i]), split_column=False)
     data = _reader(root, split_fractions=(0.6, 0.2, 0.2), split_seed=3).load(tmp_path / "cache", progress=False)
     for who in np.unique(person):
         assert len(set(data.split[person == who].tolist())) == 1, who
-    for name, share in zip(("train", "val", "test"), (0.6, 0.2, 0.2)):
-        assert abs((data.split == SPLITS[name]).sum() - share * NUM_IMAGES) < 8, name
     again = _reader(root, split_fractions=(0.6, 0.2, 0.2), split_seed=3).load(tmp_path / "cache", progress=False)
     assert (again.split == data.split).all()
     rows = seeded_split(NUM_IMAGES, (0.6, 0.2, 0.2), 3)  # the row permutation splits people
     assert any(len(set(rows[person == who].tolist())) > 1 for who in np.unique(person))
+
+
+def test_a_drawn_split_by_person_holds_its_share_and_moves_no_one_else():
+    """Each person's split is drawn for them alone: over 20,000 people each split holds its share of them within 4
+    standard deviations, and one person removed or added leaves every other person in their split."""
+    person = np.array([f"id{j}" for j in range(20_000)])
+    split = split_by_person(person, (0.6, 0.3, 0.1), 5)
+    for name, share in zip(("train", "val", "test"), (0.6, 0.3, 0.1)):
+        sd = np.sqrt(len(person) * share * (1 - share))
+        assert abs((split == SPLITS[name]).sum() - share * len(person)) < 4 * sd, name
+    fewer = split_by_person(person[1:], (0.6, 0.3, 0.1), 5)
+    more = split_by_person(np.concatenate([person, ["newcomer"] * 7]), (0.6, 0.3, 0.1), 5)
+    assert (fewer == split[1:]).all() and (more[: len(person)] == split).all()
+    assert (split_by_person(person, (0.6, 0.3, 0.1), 6) != split).any()
 
 
 @pytest.mark.parametrize(
