@@ -107,7 +107,8 @@ FIELDS: tuple[Field, ...] = (
         "images_per_person",
         "integer",
         "the most private training images one person holds, where the data name people (data.person_column); "
-        "null otherwise, and absent from records written before it",
+        "null otherwise, and absent from records written before it. A statistic of the private data, not covered by "
+        "epsilon",
         nullable=True,
         required=False,
     ),
@@ -286,6 +287,7 @@ NOT_COVERED_BY_EPSILON = {
     "the private votes, released only through the noisy test",
     "student_train_size": "DP-SGD under add_remove: the number of private records it trained on, in which "
     "add_remove's neighbours differ (its sampling rate and steps come from a public number)",
+    "images_per_person": "the most images one private person holds: a statistic of the private data",
     "seed": "seeded noise: whoever holds the seed can replay the noise the guarantee rests on",
     "dataset_budget.dataset": "the id of the private split hashes every private record's labels and image",
     "artifacts": "the stage keys hash the data's content fingerprint, every private record included (and, with seeded "
@@ -317,12 +319,17 @@ def _dp_sgd_add_remove(record: dict[str, Any]) -> bool:
 
 # the paths not covered only in some records: ``seed`` where the noise was seeded (a secure release's seed says nothing
 # about its noise), ``student_train_size`` where it counts the private records and the neighbours differ in it
-_ONLY_WHERE = {"seed": lambda record: not _secure_noise(record), "student_train_size": _dp_sgd_add_remove}
+_ONLY_WHERE = {
+    "seed": lambda record: not _secure_noise(record),
+    "student_train_size": _dp_sgd_add_remove,
+    "images_per_person": lambda record: record.get("images_per_person") is not None,
+}
 
 
 def not_covered_by_epsilon(record: dict[str, Any]) -> list[str]:
     """The paths of ``NOT_COVERED_BY_EPSILON`` that ``record`` holds, in that order; ``seed`` unless its noise was
-    secure (a record that does not say is taken as seeded), ``student_train_size`` only for DP-SGD under add_remove.
+    secure (a record that does not say is taken as seeded), ``student_train_size`` only for DP-SGD under add_remove,
+    ``images_per_person`` only where the data name people.
     Computed from the record itself, so a report finds them in records written before the runner listed them."""
     return [
         path

@@ -455,7 +455,9 @@ def summary(m: dict[str, Any]) -> str:
 
     seeded = not str(m.get("noise_source", "")).startswith("secure")
     caveat = SEEDED if seeded else None
-    unit = PrivacyUnit(m["privacy_unit"], m["record_level"], m["person_level"], m["images_per_person"]).text
+    unit = PrivacyUnit(
+        m["privacy_unit"], m["record_level"], m.get("person_level", False), m.get("images_per_person")
+    ).text
     lines = [
         *(
             _entry("aggregator", m["aggregator"])

@@ -57,15 +57,15 @@ class PrivacyUnit:
     @property
     def text(self) -> str:
         """The neighbour with its level, for a line beside an epsilon: a teacher-level one says it is not a
-        record-level guarantee, and a record-level one on data with people that it is not a person-level one."""
+        record-level guarantee, and a record-level one on data with people that it is not a person-level one. The
+        most images a person holds is a statistic of the private data, so it stays out of this line
+        (``images_per_person`` in metrics.json, not covered by epsilon)."""
         if self.person_level:
             level = "person-level"
         elif not self.record_level:
             level = "teacher-level: NOT a record-level guarantee"
         elif self.images_per_person is not None:
-            level = (
-                f"record-level: NOT a person-level guarantee, and a person has up to {self.images_per_person} images"
-            )
+            level = "record-level: NOT a person-level guarantee, and a person has several images"
         else:
             level = "record-level"
         return f"{self.neighbour} ({level})"
@@ -91,7 +91,7 @@ def privacy_unit(
     person_level = unit == "person" and relation is NeighboringRelation.REPLACE
     neighbour = _NEIGHBOUR[contributor, relation]
     if person_level:
-        neighbour = f"one person changed, all of their images (up to {images_per_person}): {neighbour}"
+        neighbour = f"one person of the private split changed, all of their images: {neighbour}"
     return PrivacyUnit(neighbour, record_level, person_level, images_per_person)
 
 

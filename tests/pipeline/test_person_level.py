@@ -74,10 +74,14 @@ def test_pate_on_people_is_person_level_with_the_epsilon_of_the_same_noise(folde
     metrics = run(cfg, output_dir=tmp_path / "person" / "run")
     record = run(_cfg(tmp_path / "record", folders["data"], "privacy.unit=record"), output_dir=tmp_path / "r" / "run")
     assert metrics["person_level"] and metrics["record_level"] and metrics["images_per_person"] == 24
-    assert metrics["privacy_unit"].startswith("one person changed, all of their images (up to 24)")
+    assert metrics["privacy_unit"] == (
+        "one person of the private split changed, all of their images: one teacher's vote replaced"
+    )
+    assert "24" not in metrics["privacy"]  # the largest person's count is private: not in the epsilon's line
+    assert "images_per_person" in metrics["not_covered_by_epsilon"]["keys"]
     assert metrics["epsilon"] == record["epsilon"] and metrics["noise"] == record["noise"]
     assert not record["person_level"] and record["images_per_person"] == 24
-    assert "NOT a person-level guarantee, and a person has up to 24 images" in record["privacy"]
+    assert "record-level: NOT a person-level guarantee, and a person has several images" in record["privacy"]
     graph, data, _ = prepare(cfg)
     parts = read_teacher_parts(ArtifactStore(Path(cfg.paths.cache_dir)).get(graph.release.stages["partition"]))
     person = data.arrays.person
