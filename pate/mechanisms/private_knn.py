@@ -35,6 +35,7 @@ __all__ = [
     "exact_similarities",
     "grid_directions",
     "nearest_mask",
+    "nearest_row_of_each_person",
     "subsampled_knn_votes",
 ]
 
@@ -87,11 +88,18 @@ def subsampled_knn_votes(
     sampling_rate: float,
     generator: torch.Generator,
     chunk: int = 64,
+    person: np.ndarray | None = None,
 ) -> np.ndarray:
     """int64 [Q, L]: per query, the label counts of its k nearest records (cosine similarity) among a Poisson
     subsample of the rows of ``private`` (each row kept independently with probability
     ``realised_sampling_rate(sampling_rate)``, ``poisson_subsample``; a new subsample per query). Fewer than k
     sampled records vote with as many as were sampled.
+
+    With ``person`` (one identifier per row), the subsample is of people and each sampled person votes once, with
+    the labels of their record nearest the query (ties: the lowest row): one coin per person and query, and the k
+    nearest people by that record's similarity (ties: the lowest identifier). One person's change -- any of their
+    rows, all of them, the person added or removed -- then moves at most one of the k votes, the bound one record
+    moves them by in the record form, and the sampling rate is over people.
 
     ``private`` [N, D] and ``queries`` [Q, D] are features (any scale: rows are normalised here), ``labels``
     [N, L] in {0, 1}. Vectorised over ``chunk`` queries at a time: one [chunk, N] similarity block.
@@ -109,14 +117,34 @@ def subsampled_knn_votes(
             raise ValueError(f"{name}: expected finite features; row {int((~finite).nonzero()[0])} holds nan or inf")
     private, queries = grid_directions(private), grid_directions(queries)
     labels = labels.to(torch.float32)
-    k = min(k, private.shape[0])
+    codes = None if person is None else torch.from_numpy(np.unique(np.asarray(person), return_inverse=True)[1])
+    voters = private.shape[0] if codes is None else int(codes.max()) + 1
+    k = min(k, voters)
     votes = []
     for start in range(0, queries.shape[0], chunk):
         similarity = exact_similarities(queries[start : start + chunk], private)
+        chosen_rows = None if codes is None else nearest_row_of_each_person(similarity, codes, voters)
+        if chosen_rows is not None:
+            similarity = similarity.gather(1, chosen_rows)  # [chunk, people]: each person's nearest record
         sampled = poisson_subsample(tuple(similarity.shape), sampling_rate, generator)
-        similarity = similarity.masked_fill(~sampled, -torch.inf)
-        votes.append(nearest_mask(similarity, k).to(torch.float32) @ labels)
+        nearest = nearest_mask(similarity.masked_fill(~sampled, -torch.inf), k).to(torch.float32)
+        if chosen_rows is not None:  # each chosen person's vote goes to their nearest record's labels
+            nearest = torch.zeros(nearest.shape[0], private.shape[0]).scatter_(1, chosen_rows, nearest)
+        votes.append(nearest @ labels)
     return torch.cat(votes).round().to(torch.int64).numpy()
+
+
+def nearest_row_of_each_person(similarity: torch.Tensor, codes: torch.Tensor, num_people: int) -> torch.Tensor:
+    """int64 [Q, P]: for each query (row of ``similarity`` [Q, N]) and person (``codes`` [N], each row's person in
+    0..P-1), the row of that person's largest similarity, the lowest such row on a tie: a function of that person's
+    rows alone."""
+    index = codes.expand(similarity.shape[0], -1)
+    best = torch.full((similarity.shape[0], num_people), -torch.inf, dtype=similarity.dtype)
+    best = best.scatter_reduce(1, index, similarity, "amax")
+    rows = torch.arange(similarity.shape[1]).expand_as(similarity)
+    at_best = torch.where(similarity == best.gather(1, index), rows, similarity.shape[1])
+    first = torch.full((similarity.shape[0], num_people), similarity.shape[1], dtype=torch.int64)
+    return first.scatter_reduce(1, index, at_best, "amin")
 
 
 def nearest_mask(similarity: torch.Tensor, k: int) -> torch.Tensor:

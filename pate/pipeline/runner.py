@@ -114,7 +114,8 @@ def prepare(cfg: DictConfig) -> tuple[Graph, Dataset, Any]:
     # calibrates
     check_split_source(reader, kind, str(cfg.privacy.neighbors))
     with building(None):  # resolve_unit names privacy.unit itself
-        unit = resolve_unit(cfg.privacy.get("unit"), getattr(reader, "has_people", lambda: False)(), kind.contributor)
+        has_people = getattr(reader, "has_people", lambda: False)()
+        unit = resolve_unit(cfg.privacy.get("unit"), has_people, kind.contributor, kind.samples_people)
     settings = dataclasses.replace(run_settings(cfg), unit=unit)
     method = method_component(cfg, settings)
     student = student_component(cfg)

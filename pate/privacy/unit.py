@@ -9,6 +9,8 @@ one step of it changes depends on who contributes to that input:
   record-level guarantee. ``add_remove`` (one teacher added or removed) is not: no record-level neighbour adds or
   removes a whole teacher, so it reproduces the literature's teacher-level accounting only.
 * records (DP-SGD, Private-kNN): the relation moves one record itself, so both relations are record-level.
+  Private-kNN can sample people instead (one coin per person, one vote per sampled person): the relation then moves
+  one person, under either relation.
 
 Where the data name the person each record shows (``LabelledImages.person``), the unit can be a person
 (``privacy.unit=person``, the default there): PATE then gives each person's records to one teacher
@@ -84,24 +86,26 @@ def privacy_unit(
         raise ValueError(f"contributor must be one of {CONTRIBUTORS}, got {contributor!r}")
     if unit not in UNITS:
         raise ValueError(f"unit must be one of {UNITS}, got {unit!r}")
-    if unit == "person" and (contributor != "teacher" or images_per_person is None):
-        raise ValueError(f"unit='person' needs teachers' votes and data with people; got contributor={contributor!r}")
     relation = check_relation(neighbors)
     record_level = contributor == "record" or relation is NeighboringRelation.REPLACE
-    person_level = unit == "person" and relation is NeighboringRelation.REPLACE
+    person_level = unit == "person" and record_level
     neighbour = _NEIGHBOUR[contributor, relation]
-    if person_level:
+    if person_level and contributor == "teacher":
         neighbour = f"one person of the private split changed, all of their images: {neighbour}"
+    elif person_level:  # a method that samples people: the relation moves one person
+        neighbour = neighbour.replace("one record", "one person of the private split") + ", all of their images"
     return PrivacyUnit(neighbour, record_level, person_level, images_per_person)
 
 
-def resolve_unit(asked: str | None, has_people: bool, contributor: str) -> str:
+def resolve_unit(asked: str | None, has_people: bool, contributor: str, samples_people: bool = False) -> str:
     """``privacy.unit`` settled for the data and the method: ``asked`` (``record``, ``person``, or None: person
     where the data name people and the method can give a person-level guarantee -- PATE, whose teachers see
-    people whole -- and record otherwise). ``ValueError`` naming the key for ``person`` on data without people or
-    for a method that samples records (DP-SGD, Private-kNN: their person-level forms are not built yet)."""
+    people whole, or a method that ``samples_people``, Private-kNN -- and record otherwise). ``ValueError`` naming
+    the key for ``person`` on data without people or for a method that samples records only (DP-SGD: its
+    person-level form is not built yet)."""
+    can = contributor == "teacher" or samples_people
     if asked is None:
-        return "person" if has_people and contributor == "teacher" else "record"
+        return "person" if has_people and can else "record"
     if asked not in UNITS:
         raise ValueError(
             f"privacy.unit={asked!r}; expected one of {UNITS}, or null (person where the data name people)"
@@ -111,9 +115,10 @@ def resolve_unit(asked: str | None, has_people: bool, contributor: str) -> str:
             "privacy.unit=person but the data name no people; expected data that say which person each image shows "
             "(data=multilabel_folder data.person_column=<column>), or privacy.unit=record"
         )
-    if asked == "person" and contributor != "teacher":
+    if asked == "person" and not can:
         raise ValueError(
-            "privacy.unit=person with a method that samples records (DP-SGD, Private-kNN): its person-level form "
-            "(sampling and clipping people) is not built yet; expected method=pate, or privacy.unit=record"
+            "privacy.unit=person with a method that samples records only (DP-SGD): its person-level form "
+            "(sampling and clipping people) is not built yet; expected method=pate or method=private_knn, or "
+            "privacy.unit=record"
         )
     return asked

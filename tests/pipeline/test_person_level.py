@@ -93,6 +93,16 @@ def test_pate_on_people_is_person_level_with_the_epsilon_of_the_same_noise(folde
     assert sorted(np.concatenate(parts).tolist()) == data.arrays.indices("train").tolist()
 
 
+def test_private_knn_on_people_samples_people_at_the_same_price(folders, tmp_path):
+    knn = ["method=private_knn", "method.k=5", "method.sampling_rate=0.5", "method.recipes=[]"]
+    person = run(_cfg(tmp_path / "person", folders["data"], *knn), output_dir=tmp_path / "p" / "run")
+    record = run(_cfg(tmp_path / "record", folders["data"], *knn, "privacy.unit=record"), output_dir=tmp_path / "r")
+    assert person["person_level"] and not record["person_level"]
+    assert person["privacy_unit"] == "one person of the private split replaced, all of their images"
+    assert person["epsilon"] == record["epsilon"]  # the same rate and noise: now over people
+    assert person["artifacts"]["aggregate"] != record["artifacts"]["aggregate"]
+
+
 def _changed_teachers(tmp_path: Path, folders, *overrides: str) -> int:
     """The number of teachers whose votes differ between the data and its neighbour (``BIG`` changed)."""
     votes = []
@@ -118,7 +128,11 @@ def test_one_persons_change_moves_one_teachers_vote_and_a_record_partition_moves
             "data",
             r"privacy.unit=person but the data name no people",
         ),
-        (["privacy.unit=person", "method=dp_sgd"], "data", r"privacy.unit=person with a method that samples records"),
+        (
+            ["privacy.unit=person", "method=dp_sgd"],
+            "data",
+            r"privacy.unit=person with a method that samples records only",
+        ),
         (["privacy.unit=persons"], "data", r"privacy.unit='persons'; expected one of \('record', 'person'\)"),
         (["partition.num_teachers=13"], "data", r"person 'p_big' has 24 of the 280 private training records"),
     ],

@@ -114,6 +114,8 @@ class Method(ABC):
 
     contributor: ClassVar[str]  # "teacher" or "record": who one neighbour adds, removes or replaces (pate.privacy.unit)
     reads_features: bool
+    # whether the method can sample people instead of records (privacy.unit=person: pate.privacy.unit.resolve_unit)
+    samples_people: ClassVar[bool] = False
     # (records each part of the private split must hold, why): pate.data.partition.check_partition_config
     records_per_teacher: tuple[int, str] = (1, "")
 

@@ -53,6 +53,7 @@ class PrivateKNNMethod(Method):
 
     contributor: ClassVar[str] = "record"  # each record votes on its own: both relations are record-level
     reads_features: ClassVar[bool] = True
+    samples_people: ClassVar[bool] = True  # privacy.unit=person: one coin and at most one vote per person
 
     mechanism: PrivateKNN
     multiplier: float | None
@@ -91,7 +92,7 @@ class PrivateKNNMethod(Method):
                     run.num_queries,
                     run.accountant,
                     mechanism.neighbors,
-                    privacy_unit(cls.contributor, mechanism.neighbors).text,
+                    privacy_unit(cls.contributor, mechanism.neighbors, run.unit).text,
                 )
             asked = queries_within_budget(mechanism, run.num_queries, run.budget_epsilon, run.delta, run.accountant)
         return cls(mechanism, multiplier, recipe_from, asked, run)
@@ -124,12 +125,17 @@ class PrivateKNNMethod(Method):
                 "asked": asked,
                 **noise.key(),
                 "data": data.identity,
+                **self._unit_key(),
             },
             build,
             {"features": shared.features, "queries": shared.queries},
             code=("pate.pipeline.methods.private_knn",),
         )
         return Release(stage, {"aggregate": stage}, cost=Ledger().compose(mechanism, count=asked))
+
+    def _unit_key(self) -> dict[str, str]:
+        """The stage keys name the unit only where the votes sample people: a record run keeps its keys."""
+        return {"unit": "person"} if self.run.unit == "person" else {}
 
     def _votes(self, arrays, up: dict[str, Artifact]) -> tuple[np.ndarray, np.ndarray]:
         """(the public queries, the vote counts [asked, L] of each asked query's k nearest private records among
@@ -143,6 +149,7 @@ class PrivateKNNMethod(Method):
             self.mechanism.k,
             self.mechanism.sampling_rate,
             self.run.noise.torch_generator(),
+            person=arrays.person[private_rows] if self.run.unit == "person" else None,
         )
         return queries, counts
 
@@ -165,6 +172,7 @@ class PrivateKNNMethod(Method):
             "asked": asked,
             **noise.key(),
             "data": data.identity,
+            **self._unit_key(),
         }
         return {
             "noise_free": Stage(
