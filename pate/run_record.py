@@ -99,8 +99,9 @@ FIELDS: tuple[Field, ...] = (
     Field(
         "person_level",
         "bool",
-        "whether every epsilon is a guarantee about one person, all of their images: PATE under replace on data "
-        "that name people, partitioned by person (privacy.unit=person); absent from records written before it",
+        "whether every epsilon is a guarantee about one person of the private split, all of their images "
+        "(privacy.unit=person, on data that name people): PATE under replace, partitioned by person, and "
+        "Private-kNN sampling people; the dataset total stays record-level; absent from records written before it",
         required=False,
     ),
     Field(

@@ -33,6 +33,7 @@ from pate.data.celeba_layouts import (
 )
 from pate.data.image_files import resolve_image_files
 from pate.data.labelled_images import SPLITS, LabelledImages
+from pate.data.people import check_one_split_per_person
 from pate.data.tensor_cache import check_decode_args, decoded_images
 from pate.io import decode_text, read_text
 
@@ -210,6 +211,29 @@ def _text_splits(path: Path) -> dict[str, int]:
     return codes
 
 
+def read_identities(path: Path, filenames: Sequence[str]) -> tuple[np.ndarray, list[int]]:
+    """(str [N], the line of each): the person of each of ``filenames`` from CelebA's identity file (``'<file name>
+    <person>'`` per line, any order), which must name exactly those images, once each; ``ValueError`` naming the file
+    and the line otherwise."""
+    person: dict[str, tuple[str, int]] = {}
+    for i, line in enumerate(read_text(path, "CelebA's identity file ('<file name> <person>' per line)").splitlines()):
+        fields = line.split()
+        if not fields:
+            continue
+        if len(fields) != 2:
+            raise ValueError(f"{path}, line {i + 1}: expected '<file name> <person>', found {line!r}")
+        if fields[0] in person:
+            raise ValueError(f"{path}, line {i + 1}: image {fields[0]!r} listed twice")
+        person[fields[0]] = (fields[1], i + 1)
+    missing = [name for name in filenames if name not in person]
+    if missing or len(person) != len(filenames):
+        raise ValueError(
+            f"{path} does not match the attribute file: {len(missing)} image(s) without a person (first: "
+            f"{missing[:3]}), {len(person) - len(filenames) + len(missing)} image(s) not in the attribute file"
+        )
+    return np.array([person[name][0] for name in filenames]), [person[name][1] for name in filenames]
+
+
 def load_celeba(
     root: str | os.PathLike,
     image_size: int,
@@ -236,6 +260,10 @@ def load_celeba(
     split = read_splits(path, filenames)
     if not filenames:
         raise ValueError(f"{layout.attributes} lists no images")
+    person = None
+    if layout.identity is not None:  # CelebA's own partition keeps each person in one split (8k / 1k / 1k people)
+        person, lines = read_identities(layout.identity, filenames)
+        check_one_split_per_person(person, split, layout.identity, lines)
     if check_splits is not None:
         check_splits(split)
     first_line = 2 if layout.csv else 3  # after Kaggle's header; after CelebA's count and names lines
@@ -257,8 +285,9 @@ def load_celeba(
         split=split,
         filenames=tuple(filenames),
         label_names=read_label_names(path),
-        fingerprint=content_fingerprint(labels, split, filenames, checksum),
+        fingerprint=content_fingerprint(labels, split, filenames, checksum, person),
         paths=files.paths,
+        person=person,
     )
 
 

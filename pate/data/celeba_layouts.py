@@ -1,6 +1,7 @@
 """Where CelebA's files are, in the layouts people have: the original archive's, torchvision's and Kaggle's.
 
-* original: ``root/img_align_celeba/``, ``root/list_attr_celeba.txt``, ``root/list_eval_partition.txt``;
+* original: ``root/img_align_celeba/``, ``root/list_attr_celeba.txt``, ``root/list_eval_partition.txt`` and,
+  where present, ``root/identity_CelebA.txt`` (the person each image shows);
 * torchvision (``datasets.CelebA(root, download=True)``): the same files under ``root/celeba/``;
 * Kaggle ("CelebFaces Attributes (CelebA) Dataset"): ``root/list_attr_celeba.csv`` (``image_id`` and one column per
   attribute, values 1 / -1), ``root/list_eval_partition.csv`` (``image_id,partition``) and the images in
@@ -36,18 +37,21 @@ __all__ = [
 IMAGE_DIR = "img_align_celeba"
 TEXT_FILES = ("list_attr_celeba.txt", "list_eval_partition.txt")
 CSV_FILES = ("list_attr_celeba.csv", "list_eval_partition.csv")
+IDENTITY_FILE = "identity_CelebA.txt"  # '<file name> <person>' per line: the original and torchvision layouts
 _HOW_TO_POINT = "pass data=celeba data.root=/path/to/celeba"
 
 
 @dataclass(frozen=True)
 class CelebALayout:
     """The files of one CelebA copy: ``kind`` is "original", "torchvision" or "kaggle"; ``csv`` says whether the
-    attribute and partition files are Kaggle's CSV files."""
+    attribute and partition files are Kaggle's CSV files; ``identity`` is the identity file where the copy has one
+    (Kaggle's has none), else None."""
 
     kind: str
     images: Path
     attributes: Path
     partition: Path
+    identity: Path | None = None
 
     @property
     def csv(self) -> bool:
@@ -57,7 +61,8 @@ class CelebALayout:
 def _text_layout(kind: str, base: Path) -> CelebALayout | None:
     attributes, partition = (base / name for name in TEXT_FILES)
     if (base / IMAGE_DIR).is_dir() and attributes.is_file() and partition.is_file():
-        return CelebALayout(kind, base / IMAGE_DIR, attributes, partition)
+        identity = base / IDENTITY_FILE
+        return CelebALayout(kind, base / IMAGE_DIR, attributes, partition, identity if identity.is_file() else None)
     return None
 
 

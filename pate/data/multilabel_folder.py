@@ -268,6 +268,9 @@ class MultilabelFolder:
         """Whether the rows name their people (``person_column``): then the privacy unit can be a person."""
         return self.person_column is not None
 
+    def people_hint(self) -> str:
+        return "a column of the label file naming each image's person: data.person_column=<its header>"
+
     def draws_split(self) -> bool:
         """Whether the rows are split by a seeded permutation of all of them (no split column): then one row added
         or removed moves thousands of others between the private and public splits, so the split is no record's

@@ -18,6 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from pate.data.celeba import ATTRIBUTE_NAMES, check_celeba_root, load_celeba, read_label_names
+from pate.data.celeba_layouts import IDENTITY_FILE, find_celeba_layout
 from pate.data.labelled_images import LabelledImages
 from pate.data.synthetic import check_synthetic_params, generate_synthetic_celeba
 
@@ -51,6 +52,17 @@ class CelebAFormat:
 
     def check(self) -> None:
         check_celeba_root(self.root)
+
+    def has_people(self) -> bool:
+        """Whether the copy has CelebA's identity file (the original and torchvision layouts; Kaggle's has none).
+        A copy not written yet (a reader that generates its files when it loads them) names no people."""
+        try:
+            return find_celeba_layout(Path(self.root).expanduser()).identity is not None
+        except FileNotFoundError:
+            return False
+
+    def people_hint(self) -> str:
+        return f"CelebA's {IDENTITY_FILE} under data.root={self.root!r} (Kaggle's copy has none)"
 
     def label_names(self) -> tuple[str, ...]:
         return read_label_names(Path(self.root).expanduser(), self.expected_labels)
@@ -87,6 +99,13 @@ class SyntheticCelebA(CelebAFormat):
     def label_names(self) -> tuple[str, ...]:
         """The generator draws CelebA's 40 attributes."""
         return ATTRIBUTE_NAMES
+
+    def has_people(self) -> bool:
+        """The generator draws one image per person and writes no identity file."""
+        return False
+
+    def people_hint(self) -> str:
+        return "people in the synthetic set (it draws one image per person)"
 
     def load(
         self, cache_dir: Path, progress: bool = True, check_splits: Callable[[np.ndarray], None] | None = None

@@ -115,7 +115,8 @@ def prepare(cfg: DictConfig) -> tuple[Graph, Dataset, Any]:
     check_split_source(reader, kind, str(cfg.privacy.neighbors))
     with building(None):  # resolve_unit names privacy.unit itself
         has_people = getattr(reader, "has_people", lambda: False)()
-        unit = resolve_unit(cfg.privacy.get("unit"), has_people, kind.contributor, kind.samples_people)
+        hint = getattr(reader, "people_hint", lambda: "")()
+        unit = resolve_unit(cfg.privacy.get("unit"), has_people, kind.contributor, kind.samples_people, hint)
     settings = dataclasses.replace(run_settings(cfg), unit=unit)
     method = method_component(cfg, settings)
     student = student_component(cfg)
@@ -267,6 +268,7 @@ def evaluate(cfg: DictConfig, store: ArtifactStore, graph: Graph, data: Dataset,
     eval_indices = read_queries(store.get(graph.shared.queries)).evaluation
     answered = main["released"]["answered"]
     unit = graph.unit
+    record_unit = privacy_unit(method.contributor, privacy["neighbors"], "record", unit.images_per_person)
     metrics: dict[str, Any] = {
         "private": True,
         "neighbors": str(privacy["neighbors"]),
@@ -282,7 +284,8 @@ def evaluate(cfg: DictConfig, store: ArtifactStore, graph: Graph, data: Dataset,
         "record_level": unit.record_level,
         "person_level": unit.person_level,
         "images_per_person": unit.images_per_person,
-        **budget_metrics(graph.budget, unit.text),
+        # the total composes every release on this data, record-level ones too: it is never person-level
+        **budget_metrics(graph.budget, record_unit.text),
         **data_dependent_metrics(privacy, unit),
         "seed": int(cfg.seed),
         "noise_source": noise_source(cfg).describe(),

@@ -97,12 +97,14 @@ def privacy_unit(
     return PrivacyUnit(neighbour, record_level, person_level, images_per_person)
 
 
-def resolve_unit(asked: str | None, has_people: bool, contributor: str, samples_people: bool = False) -> str:
+def resolve_unit(
+    asked: str | None, has_people: bool, contributor: str, samples_people: bool = False, hint: str = ""
+) -> str:
     """``privacy.unit`` settled for the data and the method: ``asked`` (``record``, ``person``, or None: person
     where the data name people and the method can give a person-level guarantee -- PATE, whose teachers see
     people whole, or a method that ``samples_people``, Private-kNN -- and record otherwise). ``ValueError`` naming
     the key for ``person`` on data without people or for a method that samples records only (DP-SGD: its
-    person-level form is not built yet)."""
+    person-level form is not built yet); ``hint`` says what would name the people of this data."""
     can = contributor == "teacher" or samples_people
     if asked is None:
         return "person" if has_people and can else "record"
@@ -112,8 +114,8 @@ def resolve_unit(asked: str | None, has_people: bool, contributor: str, samples_
         )
     if asked == "person" and not has_people:
         raise ValueError(
-            "privacy.unit=person but the data name no people; expected data that say which person each image shows "
-            "(data=multilabel_folder data.person_column=<column>), or privacy.unit=record"
+            f"privacy.unit=person but the data name no people; expected {hint or 'data that say which person each image shows'}, "
+            f"or privacy.unit=record"
         )
     if asked == "person" and not can:
         raise ValueError(
