@@ -9,8 +9,8 @@ one step of it changes depends on who contributes to that input:
   record-level guarantee. ``add_remove`` (one teacher added or removed) is not: no record-level neighbour adds or
   removes a whole teacher, so it reproduces the literature's teacher-level accounting only.
 * records (DP-SGD, Private-kNN): the relation moves one record itself, so both relations are record-level.
-  Private-kNN can sample people instead (one coin per person, one vote per sampled person): the relation then moves
-  one person, under either relation.
+  Private-kNN and DP-SGD can sample people instead (one coin per person; one vote, or one clipped gradient, per
+  sampled person): the relation then moves one person, under either relation.
 
 Where the data name the person each record shows (``LabelledImages.person``), the unit can be a person
 (``privacy.unit=person``, the default there): PATE then gives each person's records to one teacher
@@ -102,9 +102,9 @@ def resolve_unit(
 ) -> str:
     """``privacy.unit`` settled for the data and the method: ``asked`` (``record``, ``person``, or None: person
     where the data name people and the method can give a person-level guarantee -- PATE, whose teachers see
-    people whole, or a method that ``samples_people``, Private-kNN -- and record otherwise). ``ValueError`` naming
-    the key for ``person`` on data without people or for a method that samples records only (DP-SGD: its
-    person-level form is not built yet); ``hint`` says what would name the people of this data."""
+    people whole, or a method that ``samples_people``: Private-kNN, DP-SGD -- and record otherwise). ``ValueError``
+    naming the key for ``person`` on data without people or for a method that samples records only; ``hint`` says
+    what would name the people of this data."""
     can = contributor == "teacher" or samples_people
     if asked is None:
         return "person" if has_people and can else "record"
@@ -119,8 +119,7 @@ def resolve_unit(
         )
     if asked == "person" and not can:
         raise ValueError(
-            "privacy.unit=person with a method that samples records only (DP-SGD): its person-level form "
-            "(sampling and clipping people) is not built yet; expected method=pate or method=private_knn, or "
-            "privacy.unit=record"
+            "privacy.unit=person with a method that samples records only; expected a method that can sample "
+            "people (pate, private_knn, dp_sgd), or privacy.unit=record"
         )
     return asked

@@ -103,6 +103,19 @@ def test_private_knn_on_people_samples_people_at_the_same_price(folders, tmp_pat
     assert person["artifacts"]["aggregate"] != record["artifacts"]["aggregate"]
 
 
+def test_dp_sgd_on_people_is_user_level_with_q_over_people(folders, tmp_path):
+    dp_sgd = ["method=dp_sgd", "method.expected_batch_size=8", "method.epochs=2", "method.probe_recipes=[]"]
+    person = run(_cfg(tmp_path / "person", folders["data"], *dp_sgd), output_dir=tmp_path / "p" / "run")
+    record = run(_cfg(tmp_path / "record", folders["data"], *dp_sgd, "privacy.unit=record"), output_dir=tmp_path / "r")
+    _, data, _ = prepare(_cfg(tmp_path / "person", folders["data"], *dp_sgd))
+    people = len(np.unique(data.arrays.person[data.arrays.indices("train")]))
+    assert person["person_level"] and not record["person_level"]
+    assert person["privacy_unit"] == "one person of the private split replaced, all of their images"
+    assert person["sampling_rate"] == pytest.approx(8 / people) and record["sampling_rate"] == pytest.approx(8 / 280)
+    assert person["steps"] == -(-2 * people // 8)
+    assert 0 <= person["student_accuracy"] <= 1 and person["artifacts"]["dp_sgd"] != record["artifacts"]["dp_sgd"]
+
+
 def _changed_teachers(tmp_path: Path, folders, *overrides: str) -> int:
     """The number of teachers whose votes differ between the data and its neighbour (``BIG`` changed)."""
     votes = []
@@ -129,14 +142,14 @@ def test_one_persons_change_moves_one_teachers_vote_and_a_record_partition_moves
             r"privacy.unit=person but the data name no people",
         ),
         (
-            ["privacy.unit=person", "method=dp_sgd"],
+            ["method=dp_sgd", "method.expected_batch_size=64"],
             "data",
-            r"privacy.unit=person with a method that samples records only",
+            r"method.expected_batch_size=64 exceeds the 41 people of the private training split",
         ),
         (["privacy.unit=persons"], "data", r"privacy.unit='persons'; expected one of \('record', 'person'\)"),
         (["partition.num_teachers=13"], "data", r"person 'p_big' has 24 of the 280 private training records"),
     ],
-    ids=["no_people", "dp_sgd", "unknown_unit", "a_person_over_a_teachers_share"],
+    ids=["no_people", "dp_sgd_batch_over_the_people", "unknown_unit", "a_person_over_a_teachers_share"],
 )
 def test_a_person_level_run_that_cannot_hold_is_one_line(folders, tmp_path, overrides, folder, message):
     with pytest.raises(UserError, match=message) as caught:

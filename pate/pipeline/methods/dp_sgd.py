@@ -7,6 +7,9 @@ like every student, and its predictions on the public queries are reported as it
 
     features -> dp_sgd (the model, its predictions on the queries, ledger.json, its scores) -> evaluate
 
+With ``privacy.unit=person`` the batches sample people and clip each sampled person's gradient
+(``pate.dp_sgd_people``: user-level DP-SGD); N, q and the batch size then count people.
+
 Cost: ``steps`` runs of the Poisson-sampled Gaussian at rate q = expected_batch_size / N (as the sampler realises
 it, ``realised_sampling_rate``) and noise multiplier sigma (noise standard deviation over the clipping norm,
 ``clipped_gradient_sum_sensitivity``), under the run's relation (``pate.privacy.sampled_gaussian_steps``); sigma is
@@ -37,6 +40,7 @@ from pate.aggregate import write_reference, write_release
 from pate.artifacts import Artifact, ArtifactStore, Stage
 from pate.data.partition import read_queries
 from pate.dp_sgd import linear_probe, predict, probe_inputs, score_model, train_dp_sgd
+from pate.dp_sgd_people import train_dp_sgd_by_person
 from pate.features import read_features
 from pate.model_files import write_model
 from pate.pipeline.checks import UserError, building
@@ -88,6 +92,7 @@ class DPSGD(Method):
     :meth:`from_config`, and the run's settings."""
 
     contributor: ClassVar[str] = "record"  # every Poisson batch samples records: both relations are record-level
+    samples_people: ClassVar[bool] = True  # privacy.unit=person: user-level DP-SGD (pate.dp_sgd_people)
 
     model: str
     inputs: str
@@ -199,10 +204,8 @@ class DPSGD(Method):
     def schedule(self, public_count: int) -> tuple[float, int]:
         """(the realised sampling rate of q = expected_batch_size / N, steps = ceil(epochs / q)) for the public N."""
         if self.expected_batch_size > public_count:
-            raise UserError(
-                f"method.expected_batch_size={self.expected_batch_size} exceeds the {public_count} private "
-                f"training records"
-            )
+            units = "people of the private training split" if self.run.unit == "person" else "private training records"
+            raise UserError(f"method.expected_batch_size={self.expected_batch_size} exceeds the {public_count} {units}")
         rate = self.expected_batch_size / public_count
         return realised_sampling_rate(rate), math.ceil(self.epochs / rate)
 
@@ -230,7 +233,7 @@ class DPSGD(Method):
                 run.delta,
                 run.accountant,
                 relation,
-                privacy_unit(self.contributor, relation).text,
+                privacy_unit(self.contributor, relation, self.run.unit).text,
                 multiplier,
             )
         return SampledGaussian(rate, multiplier, steps, relation)
@@ -240,9 +243,15 @@ class DPSGD(Method):
         :func:`train_dp_sgd` from the run's noise source, its predictions on the queries as the released labels
         (post-processing) and its scores on the evaluation images (``student.json``: the released model stands in
         for the student)."""
-        event = self.calibrated_event(self.public_count(len(data.arrays.indices("train"))))
+        event = self.calibrated_event(self.public_count(self._units(data.arrays)))
         stage = self._stage(data, shared, event, noise_free=False)
         return Release(stage, {"dp_sgd": stage}, model=stage, facts={"event": event}, cost=self.cost(event))
+
+    def _units(self, arrays) -> int:
+        """How many units the batches sample from: the private records, or their people where the unit is a
+        person (the count read; under add_remove ``public_num_records`` stands for it: :meth:`from_config`)."""
+        train = arrays.indices("train")
+        return len(np.unique(arrays.person[train])) if self.run.unit == "person" else len(train)
 
     def cost(self, event: SampledGaussian) -> Ledger:
         """The ledger of the release: the calibrated event once, named by :meth:`name`."""
@@ -286,10 +295,12 @@ class DPSGD(Method):
 
             torch.manual_seed(seed)  # the CNN's initial weights (the probe starts at zero)
             model = self.network(dim, arrays.labels.shape[1])
-            train_dp_sgd(
+            by_person = {} if self.run.unit != "person" else {"person": arrays.person[private_rows]}
+            (train_dp_sgd_by_person if by_person else train_dp_sgd)(
                 model,
                 inputs(private_rows),
                 torch.from_numpy(arrays.labels[private_rows]),
+                **by_person,
                 sampling_rate=event.sampling_rate,
                 noise_multiplier=0.0 if noise_free else event.noise_multiplier,
                 steps=event.steps,
@@ -330,6 +341,7 @@ class DPSGD(Method):
         )
         config = {
             "method": "dp_sgd",
+            **({"unit": "person"} if self.run.unit == "person" else {}),  # a record run keeps its key
             **cost,
             "settings": settings,
             **noise.key(),

@@ -1,0 +1,135 @@
+"""User-level DP-SGD (``privacy.unit=person``): DP-SGD whose unit is a person, not an image.
+
+Each step Poisson-samples people, not rows (one coin per person, at exactly the rate the caller prices:
+``pate.mechanisms.poisson``). Every sampled person contributes one gradient: the mean of the per-example gradients of
+all their rows, clipped as a whole to L2 norm C. Gaussian noise N(0, (noise_multiplier C)^2) goes on the sum of
+those clipped gradients, which is divided by a public constant (``expected_batch_size``, people per step), then an
+SGD step. One person -- any of their rows, all of them, or the person added or removed -- moves the clipped sum of
+a step by at most C (added or removed) or 2 C (replaced), exactly as one record moves record-level DP-SGD's, so the
+same Poisson-sampled Gaussian prices it with q over people (``pate.privacy.sampled_gaussian_steps``; the relation's
+sensitivity: ``clipped_gradient_sum_sensitivity``). This is the user-level DP-SGD of McMahan, Ramage, Talwar &
+Zhang (ICLR 2018, "Learning differentially private recurrent language models": DP-FedSGD with one step per user),
+with every sampled person's rows in the step.
+
+Per-example gradients come from ``torch.func`` (``vmap`` of ``grad`` through ``functional_call``), so the model
+must have no batch-mixing layer (BatchNorm): the linear probe and the GroupNorm SmallCNN qualify. The sampled people
+are processed in chunks of rows, so memory stays bounded whatever a batch holds.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+
+from pate.mechanisms.poisson import poisson_subsample
+from pate.progress import progress_bar
+
+__all__ = ["person_clipped_sum", "train_dp_sgd_by_person"]
+
+_CHUNK_ROWS = 2048  # rows whose per-example gradients are held at once
+
+
+def person_clipped_sum(
+    model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, owner: torch.Tensor, num_owners: int, clip: float
+) -> dict[str, torch.Tensor]:
+    """The sum over ``num_owners`` people of each one's gradient clipped to L2 norm ``clip``: a person's gradient is
+    the mean of the per-example gradients (of the binary cross-entropy summed over the labels) of their rows
+    (``owner[i]``: the person of row i, in 0..num_owners - 1, each owning at least one row). Keyed by parameter name.
+    Clipping follows Opacus: factor min(1, clip / (norm + 1e-6))."""
+    from torch.func import functional_call, grad, vmap
+
+    params = {name: p.detach() for name, p in model.named_parameters()}
+    buffers = {name: b.detach() for name, b in model.named_buffers()}
+
+    def loss(p, x, y):
+        logits = functional_call(model, (p, buffers), (x.unsqueeze(0),))
+        return nn.functional.binary_cross_entropy_with_logits(logits, y.unsqueeze(0), reduction="sum")
+
+    per_example = vmap(grad(loss), in_dims=(None, 0, 0))(params, inputs, targets)
+    counts = torch.bincount(owner, minlength=num_owners)
+    per_person = {}
+    for name, g in per_example.items():
+        summed = torch.zeros((num_owners, *g.shape[1:]), dtype=g.dtype, device=g.device).index_add_(0, owner, g)
+        per_person[name] = summed / counts.view(-1, *[1] * (g.dim() - 1)).to(g.dtype)
+    norms = torch.sqrt(sum(g.flatten(1).pow(2).sum(dim=1) for g in per_person.values()))
+    factor = (clip / (norms + 1e-6)).clamp(max=1.0)
+    return {name: (g * factor.view(-1, *[1] * (g.dim() - 1))).sum(dim=0) for name, g in per_person.items()}
+
+
+def _rows_of(chosen: np.ndarray, order: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, owner): the rows of the ``chosen`` people (``order`` lists the rows person by person, person p's at
+    ``order[offsets[p]:offsets[p + 1]]``) and each row's position in ``chosen``, without a loop over the people."""
+    counts = offsets[chosen + 1] - offsets[chosen]
+    within = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+    return order[np.repeat(offsets[chosen], counts) + within], np.repeat(np.arange(len(chosen)), counts)
+
+
+def train_dp_sgd_by_person(
+    model: nn.Module,
+    inputs: torch.Tensor,
+    targets: torch.Tensor,
+    person: np.ndarray,
+    *,
+    sampling_rate: float,
+    expected_batch_size: int,
+    noise_multiplier: float,
+    clip_norm: float,
+    steps: int,
+    lr: float,
+    momentum: float,
+    batches: torch.Generator,
+    noise: torch.Generator,
+    progress: bool = False,
+    device: torch.device | str = "cpu",
+    transform=None,
+) -> nn.Module:
+    """Train ``model`` in place by user-level DP-SGD (module docstring) on (``inputs`` [N, ...], ``targets`` [N, L]
+    in {0, 1}), ``person[i]`` the person of row i, and return it. Each of ``steps`` steps keeps every person with
+    probability ``realised_sampling_rate(sampling_rate)`` (``poisson_subsample`` over the people, from the CPU
+    generator ``batches``), adds N(0, (noise_multiplier clip_norm)^2) per coordinate (from ``noise``, on
+    ``device``) to the sum of the sampled people's clipped gradients (:func:`person_clipped_sum`), divides by
+    ``expected_batch_size`` and takes an SGD step (``lr``, ``momentum``). ``transform`` turns a batch of inputs into
+    the model's (uint8 images into floats)."""
+    device = torch.device(device)
+    model.to(device)
+    transform = transform or (lambda batch: batch)
+    codes = np.unique(np.asarray(person), return_inverse=True)[1]
+    num_people = int(codes.max()) + 1
+    order = np.argsort(codes, kind="stable")
+    offsets = np.concatenate([[0], np.cumsum(np.bincount(codes, minlength=num_people))])
+    targets = targets.to(torch.float32)
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum)
+    std = noise_multiplier * clip_norm
+    bar = progress_bar(total=steps, desc="DP-SGD by person", unit="step", disable=not progress)
+    for _ in range(steps):
+        chosen = torch.nonzero(poisson_subsample((num_people,), sampling_rate, batches)).squeeze(1).numpy()
+        rows, owner = _rows_of(chosen, order, offsets)
+        total = {name: torch.zeros_like(p) for name, p in model.named_parameters()}
+        # chunks of whole people, about _CHUNK_ROWS rows each: bounds[j] is where person j's rows start
+        bounds = np.concatenate([[0], np.cumsum(offsets[chosen + 1] - offsets[chosen])])
+        start_person = 0
+        while start_person < len(chosen):
+            end_person = max(
+                start_person + 1, int(np.searchsorted(bounds, bounds[start_person] + _CHUNK_ROWS, "right")) - 1
+            )
+            part = slice(bounds[start_person], bounds[end_person])
+            clipped = person_clipped_sum(
+                model,
+                transform(inputs[rows[part]]).to(device),
+                targets[rows[part]].to(device),
+                torch.from_numpy(owner[part] - start_person).to(device),
+                end_person - start_person,
+                clip_norm,
+            )
+            for name in total:
+                total[name] += clipped[name]
+            start_person = end_person
+        optimizer.zero_grad()
+        for name, p in model.named_parameters():
+            drawn = torch.normal(0.0, std, size=p.shape, generator=noise, device=device) if std > 0 else 0.0
+            p.grad = (total[name] + drawn) / expected_batch_size
+        optimizer.step()
+        bar.update(1)
+    bar.close()
+    return model.cpu()

@@ -1,0 +1,98 @@
+"""User-level DP-SGD (``pate.dp_sgd_people``): each sampled person's gradient, the mean of their rows' per-example
+gradients, clipped as a whole, so one person -- all of their rows -- moves a step's clipped sum by at most the
+clipping norm. The neighbours are built by the relation on the input the step takes: every row of one person
+removed."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from pate.dp_sgd import linear_probe
+from pate.dp_sgd_people import person_clipped_sum, train_dp_sgd_by_person
+from teachers.training.models import SmallCNN
+
+CLIP = 0.5
+
+
+def _data(seed: int = 0):
+    """60 rows of 14 people (2 to 6 rows each); person 0's rows carry large, aligned gradients (same input, all
+    labels 1 against a probe at 1/2)."""
+    rng = np.random.default_rng(seed)
+    person = np.repeat(np.arange(14), rng.integers(2, 7, 14))
+    x = torch.from_numpy(rng.normal(size=(len(person), 8))).float()
+    y = torch.from_numpy(rng.integers(0, 2, (len(person), 3))).float()
+    x[person == 0], y[person == 0] = 5.0, 1.0
+    return x, y, person
+
+
+def _norm(gradients: dict) -> float:
+    return float(torch.sqrt(sum((g**2).sum() for g in gradients.values())))
+
+
+def _clipped(model, x, y, owner):
+    codes = torch.from_numpy(np.unique(owner, return_inverse=True)[1])
+    return person_clipped_sum(model, x, y, codes, int(codes.max()) + 1, CLIP)
+
+
+def test_a_persons_gradient_is_the_mean_of_their_rows_clipped_as_a_whole():
+    x, y, person = _data()
+    model = linear_probe(8, 3)
+    expected = {name: torch.zeros_like(p) for name, p in model.named_parameters()}
+    for who in np.unique(person):
+        model.zero_grad()
+        rows = person == who
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(model(x[rows]), y[rows], reduction="sum")
+        (loss / rows.sum()).backward()
+        gradient = {name: p.grad.clone() for name, p in model.named_parameters()}
+        factor = min(1.0, CLIP / (_norm(gradient) + 1e-6))
+        for name in expected:
+            expected[name] += factor * gradient[name]
+    got = _clipped(model, x, y, person)
+    assert all(torch.allclose(got[name], expected[name], atol=1e-6) for name in expected)
+
+
+@pytest.mark.parametrize("model", [linear_probe(8, 3), None], ids=["linear", "small_cnn"])
+def test_removing_one_person_moves_the_clipped_sum_by_at_most_the_clip_and_per_row_clipping_by_more(model):
+    """The planted weakening -- each row clipped on its own, as record-level DP-SGD does -- lets person 0's five
+    aligned rows move the sum by about five times the clip."""
+    x, y, person = _data()
+    if model is None:  # images: 3 x 16 x 16, the GroupNorm CNN DP-SGD trains from scratch
+        torch.manual_seed(0)
+        model = SmallCNN(3, 4, norm="group")
+        x = x.repeat_interleave(96, dim=1).reshape(-1, 3, 16, 16)
+    keep = person != 0
+    by_person = _clipped(model, x, y, person)
+    without = _clipped(model, x[keep], y[keep], person[keep])
+    assert _norm({k: by_person[k] - without[k] for k in by_person}) <= CLIP * (1 + 1e-5)
+    rows = np.arange(len(person))  # every row its own owner: per-example clipping
+    by_row = _clipped(model, x, y, rows)
+    without_rows = _clipped(model, x[keep], y[keep], rows[keep])
+    assert _norm({k: by_row[k] - without_rows[k] for k in by_row}) > 2 * CLIP
+
+
+def test_a_step_without_noise_at_rate_one_is_the_clipped_mean_gradient_step():
+    """Every person sampled, no noise, no momentum: one step moves the weights by -lr / B times the clipped sum."""
+    x, y, person = _data(1)
+    model, reference = linear_probe(8, 3), linear_probe(8, 3)
+    expected = _clipped(reference, x, y, person)
+    train_dp_sgd_by_person(
+        model,
+        x,
+        y,
+        person,
+        sampling_rate=1.0,
+        expected_batch_size=10,
+        noise_multiplier=0.0,
+        clip_norm=CLIP,
+        steps=1,
+        lr=0.3,
+        momentum=0.0,
+        batches=torch.Generator().manual_seed(0),
+        noise=torch.Generator().manual_seed(1),
+    )
+    for name, p in model.named_parameters():
+        assert torch.allclose(
+            p.detach(), dict(reference.named_parameters())[name] - 0.3 / 10 * expected[name], atol=1e-6
+        )
