@@ -1,9 +1,11 @@
-"""The person-level audit of Private-kNN over people (``privacy.unit=person``): the exact law of one query on tiny
-data whose rows name their person, against the price of the mechanism, over every neighbouring pair the
-person-level relation defines on that input: all of one person's rows removed or a new person's rows added
-(add_remove), all of one person's rows replaced by others (replace). Power: the record-level sampler (a coin per
-row, every row voting) on the same neighbours exceeds the same price: image-level sampling priced as person-level
-is caught."""
+"""The person-level audits (``privacy.unit=person``): the exact law of one query of Private-kNN over people, and of
+one step of user-level DP-SGD, on tiny data whose rows name their person, against the price of the mechanism, over
+every neighbouring pair the person-level relation defines on that input: all of one person's rows removed or a new
+person's rows added (add_remove), all of one person's rows replaced by others (replace). Power: the record-level
+forms on the same neighbours -- a coin per row and every row voting, each row's gradient clipped on its own --
+exceed the same price: image-level sampling and per-example clipping priced as person-level are caught. (PATE's
+person-level claim rests on its partition: tests/pipeline/test_person_level.py and
+tests/data/test_partition_by_person.py; its aggregators' replace price is the audit of tests/audit/test_audit.py.)"""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import itertools
 import numpy as np
 import pytest
 import torch
+from scipy import stats as scipy_stats
 from scipy.special import logsumexp, xlogy
 
 from pate.mechanisms import PrivateKNN
@@ -126,4 +129,95 @@ def test_sampling_rows_priced_as_people_is_caught(relation):
     room at these sizes (measured 0.64 of it)."""
     result = _audit(relation, by_person=False)
     print(f"PrivateKNN over rows, person neighbours, {relation}: {result}")
+    assert not result.holds, str(result)
+
+
+# ---------------------------------------------------------------- user-level DP-SGD
+CLIP, MULTIPLIER, BIN = 0.5, 1.0, 0.02  # the move's law is binned at 0.02 C: binning only lowers a divergence
+
+
+def _dp_sgd_move(rows: tuple, by_person: bool) -> float:
+    """The clipped sum of one step of a zero-initialised probe on feature 1 (``person_clipped_sum``, the code's),
+    along (1, 1) / sqrt(2), in units of C: each row (person, label) has gradient (1/2 - y)(1, 1), of norm
+    1/sqrt(2) > C. ``by_person``: each person's mean gradient clipped; otherwise each row clipped (the weakening)."""
+    if not rows:
+        return 0.0
+    from pate.dp_sgd import linear_probe
+    from pate.dp_sgd_people import person_clipped_sum
+
+    owners = [row[0] for row in rows] if by_person else list(range(len(rows)))
+    codes = torch.from_numpy(np.unique(np.array(owners), return_inverse=True)[1])
+    clipped = person_clipped_sum(
+        linear_probe(1, 1),
+        torch.ones(len(rows), 1),
+        torch.tensor([[float(row[1])] for row in rows]),
+        codes,
+        int(codes.max()) + 1,
+        CLIP,
+    )
+    return float(sum(g.sum() for g in clipped.values())) / np.sqrt(2.0) / CLIP
+
+
+def _binned_normal(edges: np.ndarray, loc: float, scale: float) -> np.ndarray:
+    """log N(loc, scale^2) mass of (-inf, e_0], each (e_i, e_(i+1)] and (e_last, inf), to full relative precision
+    in the tails: log(F(b) - F(a)) from the CDF left of ``loc`` and from the survival function right of it."""
+    z = (edges - loc) / scale
+    log_cdf, log_sf = scipy_stats.norm.logcdf(z), scipy_stats.norm.logsf(z)
+    with np.errstate(divide="ignore"):  # the form np.where discards is -inf far on its wrong side
+        left = log_cdf[1:] + np.log1p(-np.exp(log_cdf[:-1] - log_cdf[1:]))
+        right = log_sf[:-1] + np.log1p(-np.exp(log_sf[1:] - log_sf[:-1]))
+    middle = np.where(z[1:] <= 0, left, right)
+    return np.concatenate([[log_cdf[0]], middle, [log_sf[-1]]])
+
+
+def _dp_sgd_law(rate: float, rows: tuple, by_person: bool) -> dict:
+    """One step's move in units of C: a mixture over the Poisson subsamples (of the people, or of the rows) of
+    N(move(S), MULTIPLIER^2), binned at ``BIN`` on [-12, 12] with the two tails as outputs."""
+    units = sorted({row[0] for row in rows}) if by_person else list(range(len(rows)))
+    edges = np.arange(-12.0, 12.0 + BIN / 2, BIN)
+    log_mass = []
+    for mask in itertools.product((False, True), repeat=len(units)):
+        chosen = {unit for unit, keep in zip(units, mask) if keep}
+        subset = tuple(row for i, row in enumerate(rows) if (row[0] if by_person else i) in chosen)
+        cells = _binned_normal(edges, _dp_sgd_move(subset, by_person), MULTIPLIER)
+        log_mass.append(sum(xlogy(keep, rate) + xlogy(1 - keep, 1.0 - rate) for keep in mask) + cells)
+    return dict(enumerate(logsumexp(np.array(log_mass), axis=0)))
+
+
+def _dp_sgd_person_audit(relation: str, by_person: bool):
+    """Bases: two people, one with three rows; neighbours by the person-level relation (``_person_neighbours``)
+    over a person's rows all labelled 0 or all 1, one to three of them. The claim: one step of the sampled
+    Gaussian at q over people, under the relation (``sampled_gaussian_steps``)."""
+    from pate.privacy import Ledger, sampled_gaussian_steps
+
+    rate = 1.0 if relation == "replace" else 0.5
+    contents = [((None, y),) * n for y in (0, 1) for n in (1, 2, 3)]
+    bases = [(("a", 0), ("b", 1), ("b", 1), ("b", 1)), (("a", 1), ("a", 1), ("a", 1))]
+
+    def neighbours(rows):
+        plain = tuple((who, y) for who, y in rows)
+        found = _person_neighbours(tuple((who, None, y) for who, y in plain), contents, relation)
+        return [tuple((row[0], row[2]) for row in x) for x in found]
+
+    class Claim:
+        def rdp(self, orders):
+            event = sampled_gaussian_steps(rate, MULTIPLIER, 1, relation)
+            return Ledger(orders=orders).compose_event(event, neighbors=relation).rdp
+
+    return exact_rdp_audit(functools.partial(_dp_sgd_law, rate, by_person=by_person), bases, neighbours, Claim())
+
+
+@pytest.mark.parametrize("relation", RELATIONS)
+def test_user_level_dp_sgd_stays_within_its_price_for_one_person(relation):
+    result = _dp_sgd_person_audit(relation, by_person=True)
+    print(f"user-level DP-SGD, {relation}: {result}")
+    assert result.holds, str(result)
+
+
+@pytest.mark.parametrize("relation", RELATIONS)
+def test_per_row_clipping_priced_as_one_person_is_caught(relation):
+    """The planted weakening: each row clipped (and, under add_remove, each row sampled), priced as one person: a
+    person's three rows move the sum by 3 C where the price allows C (2 C replaced)."""
+    result = _dp_sgd_person_audit(relation, by_person=False)
+    print(f"DP-SGD clipping rows, person neighbours, {relation}: {result}")
     assert not result.holds, str(result)
