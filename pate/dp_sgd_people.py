@@ -25,7 +25,7 @@ from torch import nn
 from pate.mechanisms.poisson import poisson_subsample
 from pate.progress import progress_bar
 
-__all__ = ["person_clipped_sum", "train_dp_sgd_by_person"]
+__all__ = ["one_person_clipped", "person_clipped_sum", "train_dp_sgd_by_person"]
 
 _CHUNK_ROWS = 2048  # rows whose per-example gradients are held at once
 
@@ -55,6 +55,25 @@ def person_clipped_sum(
     norms = torch.sqrt(sum(g.flatten(1).pow(2).sum(dim=1) for g in per_person.values()))
     factor = (clip / (norms + 1e-6)).clamp(max=1.0)
     return {name: (g * factor.view(-1, *[1] * (g.dim() - 1))).sum(dim=0) for name, g in per_person.items()}
+
+
+def one_person_clipped(
+    model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, rows: np.ndarray, clip: float, transform, device
+) -> dict[str, torch.Tensor]:
+    """One person's gradient -- the mean over ``rows`` of the per-example gradients, i.e. the gradient of their mean
+    loss -- accumulated over chunks of ``_CHUNK_ROWS`` rows by plain backpropagation and clipped as
+    :func:`person_clipped_sum` clips it: memory stays bounded however many rows one person holds."""
+    params = dict(model.named_parameters())
+    total = {name: torch.zeros_like(p) for name, p in params.items()}
+    for start in range(0, len(rows), _CHUNK_ROWS):
+        chunk = rows[start : start + _CHUNK_ROWS]
+        logits = model(transform(inputs[chunk]).to(device))
+        loss = nn.functional.binary_cross_entropy_with_logits(logits, targets[chunk].to(device), reduction="sum")
+        for (name, _), g in zip(params.items(), torch.autograd.grad(loss / len(rows), list(params.values()))):
+            total[name] += g
+    norm = torch.sqrt(sum(g.pow(2).sum() for g in total.values()))
+    factor = (clip / (norm + 1e-6)).clamp(max=1.0)
+    return {name: g * factor for name, g in total.items()}
 
 
 def _rows_of(chosen: np.ndarray, order: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -114,14 +133,17 @@ def train_dp_sgd_by_person(
                 start_person + 1, int(np.searchsorted(bounds, bounds[start_person] + _CHUNK_ROWS, "right")) - 1
             )
             part = slice(bounds[start_person], bounds[end_person])
-            clipped = person_clipped_sum(
-                model,
-                transform(inputs[rows[part]]).to(device),
-                targets[rows[part]].to(device),
-                torch.from_numpy(owner[part] - start_person).to(device),
-                end_person - start_person,
-                clip_norm,
-            )
+            if part.stop - part.start > _CHUNK_ROWS:  # one person of more rows: their gradient chunk by chunk
+                clipped = one_person_clipped(model, inputs, targets, rows[part], clip_norm, transform, device)
+            else:
+                clipped = person_clipped_sum(
+                    model,
+                    transform(inputs[rows[part]]).to(device),
+                    targets[rows[part]].to(device),
+                    torch.from_numpy(owner[part] - start_person).to(device),
+                    end_person - start_person,
+                    clip_norm,
+                )
             for name in total:
                 total[name] += clipped[name]
             start_person = end_person

@@ -286,8 +286,8 @@ NOT_COVERED_BY_EPSILON = {
     "privacy_data_dependent": "the line of epsilon_data_dependent, a function of the private votes",
     "data_dependent_test.not_itself_private": "the propose-test-release statistics k(D), U(D,0), U(D,1): functions of "
     "the private votes, released only through the noisy test",
-    "student_train_size": "DP-SGD under add_remove: the number of private records it trained on, in which "
-    "add_remove's neighbours differ (its sampling rate and steps come from a public number)",
+    "student_train_size": "DP-SGD under add_remove or over people: the number of private records it trained on, in "
+    "which the neighbours differ (its sampling rate and steps come from a public number)",
     "images_per_person": "the most images one private person holds: a statistic of the private data",
     "seed": "seeded noise: whoever holds the seed can replay the noise the guarantee rests on",
     "dataset_budget.dataset": "the id of the private split hashes every private record's labels and image",
@@ -320,9 +320,15 @@ def _dp_sgd_add_remove(record: dict[str, Any]) -> bool:
 
 # the paths not covered only in some records: ``seed`` where the noise was seeded (a secure release's seed says nothing
 # about its noise), ``student_train_size`` where it counts the private records and the neighbours differ in it
+def _dp_sgd_person(record: dict[str, Any]) -> bool:
+    """DP-SGD over people: its neighbours may differ in how many images one person holds, so the private image
+    count it trained on is not covered."""
+    return str(record.get("method", "")).startswith("dp_sgd") and bool(record.get("person_level"))
+
+
 _ONLY_WHERE = {
     "seed": lambda record: not _secure_noise(record),
-    "student_train_size": _dp_sgd_add_remove,
+    "student_train_size": lambda record: _dp_sgd_add_remove(record) or _dp_sgd_person(record),
     "images_per_person": lambda record: record.get("images_per_person") is not None,
 }
 

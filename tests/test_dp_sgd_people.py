@@ -96,3 +96,32 @@ def test_a_step_without_noise_at_rate_one_is_the_clipped_mean_gradient_step():
         assert torch.allclose(
             p.detach(), dict(reference.named_parameters())[name] - 0.3 / 10 * expected[name], atol=1e-6
         )
+
+
+def test_a_person_of_more_rows_than_a_chunk_is_clipped_once_chunk_by_chunk(monkeypatch):
+    """A person holding more rows than one chunk gets the gradient of their mean loss accumulated by chunks, the
+    same as the per-example route, and a noise-free step at rate 1 moves the weights as the direct clipped sum."""
+    import pate.dp_sgd_people as people
+
+    x, y, person = _data(2)
+    model = linear_probe(8, 3)
+    direct = _clipped(model, x, y, person)
+    monkeypatch.setattr(people, "_CHUNK_ROWS", 3)  # person 0's rows exceed it; the others fit
+    reference = linear_probe(8, 3)
+    train_dp_sgd_by_person(
+        model,
+        x,
+        y,
+        person,
+        sampling_rate=1.0,
+        expected_batch_size=1,
+        noise_multiplier=0.0,
+        clip_norm=CLIP,
+        steps=1,
+        lr=1.0,
+        momentum=0.0,
+        batches=torch.Generator().manual_seed(0),
+        noise=torch.Generator().manual_seed(1),
+    )
+    for name, p in model.named_parameters():
+        assert torch.allclose(p.detach(), dict(reference.named_parameters())[name] - direct[name], atol=1e-5)

@@ -116,7 +116,9 @@ def prepare(cfg: DictConfig) -> tuple[Graph, Dataset, Any]:
     with building(None):  # resolve_unit names privacy.unit itself
         has_people = getattr(reader, "has_people", lambda: False)()
         hint = getattr(reader, "people_hint", lambda: "")()
-        unit = resolve_unit(cfg.privacy.get("unit"), has_people, kind.contributor, kind.samples_people, hint)
+        unit = resolve_unit(
+            cfg.privacy.get("unit"), has_people, kind.contributor, kind.samples_people, hint, str(cfg.privacy.neighbors)
+        )
     settings = dataclasses.replace(run_settings(cfg), unit=unit)
     method = method_component(cfg, settings)
     student = student_component(cfg)

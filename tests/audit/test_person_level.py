@@ -3,7 +3,10 @@ one step of user-level DP-SGD, on tiny data whose rows name their person, agains
 every neighbouring pair the person-level relation defines on that input: all of one person's rows removed or a new
 person's rows added (add_remove), all of one person's rows replaced by others (replace). Power: the record-level
 forms on the same neighbours -- a coin per row and every row voting, each row's gradient clipped on its own --
-exceed the same price: image-level sampling and per-example clipping priced as person-level are caught. (PATE's
+exceed the same price: image-level sampling and per-example clipping priced as person-level are caught. Under
+add_remove these audit a whole person added or removed, what that price covers; a record added to a person already
+in the data is a replace-type change it does not cover, so the pipeline offers person-level samplers under replace
+only (``pate.privacy.unit.resolve_unit``). (PATE's
 person-level claim rests on its partition: tests/pipeline/test_person_level.py and
 tests/data/test_partition_by_person.py; its aggregators' replace price is the audit of tests/audit/test_audit.py.)"""
 

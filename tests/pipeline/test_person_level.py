@@ -147,9 +147,20 @@ def test_one_persons_change_moves_one_teachers_vote_and_a_record_partition_moves
             r"method.expected_batch_size=64 exceeds the 41 people of the private training split",
         ),
         (["privacy.unit=persons"], "data", r"privacy.unit='persons'; expected one of \('record', 'person'\)"),
+        (
+            ["method=private_knn", "privacy.neighbors=add_remove", "privacy.unit=person"],
+            "data",
+            r"privacy.unit=person with privacy.neighbors=add_remove and a method that samples people",
+        ),
         (["partition.num_teachers=13"], "data", r"person 'p_big' has 24 of the 280 private training records"),
     ],
-    ids=["no_people", "dp_sgd_batch_over_the_people", "unknown_unit", "a_person_over_a_teachers_share"],
+    ids=[
+        "no_people",
+        "dp_sgd_batch_over_the_people",
+        "unknown_unit",
+        "sampler_add_remove",
+        "a_person_over_a_teachers_share",
+    ],
 )
 def test_a_person_level_run_that_cannot_hold_is_one_line(folders, tmp_path, overrides, folder, message):
     with pytest.raises(UserError, match=message) as caught:
