@@ -100,8 +100,8 @@ FIELDS: tuple[Field, ...] = (
         "person_level",
         "bool",
         "whether every epsilon is a guarantee about one person of the private split, all of their images "
-        "(privacy.unit=person, on data that name people): PATE under replace, partitioned by person, and "
-        "Private-kNN sampling people; the dataset total stays record-level; absent from records written before it",
+        "(privacy.unit=person, on data that name people, under replace): PATE partitioned by person, Private-kNN "
+        "and DP-SGD sampling people; the dataset total stays record-level; absent from records written before it",
         required=False,
     ),
     Field(
@@ -294,8 +294,8 @@ NOT_COVERED_BY_EPSILON = {
     "artifacts": "the stage keys hash the data's content fingerprint, every private record included (and, with seeded "
     "noise, the seed, which a search over small seeds recovers)",
     "host.finished_utc": "the second the run ended: beside the other jobs' it gives their durations, which grow with "
-    "the private data (DP-SGD's steps under add_remove: with its number of records), a timing "
-    "channel outside every epsilon",
+    "the private data (DP-SGD's steps under add_remove: with its number of records; any method over people: with "
+    "a person's number of images), a timing channel outside every epsilon",
 }
 
 

@@ -17,8 +17,8 @@ Where the data name the person each record shows (``LabelledImages.person``), th
 (``privacy.unit=person``, the default there): PATE then gives each person's records to one teacher
 (``pate.data.partition.partition_teachers_by_person``), so changing any of one person's records -- all of them,
 any number -- changes at most that teacher's vote, and ``replace`` is person-level with the same noise and the
-same epsilon. Record-level epsilons on data with people say that they are not person-level, and for how many
-images a person holds at most.
+same epsilon. Record-level epsilons on data with people say that they are not person-level (the most images a
+person holds is a statistic of the private data: metrics.json keeps it as ``images_per_person``, not covered).
 
 Every epsilon the project prints names its unit from here (the console, ``metrics.json``'s ``privacy_unit`` and
 ``record_level``, every report table), so that a teacher-level epsilon is never compared with a record-level one
