@@ -5,13 +5,16 @@ standardised on public rows only and in float64, so that an offset float32 canno
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
+from pate.artifacts import ArtifactStore
 from pate.data.labelled_images import SPLITS
+from pate.data.partition import read_teacher_parts
 from pate.data.multilabel_folder import seeded_split
 from pate.features.precomputed import PrecomputedFeatures
 from pate.pipeline.runner import prepare, run
@@ -269,3 +272,24 @@ def test_views_of_augmented_images_are_refused_before_compute(folder, tmp_path):
     assert done.returncode == 2
     assert "student.semi.method=consistency needs features of augmented images" in done.stderr
     assert not (tmp_path / "cache" / "tensors").exists()
+
+
+@pytest.mark.slow
+def test_precomputed_embeddings_get_their_people_through_the_folders_csv(folder, tmp_path):
+    """The embeddings share the CSV's row order, so data.person_column names their people too: PATE on them is
+    person-level and each person's rows go to one teacher."""
+    root, labels = folder
+    people = tmp_path / "shapes"
+    shutil.copytree(root, people)
+    header, *rows = (people / "labels.csv").read_text().splitlines()
+    (people / "labels.csv").write_text(
+        "\n".join([header + ",person", *(f"{row},p{i // 5}" for i, row in enumerate(rows))]) + "\n"
+    )
+    path = tmp_path / "embeddings.npy"
+    np.save(path, _embeddings(labels))
+    cfg = compose_config([*_args(people, path, tmp_path), "data.person_column=person"])
+    metrics = run(cfg, output_dir=tmp_path / "run")
+    assert metrics["person_level"] and metrics["images_per_person"] == 5
+    graph, data, _ = prepare(cfg)
+    parts = read_teacher_parts(ArtifactStore(Path(cfg.paths.cache_dir)).get(graph.release.stages["partition"]))
+    assert all(len({row // 5 for row in part.tolist()}) * 5 == len(part) for part in parts)  # whole people
