@@ -84,16 +84,25 @@ class CelebAFormat:
 @dataclass(frozen=True)
 class SyntheticCelebA(CelebAFormat):
     """The built-in synthetic CelebA (``pate.data.synthetic``): generated at ``root`` on first use (``num_images``
-    faces of ``synthetic_image_size`` pixels, split by ``split_fractions``, from ``seed``), then read as CelebA."""
+    faces of ``synthetic_image_size`` pixels, split by ``split_fractions``, from ``seed``; ``images_per_person`` > 1
+    shows people, up to ``max_images_per_person`` images each), then read as CelebA."""
 
     num_images: int = 100_000
     synthetic_image_size: int = 64
     split_fractions: Sequence[float] = field(default=(0.8034, 0.0981, 0.0985))
     seed: int = 0
+    images_per_person: int = 1
+    max_images_per_person: int = 35
 
     def check(self) -> None:
         check_synthetic_params(
-            self.num_images, self.synthetic_image_size, tuple(self.split_fractions), self.seed, self.num_workers
+            self.num_images,
+            self.synthetic_image_size,
+            tuple(self.split_fractions),
+            self.seed,
+            self.num_workers,
+            self.images_per_person,
+            self.max_images_per_person,
         )
 
     def label_names(self) -> tuple[str, ...]:
@@ -101,11 +110,11 @@ class SyntheticCelebA(CelebAFormat):
         return ATTRIBUTE_NAMES
 
     def has_people(self) -> bool:
-        """The generator draws one image per person and writes no identity file."""
-        return False
+        """Whether the set shows people: ``images_per_person`` > 1 writes CelebA's identity file."""
+        return self.images_per_person > 1
 
     def people_hint(self) -> str:
-        return "people in the synthetic set (it draws one image per person)"
+        return "people in the synthetic set: data.synthetic.images_per_person=20 (it draws one image per person)"
 
     def load(
         self, cache_dir: Path, progress: bool = True, check_splits: Callable[[np.ndarray], None] | None = None
@@ -118,6 +127,8 @@ class SyntheticCelebA(CelebAFormat):
             seed=int(self.seed),
             num_workers=int(self.num_workers),
             progress=progress,
+            images_per_person=int(self.images_per_person),
+            max_images_per_person=int(self.max_images_per_person),
         )
         return super().load(cache_dir, progress, check_splits)
 

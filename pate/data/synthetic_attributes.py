@@ -85,6 +85,26 @@ PREVALENCE: Mapping[str, float] = {
 LATENT_NAMES: tuple[str, ...] = ("age", "glam", "build", "mood", "beauty")
 _AGE_SHIFT_PER_SEX = 0.4
 
+# Where the set shows people with several images each (``sample_attributes(..., person=...)``), what one person's
+# images share: the latents of who they are (sex, age, style, build, beauty; not ``mood``, the expression) and the
+# attributes that are the person's own -- age, hair colour and texture, hairline, eyebrows, face shape, nose, skin
+# (``PERSON_NODES``, whose inputs are all shared). Everything else varies from image to image: expression,
+# make-up, facial hair, accessories, bangs, blur.
+PERSON_LATENTS: tuple[str, ...] = ("age", "glam", "build", "beauty")
+PERSON_NODES: tuple[str, ...] = (
+    "Young",
+    "Bald",  # the hair colour choice (Bald, Black, Blond, Brown, Gray), named by its first option
+    "Straight_Hair",  # the hair texture choice (Straight, Wavy)
+    "Receding_Hairline",
+    "Bushy_Eyebrows",
+    "Chubby",
+    "Double_Chin",
+    "Oval_Face",
+    "Big_Nose",
+    "Pointy_Nose",
+    "Pale_Skin",
+)
+
 
 @dataclass(frozen=True)
 class Node:
@@ -236,11 +256,19 @@ class AttributeSample:
     latents: np.ndarray  # float32 [num, len(LATENT_NAMES)]
 
 
-def sample_attributes(num: int, rng: np.random.Generator) -> AttributeSample:
-    """Draw ``num`` faces from the latent model (vectorised; about a microsecond per face)."""
+def sample_attributes(num: int, rng: np.random.Generator, person: np.ndarray | None = None) -> AttributeSample:
+    """Draw ``num`` faces from the latent model (vectorised; about a microsecond per face).
+
+    ``person`` (int [num], each face's person, 0..P - 1), where faces show people: every face draws its latents
+    and uniforms as one face alone would, then takes its person's first face's draws for ``PERSON_LATENTS``, sex
+    and ``PERSON_NODES``. A person's images then share those traits, and each face, taken alone, keeps exactly the
+    model's distribution (the shared draws are one face's own), so every prevalence is as calibrated. Without
+    ``person`` the draws are those of before people existed, face for face."""
     if not isinstance(num, (int, np.integer)) or isinstance(num, bool) or num < 1:
         raise ValueError(f"num={num!r}; expected a positive integer")
-    values, latents = _forward(int(num), rng, calibrated_intercepts())
+    if person is not None and np.shape(person) != (num,):
+        raise ValueError(f"person has shape {np.shape(person)}; expected one person per face, ({num},)")
+    values, latents = _forward(int(num), rng, calibrated_intercepts(), person=person)
     true = np.stack([values[name] for name in ATTRIBUTE_NAMES], axis=1).astype(np.uint8)
     return AttributeSample(true=true, labels=annotate(true, rng), latents=latents)
 
@@ -274,10 +302,24 @@ def calibrated_intercepts() -> Mapping[str, float]:
     return intercepts
 
 
-def _forward(num: int, rng: np.random.Generator, intercepts: Mapping[str, float] | None, solve: bool = False):
-    """Run the graph on ``num`` faces; with ``solve`` the intercepts are found on the way (calibration)."""
+def _forward(
+    num: int,
+    rng: np.random.Generator,
+    intercepts: Mapping[str, float] | None,
+    solve: bool = False,
+    person: np.ndarray | None = None,
+):
+    """Run the graph on ``num`` faces; with ``solve`` the intercepts are found on the way (calibration); with
+    ``person``, the shared draws of :func:`sample_attributes`."""
     latent = rng.standard_normal((num, len(LATENT_NAMES)))
     uniforms = rng.random((num, len(GRAPH) + 1))
+    if person is not None:
+        _, first, codes = np.unique(np.asarray(person), return_index=True, return_inverse=True)
+        shared_rows = first[codes]  # each face's person's first face
+        columns = [LATENT_NAMES.index(name) for name in PERSON_LATENTS]
+        latent[:, columns] = latent[shared_rows][:, columns]
+        nodes = [0] + [1 + step for step, node in enumerate(GRAPH) if _node_name(node) in PERSON_NODES]
+        uniforms[:, nodes] = uniforms[shared_rows][:, nodes]  # column 0: sex
     values: dict[str, np.ndarray] = {"Male": (uniforms[:, 0] < PREVALENCE["Male"]).astype(np.float64)}
     sex = 2.0 * values["Male"] - 1.0
     latent[:, 0] += _AGE_SHIFT_PER_SEX * sex
@@ -317,6 +359,10 @@ def _forward(num: int, rng: np.random.Generator, intercepts: Mapping[str, float]
     values["No_Beard"] = 1.0 - values.pop("Beard")
     latents = latent.astype(np.float32)
     return (values, latents, solved) if solve else (values, latents)
+
+
+def _node_name(node: Node | Choice) -> str:
+    return node.name if isinstance(node, Node) else node.options[0]
 
 
 def _linear(weights: Mapping[str, float], lookup: Mapping[str, np.ndarray], num: int) -> np.ndarray:
@@ -372,6 +418,8 @@ __all__ = [
     "GRAPH",
     "HARD_CONSTRAINTS",
     "LATENT_NAMES",
+    "PERSON_LATENTS",
+    "PERSON_NODES",
     "PREVALENCE",
     "AttributeSample",
     "Choice",

@@ -62,17 +62,26 @@ _SKIN_LIGHT, _SKIN_DARK, _SKIN_PALE = (234, 198, 170), (112, 74, 50), (246, 228,
 
 
 def render_face(
-    attributes: Mapping[str, bool], latents: Mapping[str, float], image_size: int, rng: np.random.Generator
+    attributes: Mapping[str, bool],
+    latents: Mapping[str, float],
+    image_size: int,
+    rng: np.random.Generator,
+    person_rng: np.random.Generator | None = None,
 ) -> Image.Image:
     """An RGB ``image_size`` x ``image_size`` face showing ``attributes`` (name -> present).
 
     ``latents`` gives the continuous ``age`` and ``build`` of ``synthetic_attributes`` (faint wrinkles, face
     width). ``rng`` supplies every other random choice: colours, shapes, pose, background, blur, noise. The parts
     are drawn back to front, each from its own stream; the order of the calls below is the order of the layers.
+    ``person_rng``, where the face is one of a person's images, supplies the person's own streams instead -- the
+    head (skin, face and feature shapes), the hair and the ears -- so that their images show one face, while the
+    scene, the pose, the clothes and the accessories stay the image's.
     """
     a = attributes
     size = image_size * _SUPERSAMPLE
     scene, head, hair, neck, ears, hat, glasses, makeup = rng.spawn(8)
+    if person_rng is not None:
+        head, hair, ears = person_rng.spawn(3)
     img, bg, canvas = _background(size, scene)
     cloth = random_color(scene)
     h = _head(a, latents, head, hair)

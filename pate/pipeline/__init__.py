@@ -20,8 +20,14 @@ stage) composes it from the rest, the same functions the runner calls:
 * ``majority_class_accuracy(labels)``: the majority-class floor a run reports beside its student.
 """
 
+from omegaconf import OmegaConf
+
 import pate.pipeline.schemas  # noqa: F401  (registers the method schemas that conf/method extends, before a compose)
 from pate.lazy import lazy_names
+
+# ${people_dir:N}: the synthetic set's directory suffix for N images per person (conf/data/synthetic.yaml): none for
+# one image per person, so that set keeps the directory it had before people existed
+OmegaConf.register_new_resolver("people_dir", lambda n: "" if int(n) == 1 else f"_people{int(n)}", replace=True)
 
 # name -> the module that defines it, imported on first use: the command line's --help and its config checks need
 # none of torch or Lightning, which the runner imports (seconds)
