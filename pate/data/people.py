@@ -1,9 +1,11 @@
-"""The people in a dataset: which person each image shows, where the data say so (a folder's person column).
+"""The people in a dataset: which person each image shows, where the data say so (a folder's person column,
+CelebA's identity file, the synthetic set with ``images_per_person`` > 1).
 
 A person is the unit a person-level guarantee protects, so the splits must keep each person's images together:
 one person's images in the private split and in the public ones would put that person in both the teachers' data
 and the student's. ``check_one_split_per_person`` refuses such a split column; ``split_by_person`` draws a split
-that cuts between people, never through one.
+that cuts between people, never through one, each person's split drawn for them alone (``person_draws``), which
+the partition by person draws its teachers from too.
 """
 
 from __future__ import annotations
