@@ -114,6 +114,23 @@ FIELDS: tuple[Field, ...] = (
         required=False,
     ),
     Field(
+        "epsilon_largest_person",
+        "number",
+        "a record-level release on data that name people: its epsilon for the largest person, all of their images "
+        "changed at once (group privacy, exact for Gaussian, Laplace and pure-DP events); null where the events have "
+        "no exact conversion; absent elsewhere. A function of that person's image count: not covered by epsilon",
+        nullable=True,
+        required=False,
+        checked=False,
+    ),
+    Field(
+        "privacy_largest_person",
+        "string",
+        "the line of epsilon_largest_person (or why it is not computed); not covered by epsilon",
+        required=False,
+        checked=False,
+    ),
+    Field(
         "dataset_epsilon",
         "number",
         "the total epsilon spent on this private data: every release drawn with "
@@ -289,6 +306,9 @@ NOT_COVERED_BY_EPSILON = {
     "student_train_size": "DP-SGD under add_remove or over people: the number of private records it trained on, in "
     "which the neighbours differ (its sampling rate and steps come from a public number)",
     "images_per_person": "the most images one private person holds: a statistic of the private data",
+    "epsilon_largest_person": "the record-level release's epsilon for the largest person: a function of their image "
+    "count, a statistic of the private data",
+    "privacy_largest_person": "the line of epsilon_largest_person, which names that image count",
     "seed": "seeded noise: whoever holds the seed can replay the noise the guarantee rests on",
     "dataset_budget.dataset": "the id of the private split hashes every private record's labels and image",
     "artifacts": "the stage keys hash the data's content fingerprint, every private record included (and, with seeded "
@@ -330,6 +350,7 @@ _ONLY_WHERE = {
     "seed": lambda record: not _secure_noise(record),
     "student_train_size": lambda record: _dp_sgd_add_remove(record) or _dp_sgd_person(record),
     "images_per_person": lambda record: record.get("images_per_person") is not None,
+    "epsilon_largest_person": lambda record: "privacy_largest_person" in record,
 }
 
 

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from omegaconf import DictConfig, open_dict
 
-from pate.aggregate import read_aggregate, replay_privacy
+from pate.aggregate import read_aggregate, replay_privacy, replayed_ledger
 from pate.artifacts import ArtifactStore, Stage, atomic_write_json, code_version
 from pate.data.partition import check_partition_config, check_people_per_teacher, read_queries
 from pate.data.readers import data_identity
@@ -35,6 +35,7 @@ from pate.pipeline.paths import check_locations
 from pate.pipeline.settings import run_settings
 from pate.pipeline.students import student_component
 from pate.data.people import most_images_per_person
+from pate.privacy.group import group_ledger
 from pate.privacy.unit import PrivacyUnit, privacy_unit, resolve_unit
 from pate.run_record import check_record, not_covered_by_epsilon, ordered
 from student.stages import read_student_scores
@@ -261,6 +262,30 @@ def data_dependent_metrics(privacy: dict[str, Any], unit: PrivacyUnit) -> dict[s
     return metrics
 
 
+def largest_person_metrics(release, delta: float, accountant: str, unit: PrivacyUnit) -> dict[str, Any]:
+    """What a record-level epsilon on data with people implies for the largest person (DESIGN.md, section 2): the
+    release's events for a group of their ``images_per_person`` records (``pate.privacy.group``), priced by
+    ``accountant`` at ``delta``; None, said in its line, where an event has no exact group conversion. Both depend
+    on that person's image count, a statistic of the private data: not covered by epsilon. Empty for a person-level
+    or teacher-level epsilon, or data without people."""
+    size = unit.images_per_person
+    if unit.person_level or not unit.record_level or size is None:
+        return {}
+    grouped = group_ledger(replayed_ledger(release), size)
+    if grouped is None:
+        return {
+            "epsilon_largest_person": None,
+            "privacy_largest_person": f"not computed: the release's events have no exact group conversion "
+            f"(pate.privacy.group) for the largest person's {size} images",
+        }
+    priced = grouped.get_epsilon(delta, accountant)
+    return {
+        "epsilon_largest_person": priced.epsilon,
+        "privacy_largest_person": f"{priced.description}; one neighbour: the largest person's {size} images changed "
+        f"at once (group privacy of the record-level release)",
+    }
+
+
 def evaluate(cfg: DictConfig, store: ArtifactStore, graph: Graph, data: Dataset, method) -> dict[str, Any]:
     """The run's metrics: the privacy of the release (replayed from its cost events), the released labels'
     quality, the student's, the method's own keys and, with ``references=true``, the reference students."""
@@ -289,6 +314,7 @@ def evaluate(cfg: DictConfig, store: ArtifactStore, graph: Graph, data: Dataset,
         # the total composes every release on this data, record-level ones too: it is never person-level
         **budget_metrics(graph.budget, record_unit.text),
         **data_dependent_metrics(privacy, unit),
+        **largest_person_metrics(store.get(graph.release.labels), delta, str(cfg.privacy.accountant), unit),
         "seed": int(cfg.seed),
         "noise_source": noise_source(cfg).describe(),
         "queries": int(cfg.data.num_queries),
@@ -450,6 +476,17 @@ def _budget(m: dict[str, Any], seeded: bool) -> list[str]:
     )
 
 
+def _largest_person(m: dict[str, Any], caveat: str | None) -> list[str]:
+    """The summary's line of what a record-level epsilon implies for the largest person (group privacy)."""
+    if m["epsilon_largest_person"] is None:
+        return _entry("largest person", m["privacy_largest_person"])
+    return _entry(
+        "largest person",
+        _epsilon(m["epsilon_largest_person"], m, caveat),
+        "all of their images at once, by group privacy; a function of their image count: not covered by epsilon",
+    )
+
+
 def summary(m: dict[str, Any]) -> str:
     """A short human-readable account of a run (what the default run prints at its end), in lines of at most
     ``SUMMARY_WIDTH`` characters: the full text of each line is in metrics.json. Every epsilon says its relation
@@ -472,6 +509,7 @@ def summary(m: dict[str, Any]) -> str:
         ),
         *_entry("privacy", _epsilon(m["epsilon"], m, caveat), _accounting(m, seeded)),
         *_entry("privacy unit", unit),
+        *(_largest_person(m, caveat) if "privacy_largest_person" in m else []),
         *(_noise(seeded) if "noise_source" in m else []),
         *(_budget(m, seeded) if m.get("dataset_budget") else []),
         *(

@@ -14,6 +14,8 @@ from pate.artifacts import ArtifactStore
 from pate.data.partition import read_teacher_parts
 from pate.pipeline.checks import UserError
 from pate.pipeline.runner import prepare, run
+from pate.aggregators import TauPATE
+from pate.privacy import Ledger
 from pate.votes import read_votes
 from tests.conftest import compose_config
 from tests.data.folder_data import write_folder
@@ -82,6 +84,12 @@ def test_pate_on_people_is_person_level_with_the_epsilon_of_the_same_noise(folde
     assert metrics["epsilon"] == record["epsilon"] and metrics["noise"] == record["noise"]
     assert not record["person_level"] and record["images_per_person"] == 24
     assert "record-level: NOT a person-level guarantee, and a person has several images" in record["privacy"]
+    # what the record-level epsilon implies for the largest person: TauPATE at a 24th of its noise (group privacy)
+    sigma = record["noise"]["sigma"]
+    grouped = Ledger().compose(TauPATE(5, 4, sigma / 24, 2, "l1", "replace"), count=record["queries_asked"])
+    assert record["epsilon_largest_person"] == pytest.approx(grouped.get_epsilon(1e-6, "rdp").epsilon, rel=1e-9)
+    assert record["epsilon_largest_person"] > 100 * record["epsilon"] and "epsilon_largest_person" not in metrics
+    assert {"epsilon_largest_person", "privacy_largest_person"} <= set(record["not_covered_by_epsilon"]["keys"])
     graph, data, _ = prepare(cfg)
     parts = read_teacher_parts(ArtifactStore(Path(cfg.paths.cache_dir)).get(graph.release.stages["partition"]))
     person = data.arrays.person
@@ -100,6 +108,8 @@ def test_private_knn_on_people_samples_people_at_the_same_price(folders, tmp_pat
     assert person["person_level"] and not record["person_level"]
     assert person["privacy_unit"] == "one person of the private split replaced, all of their images"
     assert person["epsilon"] == record["epsilon"]  # the same rate and noise: now over people
+    assert record["epsilon_largest_person"] is None  # a sampled Gaussian: no exact group conversion, no number
+    assert record["privacy_largest_person"].startswith("not computed: the release's events have no exact group")
     assert person["artifacts"]["aggregate"] != record["artifacts"]["aggregate"]
 
 
