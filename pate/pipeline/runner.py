@@ -262,7 +262,7 @@ def data_dependent_metrics(privacy: dict[str, Any], unit: PrivacyUnit) -> dict[s
     return metrics
 
 
-def largest_person_metrics(release, delta: float, accountant: str, unit: PrivacyUnit) -> dict[str, Any]:
+def largest_person_metrics(release, delta: float, accountant: str, unit: PrivacyUnit, relation: str) -> dict[str, Any]:
     """What a record-level epsilon on data with people implies for the largest person (DESIGN.md, section 2): the
     release's events for a group of their ``images_per_person`` records (``pate.privacy.group``), priced by
     ``accountant`` at ``delta``; None, said in its line, where an event has no exact group conversion. Both depend
@@ -281,8 +281,9 @@ def largest_person_metrics(release, delta: float, accountant: str, unit: Privacy
     priced = grouped.get_epsilon(delta, accountant)
     return {
         "epsilon_largest_person": priced.epsilon,
-        "privacy_largest_person": f"{priced.description}; one neighbour: the largest person's {size} images changed "
-        f"at once (group privacy of the record-level release)",
+        "privacy_largest_person": f"{priced.description}; one neighbour: the largest person's {size} images "
+        f"{'replaced' if relation == 'replace' else 'added or removed'} at once (group privacy of the record-level "
+        f"release: {size} of its neighbouring steps)",
     }
 
 
@@ -314,7 +315,9 @@ def evaluate(cfg: DictConfig, store: ArtifactStore, graph: Graph, data: Dataset,
         # the total composes every release on this data, record-level ones too: it is never person-level
         **budget_metrics(graph.budget, record_unit.text),
         **data_dependent_metrics(privacy, unit),
-        **largest_person_metrics(store.get(graph.release.labels), delta, str(cfg.privacy.accountant), unit),
+        **largest_person_metrics(
+            store.get(graph.release.labels), delta, str(cfg.privacy.accountant), unit, str(privacy["neighbors"])
+        ),
         "seed": int(cfg.seed),
         "noise_source": noise_source(cfg).describe(),
         "queries": int(cfg.data.num_queries),
