@@ -39,7 +39,6 @@ __all__ = [
     "queries_within_budget",
     "read_aggregate",
     "replay_privacy",
-    "replayed_ledger",
     "write_reference",
     "write_release",
 ]
@@ -176,13 +175,6 @@ def write_release(
         atomic_write_json(work / DETAILS_FILE, details)
 
 
-def replayed_ledger(art: Artifact) -> Ledger:
-    """The ledger of an aggregate artifact, its cost events priced again by today's accountants (``Ledger.replay``);
-    never the curve it recorded."""
-    recorded = Ledger.load(art.file(LEDGER_FILE))
-    return Ledger.replay(recorded.history, orders=recorded.orders)
-
-
 def replay_privacy(art: Artifact, delta: float, accountant: str = "tightest") -> dict[str, Any]:
     """The privacy of an aggregate artifact, recomputed now: its ledger's cost events priced again by the
     current accountants (``Ledger.replay``) at ``delta``. ``epsilon`` is by ``accountant`` (``Ledger.get_epsilon``:
@@ -190,7 +182,7 @@ def replay_privacy(art: Artifact, delta: float, accountant: str = "tightest") ->
     ("rdp", "gdp" or "pld"), and ``epsilon_rdp`` (with ``epsilon_order``) is the RDP bound beside it. Never read
     back from the artifact."""
     recorded = Ledger.load(art.file(LEDGER_FILE))
-    ledger = replayed_ledger(art)
+    ledger = Ledger.replay(recorded.history, orders=recorded.orders)
     if ledger.data_dependent:
         # `epsilon` is always a DP guarantee: a raw data-dependent bound is a diagnostic until it is released
         # privately, and a method that records one must also record (and report) that release.

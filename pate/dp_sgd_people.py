@@ -30,13 +30,23 @@ __all__ = ["one_person_clipped", "person_clipped_sum", "train_dp_sgd_by_person"]
 _CHUNK_ROWS = 2048  # rows whose per-example gradients are held at once
 
 
+def _loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """The binary cross-entropy summed over the labels and the rows: a row's gradient of it is its per-example one."""
+    return nn.functional.binary_cross_entropy_with_logits(logits, targets, reduction="sum")
+
+
+def _clip_factor(norms: torch.Tensor, clip: float) -> torch.Tensor:
+    """min(1, clip / (norm + 1e-6)): Opacus' clipping rule, for every person's gradient alike."""
+    return (clip / (norms + 1e-6)).clamp(max=1.0)
+
+
 def person_clipped_sum(
     model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, owner: torch.Tensor, num_owners: int, clip: float
 ) -> dict[str, torch.Tensor]:
     """The sum over ``num_owners`` people of each one's gradient clipped to L2 norm ``clip``: a person's gradient is
     the mean of the per-example gradients (of the binary cross-entropy summed over the labels) of their rows
     (``owner[i]``: the person of row i, in 0..num_owners - 1, each owning at least one row). Keyed by parameter name.
-    Clipping follows Opacus: factor min(1, clip / (norm + 1e-6))."""
+    Clipping: :func:`_clip_factor`."""
     from torch.func import functional_call, grad, vmap
 
     params = {name: p.detach() for name, p in model.named_parameters()}
@@ -44,7 +54,7 @@ def person_clipped_sum(
 
     def loss(p, x, y):
         logits = functional_call(model, (p, buffers), (x.unsqueeze(0),))
-        return nn.functional.binary_cross_entropy_with_logits(logits, y.unsqueeze(0), reduction="sum")
+        return _loss(logits, y.unsqueeze(0))
 
     per_example = vmap(grad(loss), in_dims=(None, 0, 0))(params, inputs, targets)
     counts = torch.bincount(owner, minlength=num_owners)
@@ -53,7 +63,7 @@ def person_clipped_sum(
         summed = torch.zeros((num_owners, *g.shape[1:]), dtype=g.dtype, device=g.device).index_add_(0, owner, g)
         per_person[name] = summed / counts.view(-1, *[1] * (g.dim() - 1)).to(g.dtype)
     norms = torch.sqrt(sum(g.flatten(1).pow(2).sum(dim=1) for g in per_person.values()))
-    factor = (clip / (norms + 1e-6)).clamp(max=1.0)
+    factor = _clip_factor(norms, clip)
     return {name: (g * factor.view(-1, *[1] * (g.dim() - 1))).sum(dim=0) for name, g in per_person.items()}
 
 
@@ -68,11 +78,10 @@ def one_person_clipped(
     for start in range(0, len(rows), _CHUNK_ROWS):
         chunk = rows[start : start + _CHUNK_ROWS]
         logits = model(transform(inputs[chunk]).to(device))
-        loss = nn.functional.binary_cross_entropy_with_logits(logits, targets[chunk].to(device), reduction="sum")
-        for (name, _), g in zip(params.items(), torch.autograd.grad(loss / len(rows), list(params.values()))):
+        loss = _loss(logits, targets[chunk].to(device)) / len(rows)
+        for (name, _), g in zip(params.items(), torch.autograd.grad(loss, list(params.values()))):
             total[name] += g
-    norm = torch.sqrt(sum(g.pow(2).sum() for g in total.values()))
-    factor = (clip / (norm + 1e-6)).clamp(max=1.0)
+    factor = _clip_factor(torch.sqrt(sum(g.pow(2).sum() for g in total.values())), clip)
     return {name: g * factor for name, g in total.items()}
 
 

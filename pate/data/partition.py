@@ -60,12 +60,13 @@ def partition_teachers(indices: np.ndarray, num_teachers: int, seed: int) -> lis
     return [np.sort(part) for part in np.array_split(shuffled, int(num_teachers))]
 
 
-def check_people_per_teacher(person: np.ndarray, num_teachers: int, seed: int, records_per_teacher: int = 1) -> None:
-    """What a partition by person (:func:`partition_teachers_by_person`) needs of the private records' people
-    (``person``, one per record), refused in one line naming the key: at least one person per teacher, no person
-    holding more records than a teacher's share, ceil(N / num_teachers), and ``records_per_teacher`` records in
-    every teacher's part as ``seed`` deals them."""
-    people, counts = np.unique(np.asarray(person), return_counts=True)
+def deal_people(person: np.ndarray, num_teachers: int, seed: int, records_per_teacher: int = 1) -> np.ndarray:
+    """int64 [N]: the teacher of each private record, whose person is ``person[i]``, dealt by
+    :func:`teacher_of_person`; refused in one line naming the key where the partition by person cannot hold: fewer
+    people than teachers, a person holding more records than a teacher's share, ceil(N / num_teachers), or a
+    teacher dealt fewer than ``records_per_teacher`` records. The run calls it before any compute, the partition
+    stage to cut its parts."""
+    people, codes, counts = np.unique(np.asarray(person), return_inverse=True, return_counts=True)
     if not _is_int(num_teachers) or not 1 <= num_teachers <= len(people):
         raise ValueError(
             f"partition.num_teachers={num_teachers!r} but the private training split shows {len(people)} "
@@ -80,7 +81,8 @@ def check_people_per_teacher(person: np.ndarray, num_teachers: int, seed: int, r
             f"records, more than one teacher's share of {share} (partition.num_teachers={num_teachers}); expected "
             f"fewer teachers, or the data without that person"
         )
-    loads = np.bincount(teacher_of_person(people, int(num_teachers), seed), weights=counts, minlength=num_teachers)
+    teachers = teacher_of_person(people, int(num_teachers), seed)
+    loads = np.bincount(teachers, weights=counts, minlength=num_teachers)
     if loads.min() < records_per_teacher:
         raise ValueError(
             f"partition.num_teachers={num_teachers} by person with partition.seed={seed}: teacher "
@@ -88,6 +90,7 @@ def check_people_per_teacher(person: np.ndarray, num_teachers: int, seed: int, r
             f"{records_per_teacher} a teacher needs (each person goes to a teacher drawn for them alone); expected "
             f"fewer teachers (about {len(people) // 20} give each about 20 people), or another partition.seed"
         )
+    return teachers[codes]
 
 
 def teacher_of_person(people: np.ndarray, num_teachers: int, seed: int) -> np.ndarray:
@@ -107,15 +110,13 @@ def partition_teachers_by_person(
     other: at most one teacher's vote moves. The price: the parts are balanced in expectation, not exactly (a part's
     record count has mean N / T and variance (1/T)(1 - 1/T) sum_p c_p^2 over the people's counts c_p, T the
     teachers), since any rule that balanced them exactly would deal the others by this person's count.
-    ``ValueError`` where :func:`check_people_per_teacher` refuses."""
+    ``ValueError`` where :func:`deal_people` refuses."""
     arr = _as_index_array(indices, "indices")
     _check_seed(seed)
     person = np.asarray(person)
     if person.shape != arr.shape:
         raise ValueError(f"person has shape {person.shape}; expected one person per record, shape {arr.shape}")
-    check_people_per_teacher(person, num_teachers, seed, records_per_teacher)
-    people, codes = np.unique(person, return_inverse=True)
-    owner = teacher_of_person(people, int(num_teachers), seed)[codes]
+    owner = deal_people(person, num_teachers, seed, records_per_teacher)
     return [np.sort(arr[owner == teacher]) for teacher in range(int(num_teachers))]
 
 
@@ -264,7 +265,7 @@ __all__ = [
     "build_partition",
     "build_queries",
     "check_partition_config",
-    "check_people_per_teacher",
+    "deal_people",
     "partition_teachers",
     "partition_teachers_by_person",
     "teacher_of_person",

@@ -17,9 +17,9 @@ import numpy as np
 import torch
 from omegaconf import DictConfig, open_dict
 
-from pate.aggregate import read_aggregate, replay_privacy, replayed_ledger
+from pate.aggregate import LEDGER_FILE, read_aggregate, replay_privacy
 from pate.artifacts import ArtifactStore, Stage, atomic_write_json, code_version
-from pate.data.partition import check_partition_config, check_people_per_teacher, read_queries
+from pate.data.partition import check_partition_config, deal_people, read_queries
 from pate.data.readers import data_identity
 from pate.evaluation import label_metrics, majority_class_accuracy
 from pate.host import host
@@ -36,6 +36,7 @@ from pate.pipeline.settings import run_settings
 from pate.pipeline.students import student_component
 from pate.data.people import most_images_per_person
 from pate.privacy.group import group_ledger
+from pate.privacy.ledger import Ledger
 from pate.privacy.unit import PrivacyUnit, privacy_unit, resolve_unit
 from pate.run_record import check_record, not_covered_by_epsilon, ordered
 from student.stages import read_student_scores
@@ -142,16 +143,9 @@ def prepare(cfg: DictConfig) -> tuple[Graph, Dataset, Any]:
             check_splits=split_checks(cfg, method, uses_features),
         )
     data = Dataset(arrays, data_identity(cfg.data.name, cfg.data.image_size, arrays))
-    people = None if arrays.person is None else most_images_per_person(arrays.person[arrays.indices("train")])
-    if settings.unit == "person" and method.contributor == "teacher":  # each teacher gets whole people
-        with building(None):
-            check_people_per_teacher(
-                arrays.person[arrays.indices("train")],
-                int(cfg.partition.num_teachers),
-                int(cfg.partition.seed),
-                method.records_per_teacher[0],
-            )
-    release_unit = privacy_unit(method.contributor, settings.neighbors, settings.unit, people)
+    release_unit = privacy_unit(
+        method.contributor, settings.neighbors, settings.unit, check_people(cfg, arrays, method, settings.unit)
+    )
     if extractor is not None:
         with building(None):  # precomputed embeddings: one row per image of the data just read, storable
             extractor.check_rows(len(arrays))
@@ -185,6 +179,20 @@ def prepare(cfg: DictConfig) -> tuple[Graph, Dataset, Any]:
         }
     graph = Graph(shared, release, release.model or student_of(release.labels), views, references, guard, release_unit)
     return graph, data, method
+
+
+def check_people(cfg: DictConfig, arrays, method: Method, unit: str) -> int | None:
+    """The most images one private person holds (None: the data name no people); where PATE deals whole people to
+    its teachers (``unit`` person), the dealing the partition stage will make, checked before any compute."""
+    if arrays.person is None:
+        return None
+    private_people = arrays.person[arrays.indices("train")]
+    if unit == "person" and method.contributor == "teacher":
+        with building(None):  # deal_people names partition.num_teachers and partition.seed itself
+            deal_people(
+                private_people, int(cfg.partition.num_teachers), int(cfg.partition.seed), method.records_per_teacher[0]
+            )
+    return most_images_per_person(private_people)
 
 
 def method_component(cfg: DictConfig, run: RunSettings) -> Method:
@@ -271,7 +279,7 @@ def largest_person_metrics(release, delta: float, accountant: str, unit: Privacy
     size = unit.images_per_person
     if unit.person_level or not unit.record_level or size is None:
         return {}
-    grouped = group_ledger(replayed_ledger(release), size)
+    grouped = group_ledger(Ledger.load(release.file(LEDGER_FILE)), size)  # its events, priced afresh
     if grouped is None:
         return {
             "epsilon_largest_person": None,

@@ -117,7 +117,6 @@ def resolve_unit(
     where they are sampled -- a replace-type change, which the add_remove price of the same sensitivity does not
     cover (an outside audit measured delta 2.6e-3 against the 1e-5 printed, for user-level DP-SGD). So there the
     default is ``record``, and ``person`` asked is refused naming ``privacy.neighbors``."""
-    sampler = contributor != "teacher"
     can = contributor == "teacher" or (samples_people and check_relation(neighbors) is NeighboringRelation.REPLACE)
     if asked is None:
         return "person" if has_people and can else "record"
@@ -130,7 +129,7 @@ def resolve_unit(
             f"privacy.unit=person but the data name no people; expected {hint or 'data that say which person each image shows'}, "
             f"or privacy.unit=record"
         )
-    if asked == "person" and not can and sampler and samples_people:
+    if asked == "person" and not can and samples_people:  # a sampler of people, under add_remove
         raise ValueError(
             "privacy.unit=person with privacy.neighbors=add_remove and a method that samples people: add_remove's "
             "price covers a whole person added or removed, not a record added to a person already in the data "
