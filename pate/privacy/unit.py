@@ -115,8 +115,7 @@ def resolve_unit(
     A method that samples people is person-level under ``replace`` only: its ``add_remove`` price covers a whole
     person added or removed, but a record added to a person already in the data changes that person's contribution
     where they are sampled -- a replace-type change, which the add_remove price of the same sensitivity does not
-    cover (an outside audit measured delta 2.6e-3 against the 1e-5 printed, for user-level DP-SGD). So there the
-    default is ``record``, and ``person`` asked is refused naming ``privacy.neighbors``."""
+    cover. So there the default is ``record``, and ``person`` asked is refused naming ``privacy.neighbors``."""
     can = contributor == "teacher" or (samples_people and check_relation(neighbors) is NeighboringRelation.REPLACE)
     if asked is None:
         return "person" if has_people and can else "record"

@@ -20,6 +20,8 @@ from pate.data.synthetic_attributes import (
     Choice,
     sample_attributes,
 )
+from pate.pipeline.runner import run
+from tests.conftest import compose_config
 
 PEOPLE = {"images_per_person": 20, "max_images_per_person": 35}
 
@@ -113,3 +115,22 @@ def test_a_set_with_people_names_them_and_keeps_each_in_one_split(tmp_path):
 def test_bad_people_settings_are_one_line(kwargs, message):
     with pytest.raises(ValueError, match=message):
         check_synthetic_params(100, 32, (0.8, 0.05, 0.15), 0, 0, **kwargs)
+
+
+@pytest.mark.slow  # generates, decodes and runs
+def test_the_config_keys_give_a_person_level_run_in_a_directory_of_its_own(tmp_path):
+    """``data.synthetic.images_per_person`` and ``max_images_per_person`` as the docs give them: the set lives beside
+    the one-image set, not over it, and the run's epsilon is person-level by default."""
+    cfg = compose_config(
+        [
+            "debug=tiny",
+            "data.synthetic.num_images=1200",
+            "data.synthetic.images_per_person=20",
+            "data.synthetic.max_images_per_person=30",
+        ],
+        tmp_path,
+    )
+    assert cfg.data.root.endswith("synthetic_celeba_n1200_px32_seed0_people20")
+    assert compose_config(["debug=tiny"], tmp_path).data.root.endswith("synthetic_celeba_n400_px32_seed0")
+    metrics = run(cfg, output_dir=tmp_path / "run")
+    assert metrics["person_level"] and metrics["images_per_person"] <= 30
