@@ -12,8 +12,11 @@ Zhang (ICLR 2018, "Learning differentially private recurrent language models": D
 with every sampled person's rows in the step.
 
 Per-example gradients come from ``torch.func`` (``vmap`` of ``grad`` through ``functional_call``), so the model
-must have no batch-mixing layer (BatchNorm): the linear probe and the GroupNorm SmallCNN qualify. The sampled people
-are processed in chunks of rows, so memory stays bounded whatever a batch holds.
+must have no batch-mixing layer (BatchNorm): the linear probe and the GroupNorm SmallCNN qualify. A linear layer (the
+probe) skips them: a row's gradient is r x^T (and r for the bias), r the loss's gradient at its logits, so a person's
+norm comes from the Gram matrices of their rows and the clipped sum is one product (:func:`_linear_clipped_sum`),
+without the rows x labels x features tensor of per-example gradients (7.6 s a step of 512 people of 20 images of
+8,192 features on 2 cores). The sampled people are processed in chunks of rows, so memory stays bounded whatever a batch holds.
 """
 
 from __future__ import annotations
@@ -47,6 +50,19 @@ def person_clipped_sum(
     the mean of the per-example gradients (of the binary cross-entropy summed over the labels) of their rows
     (``owner[i]``: the person of row i, in 0..num_owners - 1, each owning at least one row). Keyed by parameter name.
     Clipping: :func:`_clip_factor`."""
+    if isinstance(model, nn.Linear):
+        return _linear_clipped_sum(model, inputs, targets, owner, num_owners, clip)
+    per_person = _person_gradients(model, inputs, targets, owner, num_owners)
+    norms = torch.sqrt(sum(g.flatten(1).pow(2).sum(dim=1) for g in per_person.values()))
+    factor = _clip_factor(norms, clip)
+    return {name: (g * factor.view(-1, *[1] * (g.dim() - 1))).sum(dim=0) for name, g in per_person.items()}
+
+
+def _person_gradients(
+    model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, owner: torch.Tensor, num_owners: int
+) -> dict[str, torch.Tensor]:
+    """Each person's mean gradient, keyed by parameter name (leading dimension: the person), from the per-example
+    gradients of ``torch.func``."""
     from torch.func import functional_call, grad, vmap
 
     params = {name: p.detach() for name, p in model.named_parameters()}
@@ -62,9 +78,44 @@ def person_clipped_sum(
     for name, g in per_example.items():
         summed = torch.zeros((num_owners, *g.shape[1:]), dtype=g.dtype, device=g.device).index_add_(0, owner, g)
         per_person[name] = summed / counts.view(-1, *[1] * (g.dim() - 1)).to(g.dtype)
-    norms = torch.sqrt(sum(g.flatten(1).pow(2).sum(dim=1) for g in per_person.values()))
-    factor = _clip_factor(norms, clip)
-    return {name: (g * factor.view(-1, *[1] * (g.dim() - 1))).sum(dim=0) for name, g in per_person.items()}
+    return per_person
+
+
+def _linear_clipped_sum(
+    model: nn.Linear, inputs: torch.Tensor, targets: torch.Tensor, owner: torch.Tensor, num_owners: int, clip: float
+) -> dict[str, torch.Tensor]:
+    """:func:`person_clipped_sum` of a linear layer, without per-example or per-person gradients. Row i's gradient is
+    r_i x_i^T for the weight and r_i for the bias, r_i the gradient of the loss at the row's logits, so person p's
+    mean gradient G_p = (1 / n_p) sum_i r_i (x_i, 1)^T has
+
+        ||G_p||^2 = (1 / n_p^2) sum_(i, j in p) (r_i . r_j) (x_i . x_j + 1)
+
+    (the 1 for the bias), from the Gram matrices of the person's rows (in float64: no cancellation in the sum can
+    hide a norm above the clip), and the clipped sum sum_p c_p G_p is one product, sum_i (c_p(i) / n_p(i)) r_i
+    (x_i, 1)^T. Rows are padded with zeros to the largest count (a zero row adds nothing)."""
+    with torch.no_grad():
+        logits = model(inputs)
+    logits.requires_grad_(True)
+    (residual,) = torch.autograd.grad(_loss(logits, targets), logits)
+    counts = torch.bincount(owner, minlength=num_owners)
+    order = torch.argsort(owner, stable=True)
+    within = torch.empty_like(owner)
+    within[order] = torch.arange(len(owner), device=owner.device) - (torch.cumsum(counts, 0) - counts)[owner[order]]
+    width = int(counts.max())
+    rows = torch.zeros((num_owners, width, inputs.shape[1]), dtype=torch.float64, device=inputs.device)
+    rows[owner, within] = inputs.to(torch.float64)
+    residuals = torch.zeros((num_owners, width, residual.shape[1]), dtype=torch.float64, device=inputs.device)
+    residuals[owner, within] = residual.to(torch.float64)
+    inner = torch.bmm(rows, rows.transpose(1, 2))
+    if model.bias is not None:
+        inner = inner + 1.0
+    squared = (inner * torch.bmm(residuals, residuals.transpose(1, 2))).sum(dim=(1, 2)) / counts.to(torch.float64) ** 2
+    factor = _clip_factor(squared.clamp(min=0.0).sqrt(), clip)
+    weighted = residual * (factor / counts.to(torch.float64)).to(residual.dtype)[owner].unsqueeze(1)
+    clipped = {"weight": weighted.T @ inputs}
+    if model.bias is not None:
+        clipped["bias"] = weighted.sum(dim=0)
+    return clipped
 
 
 def one_person_clipped(

@@ -125,3 +125,26 @@ def test_a_person_of_more_rows_than_a_chunk_is_clipped_once_chunk_by_chunk(monke
     )
     for name, p in model.named_parameters():
         assert torch.allclose(p.detach(), dict(reference.named_parameters())[name] - direct[name], atol=1e-5)
+
+
+def test_a_linear_layers_clipped_sum_is_the_per_example_routes_without_per_example_gradients():
+    """The probe's shortcut (norms from the Gram matrices of a person's rows, the clipped sum as one product) against
+    ``torch.func``'s per-example gradients summed and clipped person by person, for people whose rows are
+    interleaved and of unequal counts, some clipped and some not."""
+    from pate.dp_sgd_people import _clip_factor, _linear_clipped_sum, _person_gradients
+
+    rng = np.random.default_rng(3)
+    owner = torch.from_numpy(rng.permutation(np.repeat(np.arange(9), rng.integers(1, 8, 9))))
+    x = torch.from_numpy(rng.normal(size=(len(owner), 6))).float()
+    y = torch.from_numpy(rng.integers(0, 2, (len(owner), 4))).float()
+    model = linear_probe(6, 4)
+    torch.nn.init.normal_(model.weight, generator=torch.Generator().manual_seed(4))
+    per_person = _person_gradients(model, x, y, owner, 9)
+    norms = torch.sqrt(sum(g.flatten(1).pow(2).sum(dim=1) for g in per_person.values()))
+    clip = float(norms.median())
+    assert (norms < clip).any() and (norms > clip).any()
+    factor = _clip_factor(norms, clip)
+    direct = {name: (g * factor.view(-1, *[1] * (g.dim() - 1))).sum(dim=0) for name, g in per_person.items()}
+    shortcut = _linear_clipped_sum(model, x, y, owner, 9, clip)
+    assert shortcut.keys() == direct.keys() == {"weight", "bias"}
+    assert all(torch.allclose(shortcut[name], direct[name], atol=1e-5) for name in direct)

@@ -71,9 +71,12 @@ def _cfg(root: Path, folder: Path, *overrides: str):
     )
 
 
-def test_pate_on_people_is_person_level_with_the_epsilon_of_the_same_noise(folders, tmp_path):
+def test_pate_on_people_is_person_level_with_the_epsilon_of_the_same_noise(folders, tmp_path, caplog):
     cfg = _cfg(tmp_path / "person", folders["data"])
-    metrics = run(cfg, output_dir=tmp_path / "person" / "run")
+    with caplog.at_level("INFO"):
+        metrics = run(cfg, output_dir=tmp_path / "person" / "run")
+    (calibrated,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith("calibrated TauPATE")]
+    assert "one neighbour: one person of the private split changed" in calibrated, calibrated  # the run's own unit
     record = run(_cfg(tmp_path / "record", folders["data"], "privacy.unit=record"), output_dir=tmp_path / "r" / "run")
     assert metrics["person_level"] and metrics["record_level"] and metrics["images_per_person"] == 24
     assert metrics["privacy_unit"] == (

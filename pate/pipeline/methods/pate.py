@@ -40,10 +40,10 @@ def aggregator_name(cfg: DictConfig) -> str:
     return name
 
 
-def prepare_aggregator(cfg: DictConfig):
+def prepare_aggregator(cfg: DictConfig, unit: str = "record"):
     """Instantiate the aggregator; calibrate its noise when ``privacy.target_epsilon`` is set; count the
-    queries the budget allows, both by ``privacy.accountant``. Returns (aggregator, noise multiplier or None,
-    queries asked)."""
+    queries the budget allows, both by ``privacy.accountant``; the log lines name the run's privacy ``unit`` (as
+    resolved, ``RunSettings.unit``). Returns (aggregator, noise multiplier or None, queries asked)."""
     aggregator = instantiate(cfg.aggregator, "aggregator")
     num_queries, delta = int(cfg.data.num_queries), float(cfg.privacy.delta)
     accountant = str(cfg.privacy.accountant)
@@ -63,7 +63,7 @@ def prepare_aggregator(cfg: DictConfig):
             num_queries,
             accountant,
             aggregator.neighbors,
-            privacy_unit(PATE.contributor, aggregator.neighbors).text,
+            privacy_unit(PATE.contributor, aggregator.neighbors, unit).text,
             multiplier,
         )
     aggregator.rdp(DEFAULT_ORDERS)  # one that cannot price itself yet (no proposal, no target) says why, here
@@ -75,7 +75,7 @@ def prepare_aggregator(cfg: DictConfig):
             cfg.privacy.budget_epsilon,
             delta,
             aggregator.neighbors,
-            privacy_unit(PATE.contributor, aggregator.neighbors).text,
+            privacy_unit(PATE.contributor, aggregator.neighbors, unit).text,
             asked,
             num_queries,
             num_queries - asked,
@@ -109,7 +109,7 @@ class PATE(Method):
         settings (``teacher_component``), the partition's settings read: PATE's own node has no keys."""
         method_settings(cfg.method)  # PATE's own node has no keys: its settings are its groups
         with building("privacy"):
-            aggregator, multiplier, asked = prepare_aggregator(cfg)
+            aggregator, multiplier, asked = prepare_aggregator(cfg, run.unit)
         return cls(
             aggregator,
             multiplier,
