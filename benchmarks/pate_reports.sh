@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Regenerate the committed PATE sweep reports
 # (benchmarks/results/{eps_sweep,dd_sweep,paper_synthetic,semi_sweep,query_sweep}_{replace,add_remove},
-# semi_cnn_replace, teacher_sweep_replace and DP-SGD's two probe inputs under each relation,
+# semi_cnn_replace, teacher_sweep_replace, person_sweep_replace and DP-SGD's two probe inputs under each relation,
 # dpsgd_{unit_norm,inputs}_{replace,add_remove}) from one clean commit, one sweep at a time (two torch processes on
 # 2 cores slow each other ~10x).
-#   benchmarks/pate_reports.sh            # all sixteen reports: hours on the 2-core VM (each sweep's time is printed)
+#   benchmarks/pate_reports.sh            # all seventeen reports: hours on the 2-core VM (each sweep's time is printed)
 #   benchmarks/pate_reports.sh eps_sweep  # only the sweeps whose name starts with the argument
 # Each sweep writes into logs/reports/<name>/; when all have finished, their report.md, results.csv and plots are
 # copied into benchmarks/results/<name>/ (not before: a copy dirties the tree, and the next sweep's jobs would
@@ -90,6 +90,7 @@ sweep semi_cnn_replace experiment=semi_cnn privacy.neighbors=replace
 sweep query_sweep_replace experiment=query_sweep privacy.neighbors=replace
 sweep query_sweep_add_remove experiment=query_sweep privacy.neighbors=add_remove
 sweep teacher_sweep_replace experiment=teacher_sweep privacy.neighbors=replace
+sweep person_sweep_replace experiment=person_sweep privacy.neighbors=replace
 # the measured basis of DP-SGD's probe_recipes (benchmarks/results/levers.md): each recipe at every epsilon under
 # each relation, seed 0; the standardized grid's settings are the recipe's, so from its switch up it shares
 # eps_sweep's trainings (seed 0)

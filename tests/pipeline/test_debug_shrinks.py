@@ -35,19 +35,24 @@ def test_debug_shrinks_each_method_to_the_tiny_split_and_nothing_else():
         assert compose_config([f"method={method}", "debug=tiny", f"method.{key}=7"]).method[key] == 7
 
 
-@pytest.mark.slow
-def test_the_readme_sweep_runs_under_debug_one_job_per_method(shared_root, tmp_path):
-    out = tmp_path / "sweep"
+def _tiny_sweep(experiment: str, root: Path, out: Path, methods) -> None:
+    """``python train.py -m experiment=<experiment> debug=tiny``: every job finished, one per method of ``methods``."""
     done = run_cli(
         "train.py",
-        ["-m", "experiment=eps_sweep", "debug=tiny", f"paths.root_dir={shared_root}", f"hydra.sweep.dir={out}"],
+        ["-m", f"experiment={experiment}", "debug=tiny", f"paths.root_dir={root}", f"hydra.sweep.dir={out}"],
         cwd=REPO,
     )
     assert done.returncode == 0, done.stderr[-4000:]
     with open(out / "results.csv") as fh:
         rows = list(csv.DictReader(fh))
-    assert sorted(row["method"] for row in rows) == sorted(SWEEP_METHODS)
+    assert sorted(row["method"] for row in rows) == sorted(methods)
     assert all(row["status"] == "finished" for row in rows)
+
+
+@pytest.mark.slow
+def test_the_readme_sweep_runs_under_debug_one_job_per_method(shared_root, tmp_path):
+    out = tmp_path / "sweep"
+    _tiny_sweep("eps_sweep", shared_root, out, SWEEP_METHODS)
     report = (out / "report.md").read_text()
     assert all(f"`{method}`" in report for method in SWEEP_METHODS)
     kinds = {
@@ -86,3 +91,21 @@ def test_a_job_that_would_run_another_method_than_its_label_is_refused_up_front(
         in errors[0]
     )
     assert not list(out.glob("*/metrics.json"))
+
+
+@pytest.mark.slow
+def test_the_person_sweep_runs_under_debug_one_person_level_job_per_method(shared_root, tmp_path):
+    """experiment=person_sweep on the tiny set's people (2 images each under debug, 20 in the sweep): every job
+    runs its method at person level, user-level DP-SGD and Private-kNN over people with their own settings."""
+    full = compose_config(["experiment=person_sweep", "compare=dp_sgd_by_person"])
+    assert full.data.synthetic.images_per_person == 20 and full.privacy.unit == "person"
+    assert full.method.expected_batch_size == 1024
+    assert [(r.from_epsilon, r.epochs) for r in full.method.probe_recipes] == [(0, 3), (2, 10), (8, 20)]
+    knn = compose_config(["experiment=person_sweep", "compare=private_knn_by_person"]).method
+    assert (knn.k, knn.sampling_rate, knn.recipes) == (400, 0.3, [])
+    out = tmp_path / "sweep"
+    _tiny_sweep("person_sweep", shared_root, out, ("dp_sgd", "gaussian_pate", "private_knn", "tau_pate"))
+    for metrics in out.glob("*/metrics.json"):
+        record = json.loads(metrics.read_text())
+        assert record["person_level"] and "one person of the private split" in record["privacy_unit"], record
+    assert "person-level" in (out / "report.md").read_text()

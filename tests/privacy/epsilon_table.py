@@ -115,8 +115,9 @@ def _experiment_jobs() -> list[tuple[str, list[str]]]:
         params = dict((OmegaConf.load(path).get("hydra") or {}).get("sweeper", {}).get("params", {}))
         if "compare" in params:  # the method axis: its PATE members are the aggregator axis the table was made with
             # (DP-SGD and Private-kNN came later; tests/student/test_dp_sgd.py and test_private_knn.py price them)
+            # (their entries select no aggregator)
             params["aggregator"] = ",".join(
-                value for value in str(params.pop("compare")).split(",") if value not in ("dp_sgd", "private_knn")
+                value for value in str(params.pop("compare")).split(",") if "/aggregator" in _compare_choices(value)
             )
         grid = [[]]
         for axis in privacy_axes:
@@ -124,6 +125,11 @@ def _experiment_jobs() -> list[tuple[str, list[str]]]:
                 grid = [job + [f"{axis}={value}"] for job in grid for value in str(params[axis]).split(",")]
         jobs += [(f"experiment={name} {' '.join(job)}".strip(), [f"experiment={name}", *job]) for job in grid]
     return jobs
+
+
+def _compare_choices(name: str) -> str:
+    """The defaults list of conf/compare/<name>.yaml, as text: the groups that method-axis entry selects."""
+    return str(OmegaConf.load(Path(CONF_DIR, "compare", f"{name}.yaml")).get("defaults", []))
 
 
 @functools.lru_cache(maxsize=None)
