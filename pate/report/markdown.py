@@ -40,7 +40,8 @@ from pate.report.units import TEACHER_LEVEL_MARK, teacher_level
 
 RELATION_TEXT = {
     "replace": "one teacher's vote vector replaced: every label count may move by at most 1, in either direction; "
-    "for DP-SGD and Private-kNN, one training record replaced (record-level for every method)",
+    "for DP-SGD and Private-kNN, one training record replaced, or all of one person's where a run is person-level "
+    "(each method's unit: the one-neighbour line above and the unit column)",
     "add_remove": "one teacher's vote added or removed: every label count moves by at most 1, all in the same "
     "direction (the accounting of the literature; for PATE a teacher-level relation, NOT a record-level "
     "guarantee); for DP-SGD and Private-kNN, one training record added or removed (record-level)",

@@ -108,4 +108,5 @@ def test_the_person_sweep_runs_under_debug_one_person_level_job_per_method(share
     for metrics in out.glob("*/metrics.json"):
         record = json.loads(metrics.read_text())
         assert record["person_level"] and "one person of the private split" in record["privacy_unit"], record
-    assert "person-level" in (out / "report.md").read_text()
+    report = (out / "report.md").read_text()
+    assert "person-level" in report and "record-level" not in report  # no line of it claims another unit
