@@ -14,9 +14,8 @@ with every sampled person's rows in the step.
 Per-example gradients come from ``torch.func`` (``vmap`` of ``grad`` through ``functional_call``), so the model
 must have no batch-mixing layer (BatchNorm): the linear probe and the GroupNorm SmallCNN qualify. A linear layer (the
 probe) skips them: a row's gradient is r x^T (and r for the bias), r the loss's gradient at its logits, so a person's
-norm comes from the Gram matrices of their rows and the clipped sum is one product (:func:`_linear_clipped_sum`),
-without the rows x labels x features tensor of per-example gradients (7.6 s a step of 512 people of 20 images of
-8,192 features on 2 cores). The sampled people are processed in chunks of rows, so memory stays bounded whatever a batch holds.
+mean gradient is one product of their rows (:func:`_linear_clipped_sum`), without the rows x labels x features
+tensor of per-example gradients (7.6 s a step of 512 people of 20 images of 8,192 features on 2 cores). The sampled people are processed in chunks of rows, so memory stays bounded whatever a batch holds.
 """
 
 from __future__ import annotations
@@ -31,6 +30,7 @@ from pate.progress import progress_bar
 __all__ = ["one_person_clipped", "person_clipped_sum", "train_dp_sgd_by_person"]
 
 _CHUNK_ROWS = 2048  # rows whose per-example gradients are held at once
+_PEOPLE_PER_PRODUCT = 64  # people whose float64 mean gradients a linear layer holds at once
 
 
 def _loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
@@ -84,15 +84,14 @@ def _person_gradients(
 def _linear_clipped_sum(
     model: nn.Linear, inputs: torch.Tensor, targets: torch.Tensor, owner: torch.Tensor, num_owners: int, clip: float
 ) -> dict[str, torch.Tensor]:
-    """:func:`person_clipped_sum` of a linear layer, without per-example or per-person gradients. Row i's gradient is
-    r_i x_i^T for the weight and r_i for the bias, r_i the gradient of the loss at the row's logits, so person p's
-    mean gradient G_p = (1 / n_p) sum_i r_i (x_i, 1)^T has
-
-        ||G_p||^2 = (1 / n_p^2) sum_(i, j in p) (r_i . r_j) (x_i . x_j + 1)
-
-    (the 1 for the bias), from the Gram matrices of the person's rows (in float64: no cancellation in the sum can
-    hide a norm above the clip), and the clipped sum sum_p c_p G_p is one product, sum_i (c_p(i) / n_p(i)) r_i
-    (x_i, 1)^T. Rows are padded with zeros to the largest count (a zero row adds nothing)."""
+    """:func:`person_clipped_sum` of a linear layer, without per-example gradients. Row i's gradient is r_i x_i^T for
+    the weight and r_i for the bias, r_i the gradient of the loss at the row's logits, so person p's mean gradient
+    is G_p = (1 / n_p) R_p^T X_p (and (1 / n_p) sum_i r_i): one batched product over the people, their rows padded
+    with zeros to the largest count (a zero row adds nothing). Each G_p is formed and clipped on its own, in
+    float64, before any sum across people, so no person's terms can round another's: a norm taken from the Gram
+    matrices instead cancels for rows far larger than their difference, and one product over every person's rows
+    lets one person's large terms change how another's round (an outside audit built both). People are taken
+    ``_PEOPLE_PER_PRODUCT`` at a time, which bounds the memory of the G_p."""
     with torch.no_grad():
         logits = model(inputs)
     logits.requires_grad_(True)
@@ -101,21 +100,26 @@ def _linear_clipped_sum(
     order = torch.argsort(owner, stable=True)
     within = torch.empty_like(owner)
     within[order] = torch.arange(len(owner), device=owner.device) - (torch.cumsum(counts, 0) - counts)[owner[order]]
-    width = int(counts.max())
-    rows = torch.zeros((num_owners, width, inputs.shape[1]), dtype=torch.float64, device=inputs.device)
-    rows[owner, within] = inputs.to(torch.float64)
-    residuals = torch.zeros((num_owners, width, residual.shape[1]), dtype=torch.float64, device=inputs.device)
-    residuals[owner, within] = residual.to(torch.float64)
-    inner = torch.bmm(rows, rows.transpose(1, 2))
+    width = max(int(counts.max()), 1)
+    total = {"weight": torch.zeros(model.weight.shape, dtype=torch.float64, device=inputs.device)}
     if model.bias is not None:
-        inner = inner + 1.0
-    squared = (inner * torch.bmm(residuals, residuals.transpose(1, 2))).sum(dim=(1, 2)) / counts.to(torch.float64) ** 2
-    factor = _clip_factor(squared.clamp(min=0.0).sqrt(), clip)
-    weighted = residual * (factor / counts.to(torch.float64)).to(residual.dtype)[owner].unsqueeze(1)
-    clipped = {"weight": weighted.T @ inputs}
-    if model.bias is not None:
-        clipped["bias"] = weighted.sum(dim=0)
-    return clipped
+        total["bias"] = torch.zeros(model.bias.shape, dtype=torch.float64, device=inputs.device)
+    for first in range(0, num_owners, _PEOPLE_PER_PRODUCT):
+        block = (owner >= first) & (owner < first + _PEOPLE_PER_PRODUCT)
+        people = min(_PEOPLE_PER_PRODUCT, num_owners - first)
+        rows = torch.zeros((people, width, inputs.shape[1]), dtype=torch.float64, device=inputs.device)
+        residuals = torch.zeros((people, width, residual.shape[1]), dtype=torch.float64, device=inputs.device)
+        rows[owner[block] - first, within[block]] = inputs[block].to(torch.float64)
+        residuals[owner[block] - first, within[block]] = residual[block].to(torch.float64)
+        scale = counts[first : first + people].clamp(min=1).to(torch.float64)  # a person of no rows adds zero
+        per_person = {"weight": torch.bmm(residuals.transpose(1, 2), rows) / scale.view(-1, 1, 1)}
+        if model.bias is not None:
+            per_person["bias"] = residuals.sum(dim=1) / scale.view(-1, 1)
+        norms = torch.sqrt(sum(g.flatten(1).pow(2).sum(dim=1) for g in per_person.values()))
+        factor = _clip_factor(norms, clip)
+        for name, g in per_person.items():
+            total[name] += (g * factor.view(-1, *[1] * (g.dim() - 1))).sum(dim=0)
+    return {name: g.to(inputs.dtype) for name, g in total.items()}
 
 
 def one_person_clipped(

@@ -148,3 +148,26 @@ def test_a_linear_layers_clipped_sum_is_the_per_example_routes_without_per_examp
     shortcut = _linear_clipped_sum(model, x, y, owner, 9, clip)
     assert shortcut.keys() == direct.keys() == {"weight", "bias"}
     assert all(torch.allclose(shortcut[name], direct[name], atol=1e-5) for name in direct)
+
+
+def test_huge_nearly_equal_rows_are_clipped_and_cannot_round_another_persons_gradient():
+    """An outside audit's pairs. (1) One person of two rows near 2^39 that differ in one place, labels 1 and 0: a
+    norm taken from the Gram matrices cancelled to zero and left the mean gradient (norm 16,384) unclipped. (2)
+    Person A's large terms that cancel, person B's small one between them: one product over everyone's rows let
+    A round B's term into a change of 2 clips. Each person's gradient is now formed and clipped on its own."""
+    from pate.dp_sgd_people import person_clipped_sum
+
+    rng = np.random.default_rng(0)
+    x = torch.from_numpy(rng.uniform(2.0**39, 2.0**40, (1, 1000))).float().repeat(2, 1)
+    x[1, 0] = torch.nextafter(x[1, 0], torch.tensor(float("inf")))
+    model = linear_probe(1000, 1)
+    clipped = person_clipped_sum(model, x, torch.tensor([[1.0], [0.0]]), torch.tensor([0, 0]), 1, 1.0)
+    assert 0.99 < _norm(clipped) <= 1.0 + 1e-6
+    big = 2.0**24 + 2
+    rows = torch.tensor([[-big], [-1.0], [big]])  # A, B, A: every label 0, so each row's term is x / 2
+    model = torch.nn.Linear(1, 1, bias=False)
+    torch.nn.init.zeros_(model.weight)
+    y = torch.zeros(3, 1)
+    with_b = person_clipped_sum(model, rows, y, torch.tensor([0, 1, 0]), 2, 1.00001)
+    without_b = person_clipped_sum(model, rows[[0, 2]], y[:2], torch.tensor([0, 0]), 1, 1.00001)
+    assert _norm({"weight": with_b["weight"] - without_b["weight"]}) <= 1.00001
