@@ -73,7 +73,9 @@ def test_a_jobs_value_overrides_set_on_its_composed_group_choices_equal_composin
         if any(o.split("=", 1)[0] not in GROUP_AXES for o in overrides):
             jobs.setdefault(overrides[0], overrides)  # the first such job of each experiment
     assert len(jobs) >= 3
+    # the table's compositions first: each initialises Hydra itself, which cannot nest in the context below
+    by_table = {name: OmegaConf.to_yaml(_compose_job(tuple(overrides))) for name, overrides in jobs.items()}
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
-        for overrides in jobs.values():
+        for name, overrides in jobs.items():
             composed = compose(config_name="train", overrides=list(overrides))
-            assert OmegaConf.to_yaml(_compose_job(tuple(overrides))) == OmegaConf.to_yaml(composed), overrides
+            assert by_table[name] == OmegaConf.to_yaml(composed), overrides
