@@ -52,7 +52,12 @@ def person_clipped_sum(
     Clipping: :func:`_clip_factor`."""
     if isinstance(model, nn.Linear):
         return _linear_clipped_sum(model, inputs, targets, owner, num_owners, clip)
-    per_person = _person_gradients(model, inputs, targets, owner, num_owners)
+    return _clipped_total(_person_gradients(model, inputs, targets, owner, num_owners), clip)
+
+
+def _clipped_total(per_person: dict[str, torch.Tensor], clip: float) -> dict[str, torch.Tensor]:
+    """The sum over people (the leading dimension of every parameter's gradient) of each person's gradient scaled by
+    :func:`_clip_factor` of its norm over all parameters."""
     norms = torch.sqrt(sum(g.flatten(1).pow(2).sum(dim=1) for g in per_person.values()))
     factor = _clip_factor(norms, clip)
     return {name: (g * factor.view(-1, *[1] * (g.dim() - 1))).sum(dim=0) for name, g in per_person.items()}
@@ -101,9 +106,7 @@ def _linear_clipped_sum(
     within = torch.empty_like(owner)
     within[order] = torch.arange(len(owner), device=owner.device) - (torch.cumsum(counts, 0) - counts)[owner[order]]
     width = max(int(counts.max()), 1)
-    total = {"weight": torch.zeros(model.weight.shape, dtype=torch.float64, device=inputs.device)}
-    if model.bias is not None:
-        total["bias"] = torch.zeros(model.bias.shape, dtype=torch.float64, device=inputs.device)
+    blocks = []
     for first in range(0, num_owners, _PEOPLE_PER_PRODUCT):
         block = (owner >= first) & (owner < first + _PEOPLE_PER_PRODUCT)
         people = min(_PEOPLE_PER_PRODUCT, num_owners - first)
@@ -115,11 +118,8 @@ def _linear_clipped_sum(
         per_person = {"weight": torch.bmm(residuals.transpose(1, 2), rows) / scale.view(-1, 1, 1)}
         if model.bias is not None:
             per_person["bias"] = residuals.sum(dim=1) / scale.view(-1, 1)
-        norms = torch.sqrt(sum(g.flatten(1).pow(2).sum(dim=1) for g in per_person.values()))
-        factor = _clip_factor(norms, clip)
-        for name, g in per_person.items():
-            total[name] += (g * factor.view(-1, *[1] * (g.dim() - 1))).sum(dim=0)
-    return {name: g.to(inputs.dtype) for name, g in total.items()}
+        blocks.append(_clipped_total(per_person, clip))
+    return {name: sum(block[name] for block in blocks).to(inputs.dtype) for name in blocks[0]}
 
 
 def one_person_clipped(

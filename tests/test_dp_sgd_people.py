@@ -72,26 +72,31 @@ def test_removing_one_person_moves_the_clipped_sum_by_at_most_the_clip_and_per_r
     assert _norm({k: by_row[k] - without_rows[k] for k in by_row}) > 2 * CLIP
 
 
-def test_a_step_without_noise_at_rate_one_is_the_clipped_mean_gradient_step():
-    """Every person sampled, no noise, no momentum: one step moves the weights by -lr / B times the clipped sum."""
-    x, y, person = _data(1)
-    model, reference = linear_probe(8, 3), linear_probe(8, 3)
-    expected = _clipped(reference, x, y, person)
+def _noise_free_step(model, x, y, person, expected_batch_size: int, lr: float) -> None:
+    """One user-level DP-SGD step of ``model``, in place: every person sampled, no noise, no momentum."""
     train_dp_sgd_by_person(
         model,
         x,
         y,
         person,
         sampling_rate=1.0,
-        expected_batch_size=10,
+        expected_batch_size=expected_batch_size,
         noise_multiplier=0.0,
         clip_norm=CLIP,
         steps=1,
-        lr=0.3,
+        lr=lr,
         momentum=0.0,
         batches=torch.Generator().manual_seed(0),
         noise=torch.Generator().manual_seed(1),
     )
+
+
+def test_a_step_without_noise_at_rate_one_is_the_clipped_mean_gradient_step():
+    """Every person sampled, no noise, no momentum: one step moves the weights by -lr / B times the clipped sum."""
+    x, y, person = _data(1)
+    model, reference = linear_probe(8, 3), linear_probe(8, 3)
+    expected = _clipped(reference, x, y, person)
+    _noise_free_step(model, x, y, person, expected_batch_size=10, lr=0.3)
     for name, p in model.named_parameters():
         assert torch.allclose(
             p.detach(), dict(reference.named_parameters())[name] - 0.3 / 10 * expected[name], atol=1e-6
@@ -108,21 +113,7 @@ def test_a_person_of_more_rows_than_a_chunk_is_clipped_once_chunk_by_chunk(monke
     direct = _clipped(model, x, y, person)
     monkeypatch.setattr(people, "_CHUNK_ROWS", 3)  # person 0's rows exceed it; the others fit
     reference = linear_probe(8, 3)
-    train_dp_sgd_by_person(
-        model,
-        x,
-        y,
-        person,
-        sampling_rate=1.0,
-        expected_batch_size=1,
-        noise_multiplier=0.0,
-        clip_norm=CLIP,
-        steps=1,
-        lr=1.0,
-        momentum=0.0,
-        batches=torch.Generator().manual_seed(0),
-        noise=torch.Generator().manual_seed(1),
-    )
+    _noise_free_step(model, x, y, person, expected_batch_size=1, lr=1.0)
     for name, p in model.named_parameters():
         assert torch.allclose(p.detach(), dict(reference.named_parameters())[name] - direct[name], atol=1e-5)
 

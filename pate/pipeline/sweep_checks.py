@@ -25,7 +25,7 @@ from pate.report.collect import expected_overrides
 
 log = logging.getLogger(__name__)
 
-__all__ = ["SweepChecks", "check_label", "job_overrides"]
+__all__ = ["SweepChecks", "check_label", "compare_selects", "job_overrides"]
 
 
 def check_label(choices, overrides: tuple[str, ...]) -> None:
@@ -34,16 +34,22 @@ def check_label(choices, overrides: tuple[str, ...]) -> None:
     label = next((o.split("=", 1)[1] for o in overrides if o.startswith("compare=")), None)
     if label is None:
         return
+    for group, wanted in compare_selects(label).items():
+        if choices.get(group) != wanted:
+            raise UserError(
+                f"compare={label} selects {group}={wanted}, but the job's config runs "
+                f"{group}={choices.get(group)} (a config composed after the method axis, such as a "
+                f"debug or experiment config, changed it): its results would carry the wrong label"
+            )
+
+
+def compare_selects(label: str) -> dict[str, str]:
+    """The option of each config group that ``conf/compare/<label>.yaml`` selects (its defaults list): the method,
+    and for PATE the aggregator."""
     selects = OmegaConf.load(CONFIG_DIR / "compare" / f"{label}.yaml").get("defaults", [])
-    for item in selects:
-        for key, wanted in item.items():
-            group = key.removeprefix("override").strip().lstrip("/")
-            if choices.get(group) != wanted:
-                raise UserError(
-                    f"compare={label} selects {group}={wanted}, but the job's config runs "
-                    f"{group}={choices.get(group)} (a config composed after the method axis, such as a "
-                    f"debug or experiment config, changed it): its results would carry the wrong label"
-                )
+    return {
+        key.removeprefix("override").strip().lstrip("/"): wanted for item in selects for key, wanted in item.items()
+    }
 
 
 def job_overrides(config: DictConfig) -> list[tuple[str, ...]] | None:

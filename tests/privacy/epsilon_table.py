@@ -35,6 +35,7 @@ from pate.aggregators import BinaryVoting, GaussianPATE, StableTopK, TauPATE
 from pate.data.celeba import ATTRIBUTE_NAMES
 from pate.mechanisms.gap_selection import GapSelection
 from pate.mechanisms.ptr import GapTest
+from pate.pipeline.sweep_checks import compare_selects
 from pate.privacy import DEFAULT_ORDERS, Ledger
 
 CONF_DIR = str(Path(__file__).resolve().parents[2] / "conf")
@@ -117,7 +118,7 @@ def _experiment_jobs() -> list[tuple[str, list[str]]]:
             # (DP-SGD and Private-kNN came later; tests/student/test_dp_sgd.py and test_private_knn.py price them)
             # (their entries select no aggregator)
             params["aggregator"] = ",".join(
-                value for value in str(params.pop("compare")).split(",") if "/aggregator" in _compare_choices(value)
+                value for value in str(params.pop("compare")).split(",") if "aggregator" in compare_selects(value)
             )
         grid = [[]]
         for axis in privacy_axes:
@@ -125,11 +126,6 @@ def _experiment_jobs() -> list[tuple[str, list[str]]]:
                 grid = [job + [f"{axis}={value}"] for job in grid for value in str(params[axis]).split(",")]
         jobs += [(f"experiment={name} {' '.join(job)}".strip(), [f"experiment={name}", *job]) for job in grid]
     return jobs
-
-
-def _compare_choices(name: str) -> str:
-    """The defaults list of conf/compare/<name>.yaml, as text: the groups that method-axis entry selects."""
-    return str(OmegaConf.load(Path(CONF_DIR, "compare", f"{name}.yaml")).get("defaults", []))
 
 
 @functools.lru_cache(maxsize=None)
