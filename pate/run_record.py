@@ -117,8 +117,9 @@ FIELDS: tuple[Field, ...] = (
         "epsilon_largest_person",
         "number",
         "a record-level release on data that name people: its epsilon for the largest person, all of their images "
-        "changed at once (group privacy, exact for Gaussian, Laplace and pure-DP events); null where the events have "
-        "no exact conversion; absent elsewhere. A function of that person's image count: not covered by epsilon",
+        "changed at once (group privacy: exact for Gaussian, Laplace and pure-DP events, a loose upper bound by "
+        "chaining for the others); null for a data-dependent release; absent elsewhere. A function of that person's "
+        "image count: not covered by epsilon",
         nullable=True,
         required=False,
         checked=False,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import platform
 import textwrap
 from collections.abc import Callable
@@ -35,7 +36,7 @@ from pate.pipeline.paths import check_locations
 from pate.pipeline.settings import run_settings
 from pate.pipeline.students import student_component
 from pate.data.people import most_images_per_person
-from pate.privacy.group import group_ledger
+from pate.privacy.group import chained_group_epsilon, group_ledger
 from pate.privacy.ledger import Ledger
 from pate.privacy.unit import PrivacyUnit, privacy_unit, resolve_unit
 from pate.run_record import check_record, not_covered_by_epsilon, ordered
@@ -273,26 +274,51 @@ def data_dependent_metrics(privacy: dict[str, Any], unit: PrivacyUnit) -> dict[s
 def largest_person_metrics(release, delta: float, accountant: str, unit: PrivacyUnit, relation: str) -> dict[str, Any]:
     """What a record-level epsilon on data with people implies for the largest person (DESIGN.md, section 2): the
     release's events for a group of their ``images_per_person`` records (``pate.privacy.group``), priced by
-    ``accountant`` at ``delta``; None, said in its line, where an event has no exact group conversion. Both depend
-    on that person's image count, a statistic of the private data: not covered by epsilon. Empty for a person-level
-    or teacher-level epsilon, or data without people."""
+    ``accountant`` at ``delta``; where an event has no exact group conversion, the looser bound of chaining the
+    release's per-record privacy profile (``chained_group_epsilon``); None, said in its line, for a data-dependent
+    release. Both depend on that person's image count, a statistic of the private data: not covered by epsilon.
+    Empty for a person-level or teacher-level epsilon, or data without people."""
     size = unit.images_per_person
     if unit.person_level or not unit.record_level or size is None:
         return {}
-    grouped = group_ledger(Ledger.load(release.file(LEDGER_FILE)), size)  # its events, priced afresh
-    if grouped is None:
+    ledger = Ledger.load(release.file(LEDGER_FILE))
+    change = "replaced" if relation == "replace" else "added or removed"
+    neighbour = (
+        f"one neighbour: the largest person's {size} images {change} at once (group privacy of the record-level "
+        f"release: {size} of its neighbouring steps)"
+    )
+    grouped = group_ledger(ledger, size)  # its events, priced afresh
+    if grouped is not None:
+        priced = grouped.get_epsilon(delta, accountant)
+        return {
+            "epsilon_largest_person": priced.epsilon,
+            "privacy_largest_person": f"{priced.description}; {neighbour}",
+        }
+    chained = chained_group_epsilon(ledger, size, delta, accountant)
+    if chained is None:
+        why = (
+            "the release's epsilon is data-dependent, no DP guarantee to extend"
+            if ledger.data_dependent
+            else f"no per-record epsilon chained over {size} steps meets delta = {delta:.3g}"
+        )
         return {
             "epsilon_largest_person": None,
-            "privacy_largest_person": f"not computed: the release's events have no exact group conversion "
-            f"(pate.privacy.group) for the largest person's {size} images",
+            "privacy_largest_person": f"not computed: {why} (the largest person's {size} images)",
         }
-    priced = grouped.get_epsilon(delta, accountant)
     return {
-        "epsilon_largest_person": priced.epsilon,
-        "privacy_largest_person": f"{priced.description}; one neighbour: the largest person's {size} images "
-        f"{'replaced' if relation == 'replace' else 'added or removed'} at once (group privacy of the record-level "
-        f"release: {size} of its neighbouring steps)",
+        "epsilon_largest_person": chained.epsilon,
+        "privacy_largest_person": f"epsilon <= {chained.epsilon:.4g} at delta = {delta:.3g} (neighbours: {relation}; "
+        f"an upper bound, loose: its events have no exact group conversion, so the release's per-record "
+        f"({chained.record_epsilon:.4g}, {_power_of_ten(chained.log_record_delta)})-DP is chained over {size} steps, "
+        f"pate.privacy.group); {neighbour}",
     }
+
+
+def _power_of_ten(log_value: float) -> str:
+    """e^log_value as a number, or as 10^x where it is below the smallest float (0 for log 0)."""
+    if log_value == -math.inf:
+        return "0"
+    return f"{math.exp(log_value):.3g}" if log_value > -700 else f"10^{log_value / math.log(10):.1f}"
 
 
 def evaluate(cfg: DictConfig, store: ArtifactStore, graph: Graph, data: Dataset, method) -> dict[str, Any]:
@@ -494,7 +520,9 @@ def _largest_person(m: dict[str, Any], caveat: str | None) -> list[str]:
     return _entry(
         "largest person",
         _epsilon(m["epsilon_largest_person"], m, caveat),
-        "all of their images at once, by group privacy; a function of their image count: not covered by epsilon",
+        "all of their images at once, by group privacy"
+        + ("" if m["privacy_largest_person"].startswith("epsilon =") else " (an upper bound, loose)")
+        + "; a function of their image count: not covered by epsilon",
     )
 
 

@@ -67,7 +67,7 @@ def non_negative_int(name: str, value) -> int:
 
 def positive_int(name: str, value) -> int:
     """An integer >= 1."""
-    if non_negative_int(name, value) < 1:
+    if not isinstance(value, numbers.Integral) or isinstance(value, (bool, np.bool_)) or value < 1:
         raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
     return int(value)
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from pate.privacy import checks
 
-__all__ = ["epsilon_from_rdp", "epsilon_from_rdp_classic", "delta_from_rdp"]
+__all__ = ["delta_from_rdp", "epsilon_from_rdp", "epsilon_from_rdp_classic", "log_deltas_from_rdp"]
 
 
 def _curve(orders, rdp) -> tuple[np.ndarray, np.ndarray]:
@@ -81,10 +81,25 @@ def delta_from_rdp(orders, rdp, epsilon: float) -> tuple[float, float]:
     delta)[0] > 0, delta_from_rdp(..., eps)[0] == delta up to rounding.
     """
     orders, rdp = _curve(orders, rdp)
-    epsilon = checks.non_negative("epsilon", epsilon)
-    with np.errstate(divide="ignore"):  # log(0) = -inf where rdp == 0: identical outputs, delta = 0
-        log_tv = 0.5 * np.log(-np.expm1(-rdp))
-    log_delta = (orders - 1.0) * (rdp - epsilon + np.log1p(-1.0 / orders)) - np.log(orders)
-    log_delta = np.minimum(np.minimum(log_delta, log_tv), 0.0)
+    log_delta = _log_deltas(orders, rdp, np.array([checks.non_negative("epsilon", epsilon)]))[0]
     best = int(np.argmin(log_delta))
     return float(np.exp(log_delta[best])), float(orders[best])
+
+
+def log_deltas_from_rdp(orders, rdp, epsilons) -> np.ndarray:
+    """``log(delta_from_rdp(orders, rdp, eps)[0])`` for each eps of ``epsilons`` (1-D, each >= 0), in log space so
+    that a delta below the smallest float (a large epsilon) keeps its value: what group privacy multiplies by
+    e^(n eps) (``pate.privacy.group``)."""
+    orders, rdp = _curve(orders, rdp)
+    epsilons = np.asarray(epsilons, dtype=np.float64)
+    if epsilons.ndim != 1 or not np.all(np.isfinite(epsilons) & (epsilons >= 0)):
+        raise ValueError(f"epsilons must be a 1-D array of finite numbers >= 0, got {epsilons!r}")
+    return _log_deltas(orders, rdp, epsilons).min(axis=1)
+
+
+def _log_deltas(orders: np.ndarray, rdp: np.ndarray, epsilons: np.ndarray) -> np.ndarray:
+    """log delta(alpha) of :func:`delta_from_rdp` for each epsilon (rows) and order (columns), capped at 0."""
+    with np.errstate(divide="ignore"):  # log(0) = -inf where rdp == 0: identical outputs, delta = 0
+        log_tv = 0.5 * np.log(-np.expm1(-rdp))
+    log_delta = (orders - 1.0) * (rdp - epsilons[:, None] + np.log1p(-1.0 / orders)) - np.log(orders)
+    return np.minimum(np.minimum(log_delta, log_tv), 0.0)

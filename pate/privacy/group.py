@@ -14,19 +14,40 @@ times the sensitivity, priced by the ledger's tightest accountant as any other:
 * compositions, part by part.
 
 Every other event -- a Poisson-sampled Gaussian (whose n records are sampled one by one: a mixture, not a scaled
-Gaussian), report-noisy-max and propose-test-release, tabulated or data-dependent curves -- has no exact conversion
-here: :func:`group_event` answers None and no group epsilon is printed, rather than a loose one.
+Gaussian), report-noisy-max and propose-test-release, tabulated curves -- has no exact conversion here:
+:func:`group_event` answers None. Such a release is priced for the group by :func:`chained_group_epsilon`, group
+privacy of approximate DP along the n steps: a release that is (eps, delta(eps))-DP for one record is
+
+    (n eps, delta(eps) (1 + e^eps + ... + e^((n - 1) eps)))-DP for n records
+
+(apply P[M(D_i) in S] <= e^eps P[M(D_(i+1)) in S] + delta along D_0, ..., D_n, each a neighbouring step; Vadhan
+2017, "The Complexity of Differential Privacy", Lemma 2.2, states the weaker n e^((n-1) eps) delta). delta(eps) is
+the release's privacy profile, the least of its RDP bound and its PLD, and eps is searched for the smallest n eps
+that meets the group's delta. Valid for any release, it is far looser than an exact conversion: it is the fallback,
+and its line says which was used. A data-dependent history is no DP guarantee, so it has no group epsilon at all.
 """
 
 from __future__ import annotations
 
+import functools
+import math
+from dataclasses import dataclass
+
 import attr
+import numpy as np
 
-from pate.privacy.checks import positive_int
+from pate.privacy.checks import open_unit, positive_int
+from pate.privacy.conversion import log_deltas_from_rdp
 from pate.privacy.events import DpEvent, PureDpEvent, dpa
-from pate.privacy.ledger import Ledger
+from pate.privacy.ledger import Ledger, check_accountant
+from pate.privacy.pld import pld_deltas
 
-__all__ = ["group_event", "group_ledger"]
+__all__ = ["ChainedEpsilon", "chained_group_epsilon", "group_event", "group_ledger"]
+
+# the group epsilons searched (n eps), geometric: each 12% above the last, then refined 100-fold between the first
+# one that meets delta and the one before it
+_GROUP_EPSILONS = np.geomspace(1e-4, 1e6, 201)
+_REFINE = 101
 
 
 def group_event(event: DpEvent, size: int) -> DpEvent | None:
@@ -58,3 +79,73 @@ def group_ledger(ledger: Ledger, size: int) -> Ledger | None:
             return None
         grouped.compose_event(event, count=entry.count, name=f"{entry.name}, {size} records at once")
     return grouped
+
+
+@dataclass(frozen=True)
+class ChainedEpsilon:
+    """A group's epsilon by :func:`chained_group_epsilon`: ``epsilon`` = n ``record_epsilon`` at the group's delta,
+    from the release's (``record_epsilon``, e^``log_record_delta``)-DP per record (the log: that delta can be below
+    the smallest float)."""
+
+    epsilon: float
+    record_epsilon: float
+    log_record_delta: float
+
+
+def chained_group_epsilon(
+    ledger: Ledger, size: int, delta: float, accountant: str = "tightest"
+) -> ChainedEpsilon | None:
+    """The least n eps on a fine grid for which ``ledger``'s release, (eps, delta(eps))-DP per record, is (n eps,
+    ``delta``)-DP for ``size`` records (module docstring); None for a data-dependent history, or where no eps up to
+    1e6 / n meets ``delta`` (n delta_t >= delta, say). Every eps kept is one that meets it, so the answer is valid
+    whether or not the group's delta falls with eps between grid points. delta(eps) is the RDP bound's with
+    ``accountant="rdp"``, the least of it and the PLD's with ``"tightest"``; the release is priced from its events
+    (``Ledger.replay``), not from a curve stored beside them."""
+    size = positive_int("size", size)
+    log_target = math.log(open_unit("delta", delta))
+    check_accountant(accountant)
+    if ledger.data_dependent:
+        return None
+    ledger = Ledger.replay(ledger.history, orders=ledger.orders, neighbors=ledger.neighbors)
+    profile = functools.partial(_log_record_delta, ledger, with_pld=accountant == "tightest")
+    coarse = _GROUP_EPSILONS / size
+    meets, log_record = _meets(profile, size, coarse, log_target)
+    if not meets.any():
+        return None
+    first = int(np.argmax(meets))
+    if first > 0:  # between the last eps that misses delta and the first that meets it
+        coarse = np.linspace(coarse[first - 1], coarse[first], _REFINE)
+        meets, log_record = _meets(profile, size, coarse, log_target)
+        first = int(np.argmax(meets))  # the last one meets delta: argmax finds one that does
+    return ChainedEpsilon(size * float(coarse[first]), float(coarse[first]), float(log_record[first]))
+
+
+def _meets(profile, size: int, epsilons: np.ndarray, log_target: float) -> tuple[np.ndarray, np.ndarray]:
+    """Where the group's delta of each per-record eps is at most the target, and the release's log delta(eps)
+    (``profile(epsilons)``)."""
+    log_record = profile(epsilons)
+    return log_record + _log_geometric_sum(size, epsilons) <= log_target, log_record
+
+
+def _log_geometric_sum(size: int, epsilons: np.ndarray) -> np.ndarray:
+    """log (1 + e^eps + ... + e^((n - 1) eps)) = log((e^(n eps) - 1) / (e^eps - 1)), each log(e^x - 1) written as x
+    + log(1 - e^(-x)) so that nothing overflows at large eps; at eps = 0 the sum is n."""
+    with np.errstate(divide="ignore", invalid="ignore"):  # eps = 0: the limit log n is taken below
+        log_sum = (size - 1) * epsilons + np.log(-np.expm1(-size * epsilons)) - np.log(-np.expm1(-epsilons))
+    return np.where(epsilons > 0, log_sum, math.log(size))
+
+
+def _log_record_delta(ledger: Ledger, epsilons: np.ndarray, with_pld: bool) -> np.ndarray:
+    """log delta(eps) of ``ledger``'s release per record: its RDP bound (with the approximate-RDP delta_t added,
+    Zhu & Wang 2022, Lemma 17), or, ``with_pld``, the least of it and its PLD where it has one
+    (``pate.privacy.pld``): each is a bound at every eps, so their least is one."""
+    log_rdp = np.logaddexp(log_deltas_from_rdp(ledger.orders, ledger.rdp, epsilons), _log(ledger.delta_t))
+    pld = pld_deltas([(entry.event, entry.count) for entry in ledger.history], epsilons) if with_pld else None
+    if pld is None:
+        return log_rdp
+    with np.errstate(divide="ignore"):  # a delta of 0: log 0 = -inf
+        return np.minimum(log_rdp, np.log(pld))
+
+
+def _log(value: float) -> float:
+    return math.log(value) if value > 0 else -math.inf

@@ -6,6 +6,7 @@ one person changed in the label file."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -13,12 +14,15 @@ import pytest
 from pate.artifacts import ArtifactStore
 from pate.data.partition import read_teacher_parts
 from pate.pipeline.checks import UserError
-from pate.pipeline.runner import prepare, run
+from pate.aggregate import LEDGER_FILE
+from pate.pipeline.runner import largest_person_metrics, prepare, run
 from pate.aggregators import TauPATE
 from pate.privacy import Ledger
+from pate.privacy.unit import PrivacyUnit
 from pate.votes import read_votes
 from tests.conftest import compose_config
 from tests.data.folder_data import write_folder
+from tests.privacy.test_group import approximate_release
 
 pytestmark = pytest.mark.slow  # end-to-end runs: not in the fast loop
 
@@ -111,8 +115,9 @@ def test_private_knn_on_people_samples_people_at_the_same_price(folders, tmp_pat
     assert person["person_level"] and not record["person_level"]
     assert person["privacy_unit"] == "one person of the private split replaced, all of their images"
     assert person["epsilon"] == record["epsilon"]  # the same rate and noise: now over people
-    assert record["epsilon_largest_person"] is None  # a sampled Gaussian: no exact group conversion, no number
-    assert record["privacy_largest_person"].startswith("not computed: the release's events have no exact group")
+    # a sampled Gaussian has no exact group conversion: the per-record profile chained over the person's images
+    assert record["epsilon_largest_person"] > 2 * record["epsilon"]
+    assert "an upper bound, loose" in record["privacy_largest_person"]
     assert person["artifacts"]["aggregate"] != record["artifacts"]["aggregate"]
 
 
@@ -179,3 +184,13 @@ def test_a_person_level_run_that_cannot_hold_is_one_line(folders, tmp_path, over
     with pytest.raises(UserError, match=message) as caught:
         prepare(_cfg(tmp_path, folders[folder], *overrides))
     assert "\n" not in str(caught.value)
+
+
+def test_a_record_level_release_no_chain_prices_says_why_not_data_dependent(tmp_path):
+    """n delta_t >= delta leaves no group epsilon; the line says so (an audit found every None called
+    data-dependent)."""
+    approximate_release().save(tmp_path / LEDGER_FILE)
+    unit = PrivacyUnit("one record", record_level=True, images_per_person=20)
+    stored = SimpleNamespace(file=lambda name: tmp_path / name)
+    line = largest_person_metrics(stored, 1e-5, "tightest", unit, "replace")["privacy_largest_person"]
+    assert line.startswith("not computed: no per-record epsilon chained over 20 steps meets delta = 1e-05")
