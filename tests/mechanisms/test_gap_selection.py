@@ -147,7 +147,7 @@ def test_scale_noise_and_descriptions():
         (dict(selection="gaussian", sigma=1.0, regularizer=[-np.inf, -np.inf, 0, 0, 0], max_k=1), r"leaves no k"),
         (dict(selection="gaussian", sigma=1.0, max_k=0), r"max_k must be an integer >= 1, got 0"),
         (dict(selection="gaussian", sigma=1.0, max_k=5), r"max_k must be an integer in \[1, num_labels=4\], got 5"),
-        (dict(selection="gaussian", sigma=1.0, max_k=2.0), r"max_k must be an integer >= 0, got 2.0"),
+        (dict(selection="gaussian", sigma=1.0, max_k=2.0), r"max_k must be an integer >= 1, got 2.0"),
     ],
 )
 def test_arguments_are_checked(kwargs, match):
@@ -160,7 +160,7 @@ def test_arguments_are_checked(kwargs, match):
 
 @pytest.mark.parametrize(
     "num_labels, num_teachers, match",
-    [(0, 10, r"num_labels must be an integer >= 1, got 0"), (4, 2.5, r"num_teachers must be an integer >= 0, got 2.5")],
+    [(0, 10, r"num_labels must be an integer >= 1, got 0"), (4, 2.5, r"num_teachers must be an integer >= 1, got 2.5")],
 )
 def test_sizes_are_checked(num_labels, num_teachers, match):
     with pytest.raises(ValueError, match=match):

@@ -52,7 +52,7 @@ def test_network_teachers_are_keyed_by_their_node_and_the_precision(tiny_cnn_cfg
             r"^teacher.lambdas=\[0.1, -1.0\]; expected a non-empty list of finite L2 strengths > 0$",
         ),
         ("tiny_cfg", ["teacher.chunk_size=0"], r"^teacher.chunk_size must be an integer >= 1, got 0$"),
-        ("tiny_cfg", ["teacher.accuracy_images=-3"], r"^teacher.accuracy_images must be an integer >= 0, got -3$"),
+        ("tiny_cfg", ["teacher.accuracy_images=-3"], r"^teacher.accuracy_images must be an integer >= 1, got -3$"),
         ("tiny_cfg", ["teacher_shard=0/2"], "teacher_shard is for CNN teachers"),
         ("tiny_cnn_cfg", ["teacher.seed=-1"], r"^teacher.seed must be an integer >= 0, got -1$"),
         ("tiny_cnn_cfg", ["teacher.max_epochs=0"], r"^teacher.max_epochs must be a positive integer, got 0$"),

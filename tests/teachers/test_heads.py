@@ -96,7 +96,7 @@ def test_a_chunks_identity_is_the_one_before_the_settings_existed():
         ),
         ("lambdas", [], r"teacher.lambdas=\[\]; expected"),
         ("chunk_size", 0, "teacher.chunk_size must be an integer >= 1, got 0"),
-        ("accuracy_images", 2.5, "teacher.accuracy_images must be an integer >= 0, got 2.5"),
+        ("accuracy_images", 2.5, "teacher.accuracy_images must be an integer >= 1, got 2.5"),
     ],
 )
 def test_bad_settings_are_refused_naming_the_key(key, value, match):
