@@ -58,9 +58,11 @@ def person_clipped_sum(
 def _clipped_total(per_person: dict[str, torch.Tensor], clip: float) -> dict[str, torch.Tensor]:
     """The sum over people (the leading dimension of every parameter's gradient) of each person's gradient scaled by
     :func:`_clip_factor` of its norm over all parameters."""
-    norms = torch.sqrt(sum(g.flatten(1).pow(2).sum(dim=1) for g in per_person.values()))
+    # contractions over the people: neither a squared nor a scaled copy of the gradients is made
+    flat = {name: g.flatten(1) for name, g in per_person.items()}
+    norms = torch.sqrt(sum(torch.einsum("pi,pi->p", g, g) for g in flat.values()))
     factor = _clip_factor(norms, clip)
-    return {name: (g * factor.view(-1, *[1] * (g.dim() - 1))).sum(dim=0) for name, g in per_person.items()}
+    return {name: (factor @ g).view(per_person[name].shape[1:]) for name, g in flat.items()}
 
 
 def _person_gradients(
@@ -115,7 +117,7 @@ def _linear_clipped_sum(
         rows[owner[block] - first, within[block]] = inputs[block].to(torch.float64)
         residuals[owner[block] - first, within[block]] = residual[block].to(torch.float64)
         scale = counts[first : first + people].clamp(min=1).to(torch.float64)  # a person of no rows adds zero
-        per_person = {"weight": torch.bmm(residuals.transpose(1, 2), rows) / scale.view(-1, 1, 1)}
+        per_person = {"weight": torch.bmm(residuals.transpose(1, 2), rows).div_(scale.view(-1, 1, 1))}
         if model.bias is not None:
             per_person["bias"] = residuals.sum(dim=1) / scale.view(-1, 1)
         blocks.append(_clipped_total(per_person, clip))
