@@ -35,11 +35,19 @@ def test_debug_shrinks_each_method_to_the_tiny_split_and_nothing_else():
         assert compose_config([f"method={method}", "debug=tiny", f"method.{key}=7"]).method[key] == 7
 
 
-def _tiny_sweep(experiment: str, root: Path, out: Path, methods) -> None:
-    """``python train.py -m experiment=<experiment> debug=tiny``: every job finished, one per method of ``methods``."""
+def _tiny_sweep(experiment: str, root: Path, out: Path, methods, *overrides: str) -> None:
+    """``python train.py -m experiment=<experiment> debug=tiny [overrides]``: every job finished, one per method of
+    ``methods``."""
     done = run_cli(
         "train.py",
-        ["-m", f"experiment={experiment}", "debug=tiny", f"paths.root_dir={root}", f"hydra.sweep.dir={out}"],
+        [
+            "-m",
+            f"experiment={experiment}",
+            "debug=tiny",
+            *overrides,
+            f"paths.root_dir={root}",
+            f"hydra.sweep.dir={out}",
+        ],
         cwd=REPO,
     )
     assert done.returncode == 0, done.stderr[-4000:]
@@ -104,7 +112,10 @@ def test_the_person_sweep_runs_under_debug_one_person_level_job_per_method(share
     knn = compose_config(["experiment=person_sweep", "compare=private_knn_by_person"]).method
     assert (knn.k, knn.sampling_rate, knn.recipes) == (400, 0.3, [])
     out = tmp_path / "sweep"
-    _tiny_sweep("person_sweep", shared_root, out, ("dp_sgd", "gaussian_pate", "private_knn", "tau_pate"))
+    # the references (a second training of each method without noise) are the README sweep's test's to run
+    _tiny_sweep(
+        "person_sweep", shared_root, out, ("dp_sgd", "gaussian_pate", "private_knn", "tau_pate"), "references=false"
+    )
     for metrics in out.glob("*/metrics.json"):
         record = json.loads(metrics.read_text())
         assert record["person_level"] and "one person of the private split" in record["privacy_unit"], record
