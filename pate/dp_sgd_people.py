@@ -48,7 +48,8 @@ def person_clipped_sum(
 ) -> dict[str, torch.Tensor]:
     """The sum over ``num_owners`` people of each one's gradient clipped to L2 norm ``clip``: a person's gradient is
     the mean of the per-example gradients (of the binary cross-entropy summed over the labels) of their rows
-    (``owner[i]``: the person of row i, in 0..num_owners - 1, each owning at least one row). Keyed by parameter name.
+    (``owner[i]``: the person of row i, in 0..num_owners - 1, each owning at least one row). Keyed by parameter name,
+    in float64 (:func:`_clipped_total` says why).
     Clipping: :func:`_clip_factor`."""
     if isinstance(model, nn.Linear):
         return _linear_clipped_sum(model, inputs, targets, owner, num_owners, clip)
@@ -57,11 +58,18 @@ def person_clipped_sum(
 
 def _clipped_total(per_person: dict[str, torch.Tensor], clip: float) -> dict[str, torch.Tensor]:
     """The sum over people (the leading dimension of every parameter's gradient) of each person's gradient scaled by
-    :func:`_clip_factor` of its norm over all parameters."""
+    :func:`_clip_factor` of its norm over all parameters, in float64.
+
+    float64 throughout: a float32 running sum across people lets one person change how every later person's term
+    rounds (an outside audit moved the sum by 8 clips so), and its squared norms overflow above 1.8e19. A person whose
+    gradient is not finite (an overflow, inf - inf in a logit) contributes zero: it is still a function of their rows
+    alone, and a NaN in the sum would tell their presence."""
+    flat = {name: g.flatten(1).to(torch.float64) for name, g in per_person.items()}
+    finite = torch.stack([torch.isfinite(g).all(dim=1) for g in flat.values()]).all(dim=0)
+    flat = {name: torch.where(finite[:, None], g, 0.0) for name, g in flat.items()}
     # contractions over the people: neither a squared nor a scaled copy of the gradients is made
-    flat = {name: g.flatten(1) for name, g in per_person.items()}
     norms = torch.sqrt(sum(torch.einsum("pi,pi->p", g, g) for g in flat.values()))
-    factor = _clip_factor(norms, clip)
+    factor = torch.where(finite & torch.isfinite(norms), _clip_factor(norms, clip), 0.0)
     return {name: (factor @ g).view(per_person[name].shape[1:]) for name, g in flat.items()}
 
 
@@ -121,7 +129,7 @@ def _linear_clipped_sum(
         if model.bias is not None:
             per_person["bias"] = residuals.sum(dim=1) / scale.view(-1, 1)
         blocks.append(_clipped_total(per_person, clip))
-    return {name: sum(block[name] for block in blocks).to(inputs.dtype) for name in blocks[0]}
+    return {name: sum(block[name] for block in blocks) for name in blocks[0]}  # float64: see _clipped_total
 
 
 def one_person_clipped(
@@ -138,8 +146,7 @@ def one_person_clipped(
         loss = _loss(logits, targets[chunk].to(device)) / len(rows)
         for (name, _), g in zip(params.items(), torch.autograd.grad(loss, list(params.values()))):
             total[name] += g
-    factor = _clip_factor(torch.sqrt(sum(g.pow(2).sum() for g in total.values())), clip)
-    return {name: g * factor for name, g in total.items()}
+    return _clipped_total({name: g.unsqueeze(0) for name, g in total.items()}, clip)
 
 
 def _rows_of(chosen: np.ndarray, order: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -190,7 +197,9 @@ def train_dp_sgd_by_person(
     for _ in range(steps):
         chosen = torch.nonzero(poisson_subsample((num_people,), sampling_rate, batches)).squeeze(1).numpy()
         rows, owner = _rows_of(chosen, order, offsets)
-        total = {name: torch.zeros_like(p) for name, p in model.named_parameters()}
+        # float64 until the noise is on: the sum across chunks and people rounds no person's term into another's,
+        # and the cast of the noisy sum to the parameters' dtype is post-processing
+        total = {name: torch.zeros_like(p, dtype=torch.float64) for name, p in model.named_parameters()}
         # chunks of whole people, about _CHUNK_ROWS rows each: bounds[j] is where person j's rows start
         bounds = np.concatenate([[0], np.cumsum(offsets[chosen + 1] - offsets[chosen])])
         start_person = 0
@@ -216,7 +225,7 @@ def train_dp_sgd_by_person(
         optimizer.zero_grad()
         for name, p in model.named_parameters():
             drawn = torch.normal(0.0, std, size=p.shape, generator=noise, device=device) if std > 0 else 0.0
-            p.grad = (total[name] + drawn) / expected_batch_size
+            p.grad = ((total[name] + drawn) / expected_batch_size).to(p.dtype)
         optimizer.step()
         bar.update(1)
     bar.close()

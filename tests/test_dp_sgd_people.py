@@ -33,7 +33,9 @@ def _norm(gradients: dict) -> float:
 
 def _clipped(model, x, y, owner):
     codes = torch.from_numpy(np.unique(owner, return_inverse=True)[1])
-    return person_clipped_sum(model, x, y, codes, int(codes.max()) + 1, CLIP)
+    total = person_clipped_sum(model, x, y, codes, int(codes.max()) + 1, CLIP)
+    assert all(g.dtype == torch.float64 for g in total.values())  # summed across people in float64
+    return {name: g.float() for name, g in total.items()}
 
 
 def test_a_persons_gradient_is_the_mean_of_their_rows_clipped_as_a_whole():
@@ -138,7 +140,7 @@ def test_a_linear_layers_clipped_sum_is_the_per_example_routes_without_per_examp
     direct = {name: (g * factor.view(-1, *[1] * (g.dim() - 1))).sum(dim=0) for name, g in per_person.items()}
     shortcut = _linear_clipped_sum(model, x, y, owner, 9, clip)
     assert shortcut.keys() == direct.keys() == {"weight", "bias"}
-    assert all(torch.allclose(shortcut[name], direct[name], atol=1e-5) for name in direct)
+    assert all(torch.allclose(shortcut[name].float(), direct[name], atol=1e-5) for name in direct)
 
 
 def test_huge_nearly_equal_rows_are_clipped_and_cannot_round_another_persons_gradient():
@@ -162,3 +164,48 @@ def test_huge_nearly_equal_rows_are_clipped_and_cannot_round_another_persons_gra
     with_b = person_clipped_sum(model, rows, y, torch.tensor([0, 1, 0]), 2, 1.00001)
     without_b = person_clipped_sum(model, rows[[0, 2]], y[:2], torch.tensor([0, 0]), 1, 1.00001)
     assert _norm({"weight": with_b["weight"] - without_b["weight"]}) <= 1.00001
+
+
+def _drifting_people(person: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """2,048 one-row people of a zero-initialised one-weight model, all targets 0, so a row's gradient is x / 2: a
+    float32 running sum brought to just below 2^10 by the people before ``person``, and 1,000 people of -0.6 of
+    that float32 spacing after (an outside audit's construction): whether the sum sits below or above 2^10 after
+    ``person`` decides whether each later term rounds to a whole spacing or to nothing."""
+    spacing = 2.0 ** (10 - 24)
+    lead = np.float32(31 / 32)
+    count = int(np.ceil(2.0**10 / lead)) - 1
+    total = np.float32(0)
+    for _ in range(count):
+        total = np.float32(total + lead)
+    helper = np.float32(2.0**10 + 2 * spacing - float(total))
+    tail = np.full(2048 - count - 2, np.float32(-0.6 * spacing))
+    values = np.concatenate([np.full(count, lead), [helper, np.float32(person)], tail]).astype(np.float32)
+    return torch.from_numpy(2 * values).view(-1, 1), torch.zeros(len(values), 1)
+
+
+def test_one_person_moves_the_clipped_sum_by_at_most_their_clip_whatever_the_others_round_to():
+    """Summed in float32 across people, removing the person moved this sum by 1.06 clips and replacing them by 2.06
+    (an outside audit); in float64 the moves are their own gradients, 0.999 and 1.998."""
+
+    def clipped(x, y):
+        model = torch.nn.Sequential(torch.nn.Linear(1, 1, bias=False))
+        torch.nn.init.zeros_(model[0].weight)
+        return person_clipped_sum(model, x, y, torch.arange(len(x)), len(x), 1.0)["0.weight"]
+
+    with_person, y = _drifting_people(-0.999)
+    replaced, _ = _drifting_people(0.999)
+    keep = torch.arange(len(with_person)) != int(np.ceil(2.0**10 / np.float32(31 / 32)))  # the person's row
+    base = clipped(with_person, y)
+    assert float((base - clipped(with_person[keep], y[keep])).norm()) <= 1.0
+    assert float((base - clipped(replaced, y)).norm()) <= 2.0
+
+
+def test_a_person_whose_gradient_overflows_adds_zero_not_nan():
+    """A row whose float32 gradient overflows (x = 1e20, target -1e20) would make 0 x inf = NaN in the sum, telling
+    the person's presence; that person contributes zero instead, the others as before."""
+    model = torch.nn.Sequential(torch.nn.Linear(1, 1, bias=False))
+    torch.nn.init.zeros_(model[0].weight)
+    x, y = torch.tensor([[1.0], [1e20]]), torch.tensor([[1.0], [-1e20]])
+    total = person_clipped_sum(model, x, y, torch.tensor([0, 1]), 2, 1.0)["0.weight"]
+    alone = person_clipped_sum(model, x[:1], y[:1], torch.tensor([0]), 1, 1.0)["0.weight"]
+    assert torch.isfinite(total).all() and torch.equal(total, alone)
