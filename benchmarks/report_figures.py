@@ -351,7 +351,7 @@ def _source_line(
     at = " and epsilon" if len({key[1] for key, _ in cells}) > 1 else ""
     legend = [f"Bold: best per column{at}{' (rows answering all)' if value.on_answered else ''}."] if bold else []
     legend += ["No answer: none in any seed."] if any(c.answered == 0 and not c.values for c in cells.values()) else []
-    unit = ", ".join(_distinct(shown, "privacy_unit"))
+    unit = _unit(shown)
     deltas = ", ".join(f"delta {delta(d)}" for d in _distinct(shown, "delta"))
     return " ".join(
         [
@@ -366,6 +366,15 @@ def _source_line(
             *legend,
         ]
     )
+
+
+def _unit(rows: list[dict[str, str]]) -> str:
+    """What one neighbour is: the rows' one privacy unit, or, where each method words its own person-level one (PATE's
+    names the teacher whose vote it changes), the person they share, pointing to the column for each method's."""
+    units = _distinct(rows, "privacy_unit")
+    if len(units) > 1 and all(row.get("person_level") == "True" for row in rows):
+        return "one person of the private split, all of their images (each method's words: privacy_unit)"
+    return ", ".join(units)
 
 
 def _row_epsilon(row: dict[str, str], by: str) -> float | None:

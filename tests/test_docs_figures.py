@@ -316,6 +316,25 @@ def test_a_report_table_that_asks_for_what_the_file_lacks_is_refused(tmp_path, p
         figures.report_figures.render(csv_path, "sweep/results.csv", part)
 
 
+def test_a_person_level_table_of_several_wordings_names_the_person_once(tmp_path):
+    """PATE words its person-level neighbour by the teacher's vote it changes, the samplers by the person replaced:
+    the source line names the person they share once, not each wording (which ran past the line's length)."""
+    pate = {**_job("a", 1, 0, 0.7), "privacy_unit": "one person changed: one teacher's vote replaced"}
+    sgd = {**_job("b", 1, 0, 0.8), "privacy_unit": "one person replaced with all of their images"}
+    extra = ("privacy_unit", "person_level")
+
+    def source(name: str, levels: tuple[str, str]) -> str:
+        rows = [{**pate, "person_level": levels[0]}, {**sgd, "person_level": levels[1]}]
+        lines = figures.report_figures.render(_write_sweep(tmp_path / name, rows, extra), "t", "")
+        return next(line for line in lines if line.startswith("Source:"))
+
+    shared = "unit: one person of the private split, all of their images (each method's words: privacy_unit)"
+    assert shared in source("person", ("True", "True"))
+    assert "unit: one person changed: one teacher's vote replaced, one person replaced" in source(
+        "mixed", ("True", "False")
+    )
+
+
 def test_a_report_table_without_its_commit_is_refused(tmp_path):
     job = _job("a", 1, 0, 0.7)
     del job["versions.git"]
