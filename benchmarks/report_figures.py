@@ -372,7 +372,7 @@ def _unit(rows: list[dict[str, str]]) -> str:
     """What one neighbour is: the rows' one privacy unit, or, where each method words its own person-level one (PATE's
     names the teacher whose vote it changes), the person they share, pointing to the column for each method's."""
     units = _distinct(rows, "privacy_unit")
-    if len(units) > 1 and all(row.get("person_level") == "True" for row in rows):
+    if len(units) > 1 and all(row.get("person_level", "").lower() == "true" for row in rows):
         return "one person of the private split, all of their images (each method's words: privacy_unit)"
     return ", ".join(units)
 

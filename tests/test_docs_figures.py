@@ -324,14 +324,14 @@ def test_a_person_level_table_of_several_wordings_names_the_person_once(tmp_path
     extra = ("privacy_unit", "person_level")
 
     def source(name: str, levels: tuple[str, str]) -> str:
-        rows = [{**pate, "person_level": levels[0]}, {**sgd, "person_level": levels[1]}]
+        rows = [{**pate, "person_level": levels[0]}, {**sgd, "person_level": levels[1]}]  # as results.csv writes them
         lines = figures.report_figures.render(_write_sweep(tmp_path / name, rows, extra), "t", "")
         return next(line for line in lines if line.startswith("Source:"))
 
     shared = "unit: one person of the private split, all of their images (each method's words: privacy_unit)"
-    assert shared in source("person", ("True", "True"))
+    assert shared in source("person", ("true", "true"))
     assert "unit: one person changed: one teacher's vote replaced, one person replaced" in source(
-        "mixed", ("True", "False")
+        "mixed", ("true", "false")
     )
 
 
