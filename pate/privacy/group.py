@@ -29,8 +29,8 @@ and its line says which was used. A data-dependent history is no DP guarantee, s
 
 from __future__ import annotations
 
-import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import attr
@@ -40,7 +40,7 @@ from pate.privacy.checks import open_unit, positive_int
 from pate.privacy.conversion import log_deltas_from_rdp
 from pate.privacy.events import DpEvent, PureDpEvent, dpa
 from pate.privacy.ledger import Ledger, check_accountant
-from pate.privacy.pld import pld_deltas
+from pate.privacy.pld import pld_profile
 
 __all__ = ["ChainedEpsilon", "chained_group_epsilon", "group_event", "group_ledger"]
 
@@ -107,7 +107,7 @@ def chained_group_epsilon(
     if ledger.data_dependent:
         return None
     ledger = Ledger.replay(ledger.history, orders=ledger.orders, neighbors=ledger.neighbors)
-    profile = functools.partial(_log_record_delta, ledger, with_pld=accountant == "tightest")
+    profile = _log_record_delta(ledger, with_pld=accountant == "tightest")
     coarse = _GROUP_EPSILONS / size
     meets, log_record = _meets(profile, size, coarse, log_target)
     if not meets.any():
@@ -135,16 +135,21 @@ def _log_geometric_sum(size: int, epsilons: np.ndarray) -> np.ndarray:
     return np.where(epsilons > 0, log_sum, math.log(size))
 
 
-def _log_record_delta(ledger: Ledger, epsilons: np.ndarray, with_pld: bool) -> np.ndarray:
-    """log delta(eps) of ``ledger``'s release per record: its RDP bound (with the approximate-RDP delta_t added,
-    Zhu & Wang 2022, Lemma 17), or, ``with_pld``, the least of it and its PLD where it has one
-    (``pate.privacy.pld``): each is a bound at every eps, so their least is one."""
-    log_rdp = np.logaddexp(log_deltas_from_rdp(ledger.orders, ledger.rdp, epsilons), _log(ledger.delta_t))
-    pld = pld_deltas([(entry.event, entry.count) for entry in ledger.history], epsilons) if with_pld else None
-    if pld is None:
-        return log_rdp
-    with np.errstate(divide="ignore"):  # a delta of 0: log 0 = -inf
-        return np.minimum(log_rdp, np.log(pld))
+def _log_record_delta(ledger: Ledger, with_pld: bool) -> Callable[[np.ndarray], np.ndarray]:
+    """log delta(eps) of ``ledger``'s release per record, as a function of eps: its RDP bound (with the
+    approximate-RDP delta_t added, Zhu & Wang 2022, Lemma 17), or, ``with_pld``, the least of it and its PLD where it
+    has one (``pate.privacy.pld``, built once for every eps asked): each is a bound at every eps, so their least is
+    one."""
+    pld = pld_profile([(entry.event, entry.count) for entry in ledger.history]) if with_pld else None
+
+    def log_delta(epsilons: np.ndarray) -> np.ndarray:
+        log_rdp = np.logaddexp(log_deltas_from_rdp(ledger.orders, ledger.rdp, epsilons), _log(ledger.delta_t))
+        if pld is None:
+            return log_rdp
+        with np.errstate(divide="ignore"):  # a delta of 0: log 0 = -inf
+            return np.minimum(log_rdp, np.log(pld(epsilons)))
+
+    return log_delta
 
 
 def _log(value: float) -> float:

@@ -32,6 +32,7 @@ hockey-stick divergence, and where E reaches half of delta the PLD is not used (
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -43,7 +44,7 @@ from pate.privacy.events import DpEvent, PureDpEvent, ReplaceSampledGaussianEven
 if TYPE_CHECKING:
     from dp_accounting.pld.privacy_loss_distribution import PrivacyLossDistribution
 
-__all__ = ["DEFAULT_INTERVAL", "fft_error_bound", "pld_deltas", "pld_epsilon", "privacy_loss_distribution"]
+__all__ = ["DEFAULT_INTERVAL", "fft_error_bound", "pld_epsilon", "pld_profile", "privacy_loss_distribution"]
 
 DEFAULT_INTERVAL = 1e-4  # between discretised privacy-loss values: an epsilon within ~1e-3 relative of the exact one
 
@@ -263,9 +264,12 @@ def pld_epsilon(events: list[tuple[DpEvent, int]], delta: float, interval: float
     return max(0.0, float(total.pld.get_epsilon_for_delta(delta - margin)))
 
 
-def pld_deltas(events: list[tuple[DpEvent, int]], epsilons, interval: float = DEFAULT_INTERVAL) -> np.ndarray | None:
-    """The privacy profile of the same composition at each of ``epsilons``: delta(eps) by the PLD plus the FFTs'
-    round-off bound (an upper bound on the true delta, at most 1), or None when any event has no PLD here.
+def pld_profile(
+    events: list[tuple[DpEvent, int]], interval: float = DEFAULT_INTERVAL
+) -> Callable[[np.ndarray], np.ndarray] | None:
+    """The privacy profile of the same composition, its PLD built once: a function from epsilons to delta(eps) by the
+    PLD plus the FFTs' round-off bound (an upper bound on the true delta, at most 1); None when any event has no PLD
+    here.
 
     Each epsilon is read by dp-accounting's one-epsilon sum (the sum of (1 - e^(eps - loss)) p over the losses
     above eps): its vectorised reading subtracts two nearly equal masses, whose round-off is not bounded here."""
@@ -273,5 +277,9 @@ def pld_deltas(events: list[tuple[DpEvent, int]], epsilons, interval: float = DE
     if total is None:
         return None
     margin = delta_error_bound(total)
-    deltas = [float(total.pld.get_delta_for_epsilon(float(eps))) for eps in np.asarray(epsilons, dtype=np.float64)]
-    return np.minimum(np.asarray(deltas) + margin, 1.0)
+
+    def deltas(epsilons: np.ndarray) -> np.ndarray:
+        read = [float(total.pld.get_delta_for_epsilon(float(eps))) for eps in np.asarray(epsilons, dtype=np.float64)]
+        return np.minimum(np.asarray(read) + margin, 1.0)
+
+    return deltas
