@@ -15,7 +15,8 @@ Per-example gradients come from ``torch.func`` (``vmap`` of ``grad`` through ``f
 must have no batch-mixing layer (BatchNorm): the linear probe and the GroupNorm SmallCNN qualify. A linear layer (the
 probe) skips them: a row's gradient is r x^T (and r for the bias), r the loss's gradient at its logits, so a person's
 mean gradient is one product of their rows (:func:`_linear_clipped_sum`), without the rows x labels x features
-tensor of per-example gradients (7.6 s a step of 512 people of 20 images of 8,192 features on 2 cores). The sampled people are processed in chunks of rows, so memory stays bounded whatever a batch holds.
+tensor of per-example gradients (7.6 s a step of 512 people of 20 images of 8,192 features on 2 cores). The
+sampled people are processed in chunks of rows, so memory stays bounded whatever a batch holds.
 """
 
 from __future__ import annotations
@@ -114,12 +115,13 @@ def _linear_clipped_sum(
     counts = torch.bincount(owner, minlength=num_owners)
     order = torch.argsort(owner, stable=True)
     within = torch.empty_like(owner)
-    within[order] = torch.arange(len(owner), device=owner.device) - (torch.cumsum(counts, 0) - counts)[owner[order]]
+    ends = torch.cumsum(counts, 0)  # person p's rows are order[ends[p] - counts[p] : ends[p]]
+    within[order] = torch.arange(len(owner), device=owner.device) - (ends - counts)[owner[order]]
     width = max(int(counts.max()), 1)
     blocks = []
     for first in range(0, num_owners, _PEOPLE_PER_PRODUCT):
-        block = (owner >= first) & (owner < first + _PEOPLE_PER_PRODUCT)
         people = min(_PEOPLE_PER_PRODUCT, num_owners - first)
+        block = order[int(ends[first] - counts[first]) : int(ends[first + people - 1])]  # these people's rows
         rows = torch.zeros((people, width, inputs.shape[1]), dtype=torch.float64, device=inputs.device)
         residuals = torch.zeros((people, width, residual.shape[1]), dtype=torch.float64, device=inputs.device)
         rows[owner[block] - first, within[block]] = inputs[block].to(torch.float64)
