@@ -182,7 +182,7 @@ def replay_privacy(art: Artifact, delta: float, accountant: str = "tightest") ->
     ("rdp", "gdp" or "pld"), and ``epsilon_rdp`` (with ``epsilon_order``) is the RDP bound beside it. Never read
     back from the artifact."""
     recorded = Ledger.load(art.file(LEDGER_FILE))
-    ledger = Ledger.replay(recorded.history, orders=recorded.orders)
+    ledger = Ledger.replay(recorded.history, orders=recorded.orders, group_size=recorded.group_size)
     if ledger.data_dependent:
         # `epsilon` is always a DP guarantee: a raw data-dependent bound is a diagnostic until it is released
         # privately, and a method that records one must also record (and report) that release.

@@ -60,8 +60,8 @@ FIELDS: tuple[Field, ...] = (
         "epsilon_accountant",
         "string",
         "the accountant that gave epsilon: rdp, gdp (the exact profile of composed "
-        "Gaussians) or pld (dp-accounting's privacy loss distribution); absent from records written before it "
-        "(all rdp)",
+        "Gaussians), pld (dp-accounting's privacy loss distribution) or chain (group privacy: the per-record profile "
+        "chained over a group, method.group_size); absent from records written before it (all rdp)",
         required=False,
     ),
     Field(
@@ -72,7 +72,12 @@ FIELDS: tuple[Field, ...] = (
         nullable=True,
         required=False,
     ),
-    Field("epsilon_order", "number", "the RDP order of the RDP bound's tight conversion", nullable=True),
+    Field(
+        "epsilon_order",
+        "number",
+        "the RDP order of the RDP bound's tight conversion; null for a chain, which has no one order",
+        nullable=True,
+    ),
     Field(
         "privacy",
         "string",

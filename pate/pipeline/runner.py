@@ -36,7 +36,7 @@ from pate.pipeline.paths import check_locations
 from pate.pipeline.settings import run_settings
 from pate.pipeline.students import student_component
 from pate.data.people import most_images_per_person
-from pate.privacy.group import chained_group_epsilon, group_ledger
+from pate.privacy.group import chained_group_epsilon, group_ledger, log_delta_text
 from pate.privacy.ledger import Ledger
 from pate.privacy.unit import PrivacyUnit, privacy_unit, resolve_unit
 from pate.run_record import check_record, not_covered_by_epsilon, ordered
@@ -145,7 +145,11 @@ def prepare(cfg: DictConfig) -> tuple[Graph, Dataset, Any]:
         )
     data = Dataset(arrays, data_identity(cfg.data.name, cfg.data.image_size, arrays))
     release_unit = privacy_unit(
-        method.contributor, settings.neighbors, settings.unit, check_people(cfg, arrays, method, settings.unit)
+        method.contributor,
+        settings.neighbors,
+        settings.unit,
+        check_people(cfg, arrays, method, settings.unit),
+        group_size=getattr(method, "group_size", None),  # getattr: only DP-SGD prices a group
     )
     if extractor is not None:
         with building(None):  # precomputed embeddings: one row per image of the data just read, storable
@@ -184,10 +188,17 @@ def prepare(cfg: DictConfig) -> tuple[Graph, Dataset, Any]:
 
 def check_people(cfg: DictConfig, arrays, method: Method, unit: str) -> int | None:
     """The most images one private person holds (None: the data name no people); where PATE deals whole people to
-    its teachers (``unit`` person), the dealing the partition stage will make, checked before any compute."""
+    its teachers (``unit`` person), the dealing the partition stage will make, checked before any compute; where
+    the method prices a group of at most ``method.group_size`` images, that no private person holds more."""
     if arrays.person is None:
         return None
     private_people = arrays.person[arrays.indices("train")]
+    cap = getattr(method, "group_size", None)  # getattr: only DP-SGD prices a group
+    if cap is not None and most_images_per_person(private_people) > cap:
+        raise UserError(
+            f"method.group_size={cap}: a person of the private split holds more images than that, whom its group "
+            f"privacy would not cover; expected a public cap at least every person's image count"
+        )
     if unit == "person" and method.contributor == "teacher":
         with building(None):  # deal_people names partition.num_teachers and partition.seed itself
             deal_people(
@@ -309,16 +320,9 @@ def largest_person_metrics(release, delta: float, accountant: str, unit: Privacy
         "epsilon_largest_person": chained.epsilon,
         "privacy_largest_person": f"epsilon <= {chained.epsilon:.4g} at delta = {delta:.3g} (neighbours: {relation}; "
         f"an upper bound, loose: its events have no exact group conversion, so the release's per-record "
-        f"({chained.record_epsilon:.4g}, {_power_of_ten(chained.log_record_delta)})-DP is chained over {size} steps, "
+        f"({chained.record_epsilon:.4g}, {log_delta_text(chained.log_record_delta)})-DP is chained over {size} steps, "
         f"pate.privacy.group); {neighbour}",
     }
-
-
-def _power_of_ten(log_value: float) -> str:
-    """e^log_value as a number, or as 10^x where it is below the smallest float (0 for log 0)."""
-    if log_value == -math.inf:
-        return "0"
-    return f"{math.exp(log_value):.3g}" if log_value > -700 else f"10^{log_value / math.log(10):.1f}"
 
 
 def evaluate(cfg: DictConfig, store: ArtifactStore, graph: Graph, data: Dataset, method) -> dict[str, Any]:
@@ -466,6 +470,8 @@ def _epsilon(value: float, m: dict[str, Any], caveat: str | None = None) -> str:
 def _accounting(m: dict[str, Any], seeded: bool) -> str:
     """The accountant that gave the run's epsilon, and the RDP bound beside it where another one did."""
     by, order = m.get("epsilon_accountant", "rdp"), m.get("epsilon_order")
+    if by == "chain":  # no one order: the RDP bound's own chain stands beside it
+        return f"group privacy, the per-record profile chained; the RDP bound's chain {_number(m['epsilon_rdp'])}"
     if order is None or not np.isfinite(order):
         return "nothing composed"
     if by == "rdp":

@@ -51,6 +51,7 @@ class DPSGDConfig:
     lr: float = 2.0
     momentum: float = 0.9
     noise_multiplier: float = 1.0
+    group_size: Optional[int] = None
     probe_recipes: list[Any] = field(default_factory=list)
 
 

@@ -38,10 +38,12 @@ def calibrate(
     rtol: float = 1e-4,
     neighbors: str | None = None,
     accountant: str = "rdp",
+    group_size: int = 1,
 ) -> float:
     """Smallest noise multiplier m with epsilon(count x event_of(m), delta) <= target_epsilon.
 
-    Epsilon is what ``Ledger(orders).compose_event(event_of(m), count, neighbors=neighbors)`` reports by
+    Epsilon is what ``Ledger(orders, group_size=group_size).compose_event(event_of(m), count, neighbors=neighbors)``
+    (a group of ``group_size`` records priced at once by group privacy where it is above 1) reports by
     ``accountant``: ``"rdp"``, the RDP bound (``Ledger.get_epsilon(delta, "rdp")``), or ``"tightest"``, the least valid epsilon
     (``Ledger.get_epsilon(delta)``: the exact GDP profile or the PLD where the events have one); assumed
     non-increasing in m. Search: double or halve m from 1 to bracket the target between m_lo
@@ -73,7 +75,7 @@ def calibrate(
         )
 
     def ledger_at(multiplier: float) -> Ledger:
-        ledger = Ledger(orders).compose_event(event_of(multiplier), count, neighbors=neighbors)
+        ledger = Ledger(orders, group_size=group_size).compose_event(event_of(multiplier), count, neighbors=neighbors)
         if delta <= ledger.delta_t:
             raise unreachable(f"the queries' own delta count * delta_per_query = {ledger.delta_t!r} >= delta")
         return ledger
@@ -86,7 +88,7 @@ def calibrate(
     # there and only goes down, in steps of 10% (a PLD costs up to seconds where RDP costs milliseconds). Where no
     # tighter accountant prices the events, RDP's multiplier is the answer.
     # A PLD is the costly one: its search interpolates (below); the exact GDP profile costs milliseconds and bisects.
-    start = calibrate(event_of, target_epsilon, delta, count, orders, rtol, neighbors, "rdp")
+    start = calibrate(event_of, target_epsilon, delta, count, orders, rtol, neighbors, "rdp", group_size)
     tightest = functools.cache(lambda m: ledger_at(m).get_epsilon(delta))  # the search prices start again
     if tightest(start).accountant == "rdp":
         return start

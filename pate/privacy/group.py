@@ -29,6 +29,7 @@ and its line says which was used. A data-dependent history is no DP guarantee, s
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -39,10 +40,10 @@ import numpy as np
 from pate.privacy.checks import open_unit, positive_int
 from pate.privacy.conversion import log_deltas_from_rdp
 from pate.privacy.events import DpEvent, PureDpEvent, dpa
-from pate.privacy.ledger import Ledger, check_accountant
+from pate.privacy.ledger import Ledger, PricedEpsilon, check_accountant
 from pate.privacy.pld import pld_profile
 
-__all__ = ["ChainedEpsilon", "chained_group_epsilon", "group_event", "group_ledger"]
+__all__ = ["ChainedEpsilon", "chained_group_epsilon", "group_epsilon", "group_event", "group_ledger", "log_delta_text"]
 
 # the group epsilons searched (n eps), geometric: each 12% above the last, then refined 100-fold between the first
 # one that meets delta and the one before it
@@ -118,6 +119,61 @@ def chained_group_epsilon(
         meets, log_record = _meets(profile, size, coarse, log_target)
         first = int(np.argmax(meets))  # the last one meets delta: argmax finds one that does
     return ChainedEpsilon(size * float(coarse[first]), float(coarse[first]), float(log_record[first]))
+
+
+def group_epsilon(ledger: Ledger, delta: float, accountant: str = "tightest") -> PricedEpsilon:
+    """The epsilon of ``ledger``'s release for a group of its ``group_size`` n records (``Ledger.get_epsilon`` of a
+    group ledger): the exact conversion where every event has one (:func:`group_ledger`, priced by ``accountant``),
+    else :func:`chained_group_epsilon`, whose ``rdp`` beside it is the chain of the RDP bound alone ("rdp" asks for
+    that one; "gdp" and "pld" alone are refused: a chain is of the profile, not of one accountant); infinite where
+    no per-record epsilon of the chain's grid meets ``delta`` (too little noise). ``ValueError`` where none can (n
+    delta_t >= delta) or the history is data-dependent, neither of which is a guarantee."""
+    size = ledger.group_size
+    per_step = Ledger.replay(ledger.history, orders=ledger.orders, neighbors=ledger.neighbors)
+    at_once = f"{size} records at once, by group privacy"
+    exact = group_ledger(per_step, size)
+    if exact is not None:
+        priced = exact.get_epsilon(delta, accountant)
+        return dataclasses.replace(priced, description=f"{priced.description[:-1]}; {at_once}, exact)")
+    if accountant not in ("tightest", "rdp"):
+        raise ValueError(
+            f"accountant={accountant!r}: a group of {size} records whose events have no exact group conversion is "
+            f"priced by chaining the per-record privacy profile; ask 'rdp' or 'tightest'"
+        )
+    if per_step.data_dependent or size * per_step.delta_t >= delta:
+        why = (
+            "its history is data-dependent" if per_step.data_dependent else f"n delta_t = {size * per_step.delta_t:.3g}"
+        )
+        raise ValueError(
+            f"no per-record epsilon chained over {size} records meets delta={delta!r} ({why}): the group has no "
+            f"epsilon at this delta"
+        )
+    chained = chained_group_epsilon(per_step, size, delta, accountant)
+    by_rdp = chained if accountant == "rdp" else chained_group_epsilon(per_step, size, delta, "rdp")
+    if chained is None:  # too little noise for any per-record epsilon of the grid: infinite, so calibration adds noise
+        description = (
+            f"epsilon = inf at delta = {delta:.3g} (neighbours: {per_step.neighbors or 'unspecified'}; {at_once}: no "
+            f"per-record epsilon up to {_GROUP_EPSILONS[-1] / size:.3g} chained over {size} steps meets delta; "
+            f"{per_step.composed()})"
+        )
+        return PricedEpsilon(math.inf, "chain", math.inf, None, description)
+    record = (
+        f"({chained.record_epsilon:.4g}, {log_delta_text(chained.log_record_delta)})-DP per record"
+        f"{' (RDP bound and PLD)' if accountant == 'tightest' else ' (RDP bound)'}"
+    )
+    description = (
+        f"epsilon = {chained.epsilon:.4g} at delta = {delta:.3g} (neighbours: {per_step.neighbors or 'unspecified'}; "
+        f"{at_once}: the release's {record} chained over {size} steps, an upper bound, loose; the chain of the RDP "
+        f"bound alone gives {by_rdp.epsilon if by_rdp else math.inf:.4g}; {per_step.composed()})"
+    )
+    return PricedEpsilon(chained.epsilon, "chain", by_rdp.epsilon if by_rdp else math.inf, None, description)
+
+
+def log_delta_text(log_value: float) -> str:
+    """A delta given by its log (``ChainedEpsilon.log_record_delta``): e^log_value as a number, or as 10^x where it is below the smallest float (0 for log 0)."""
+    if log_value == -math.inf:
+        return "0"
+    return f"{math.exp(log_value):.3g}" if log_value > -700 else f"10^{log_value / math.log(10):.1f}"
 
 
 def _meets(profile, size: int, epsilons: np.ndarray, log_target: float) -> tuple[np.ndarray, np.ndarray]:

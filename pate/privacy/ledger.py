@@ -79,19 +79,22 @@ ACCOUNTANT_TEXT = {
     "rdp": "the RDP bound (tight conversion, Balle et al. 2020)",
     "gdp": "the exact Gaussian-DP profile (Dong, Roth & Su 2019)",
     "pld": f"the privacy loss distribution (dp-accounting, pessimistic at interval {DEFAULT_INTERVAL:g})",
+    "chain": "group privacy: the per-record privacy profile chained over the group's records (pate.privacy.group; "
+    "an upper bound, loose)",
 }
 
 
 @dataclass(frozen=True)
 class PricedEpsilon:
     """A ledger's epsilon at one delta (``Ledger.get_epsilon``): its value, the accountant that gave it ("rdp",
-    "gdp" or "pld"), the RDP bound beside it with the order of its conversion, and the one line that says all of
-    it with the relation, delta and what was composed."""
+    "gdp", "pld", or "chain" for a group priced by chaining), the RDP bound beside it with the order of its
+    conversion (None for a chain, which has no one order), and the one line that says all of it with the relation,
+    delta and what was composed."""
 
     epsilon: float
     accountant: str
     rdp: float
-    order: float
+    order: float | None
     description: str
 
 
@@ -127,14 +130,20 @@ class Ledger:
     ``mechanism`` is any object with ``.rdp(orders) -> array`` (the per-query curve on the ledger's
     orders) and ``.delta_per_query`` (float >= 0, its approximate-RDP delta); optionally
     ``.neighbors`` (its relation) and ``.name`` (for the history; the class name otherwise).
+
+    ``group_size``: the records one neighbour changes at once. 1 (the default): the events' own neighbouring step.
+    n > 1: a public cap on one person's records, for a release whose steps change one record: ``get_epsilon`` then
+    prices n steps at once by group privacy (``pate.privacy.group.group_epsilon``), so its epsilon covers any one
+    person of at most n records. The curve and the history stay per step.
     """
 
-    def __init__(self, orders=DEFAULT_ORDERS, neighbors: str | None = None):
+    def __init__(self, orders=DEFAULT_ORDERS, neighbors: str | None = None, group_size: int = 1):
         orders = checks.orders_array(orders)
         if orders.ndim != 1:
             raise ValueError(f"orders must be a 1-D array, got shape {orders.shape}")
         self._orders = _read_only(orders)
         self._neighbors = None if neighbors is None else check_relation(neighbors)
+        self._group_size = checks.positive_int("group_size", group_size)
         self._rdp = np.zeros_like(self._orders)
         self._delta_t = 0.0
         self._history: list[CostEvent] = []
@@ -161,6 +170,11 @@ class Ledger:
         return self._neighbors
 
     @property
+    def group_size(self) -> int:
+        """The records one neighbour changes at once (the class docstring): 1, or a group priced by group privacy."""
+        return self._group_size
+
+    @property
     def history(self) -> tuple[CostEvent, ...]:
         """Every ``compose`` call, in order, as frozen cost events (copies: a composition's list inside one is the
         caller's to change, never the ledger's)."""
@@ -173,10 +187,14 @@ class Ledger:
 
     @classmethod
     def replay(
-        cls, events: Iterable[CostEvent], orders=DEFAULT_ORDERS, neighbors: NeighboringRelation | str | None = None
+        cls,
+        events: Iterable[CostEvent],
+        orders=DEFAULT_ORDERS,
+        neighbors: NeighboringRelation | str | None = None,
+        group_size: int = 1,
     ) -> Ledger:
         """A new ledger that prices every recorded event again with today's accountant, in order."""
-        ledger = cls(orders=orders, neighbors=neighbors)
+        ledger = cls(orders=orders, neighbors=neighbors, group_size=group_size)
         for entry in events:
             ledger.compose_event(entry.event, count=entry.count, name=entry.name, neighbors=entry.neighbors)
         return ledger
@@ -260,8 +278,14 @@ class Ledger:
           by RDP only (its curve is tabulated and has no other form).
 
         ``"gdp"`` or ``"pld"`` asked of a history without that form is a ``ValueError`` naming what is missing.
+
+        A ledger of ``group_size`` n > 1 answers for n records at once (``pate.privacy.group.group_epsilon``).
         """
         check_accountant(accountant, allowed=LEDGER_ACCOUNTANTS)
+        if self._group_size > 1:
+            from pate.privacy.group import group_epsilon  # group prices a per-step Ledger: imported here, not above
+
+            return group_epsilon(self, delta, accountant)
         rdp, order = epsilon_from_rdp(self._orders, self._rdp, self._conditional_delta(delta))
         candidates = {"rdp": rdp}
         if accountant in ("gdp", "tightest"):
@@ -301,13 +325,7 @@ class Ledger:
             if by == "rdp"
             else f"by {ACCOUNTANT_TEXT[by]}; the RDP bound is {rdp:.4g}, at order {order:.4g}"
         )
-        totals = Counter()
-        for entry in self._history:
-            totals[entry.name] += entry.count
-        composed = (
-            ", ".join(f"{count} {'release' if count == 1 else 'queries'} of {name}" for name, count in totals.items())
-            or "nothing composed"
-        )
+        composed = self.composed()
         delta_t = f"; delta_t = {self._delta_t:.3g} of it from approximate RDP" if self._delta_t > 0 else ""
         caveat = (
             "; DATA-DEPENDENT: a bound for this data only, not by itself a DP guarantee" if self.data_dependent else ""
@@ -317,11 +335,21 @@ class Ledger:
             f"{how}{delta_t}; {composed}{caveat})"
         )
 
+    def composed(self) -> str:
+        """What was composed, for a line: "600 queries of GaussianPATE(...)", or "nothing composed"."""
+        totals = Counter()
+        for entry in self._history:
+            totals[entry.name] += entry.count
+        return (
+            ", ".join(f"{count} {'release' if count == 1 else 'queries'} of {name}" for name, count in totals.items())
+            or "nothing composed"
+        )
+
     def __repr__(self) -> str:
         queries = sum(entry.count for entry in self._history)
         return (
             f"Ledger(neighbors={self._neighbors!r}, orders={self._orders.size}, queries={queries}, "
-            f"delta_t={self._delta_t!r})"
+            f"delta_t={self._delta_t!r}{f', group_size={self._group_size}' if self._group_size > 1 else ''})"
         )
 
     # --------------------------------------------------------------- persist
@@ -334,6 +362,7 @@ class Ledger:
             "delta_t": self._delta_t,
             "neighbors": None if self._neighbors is None else self._neighbors.value,
             "history": [event.to_dict() for event in self._history],
+            **({"group_size": self._group_size} if self._group_size > 1 else {}),  # a per-step ledger's file as before
         }
 
     def load_state_dict(self, state: dict) -> None:
@@ -351,11 +380,12 @@ class Ledger:
         rdp = checks.rdp_array([float(value) for value in state["rdp"]], orders, name="state['rdp']")
         delta_t = checks.non_negative("state['delta_t']", state["delta_t"])
         neighbors = None if state["neighbors"] is None else check_relation(state["neighbors"])
+        group_size = checks.positive_int("state['group_size']", state.get("group_size", 1))
         history = [CostEvent.from_dict(record) for record in state["history"]]
         for entry in history:  # a saved sampled step under another relation than the ledger's is refused, as composing
             _check_relation_supported(entry.event, entry.neighbors or neighbors, entry.name)
         self._orders, self._rdp, self._delta_t = _read_only(orders), np.array(rdp), delta_t
-        self._neighbors, self._history = neighbors, history
+        self._neighbors, self._history, self._group_size = neighbors, history, group_size
 
     def save(self, path) -> None:
         """Write the state as JSON atomically (temporary file in the same folder, then os.replace).

@@ -75,14 +75,19 @@ class PrivacyUnit:
 
 
 def privacy_unit(
-    contributor: str, neighbors, unit: str = "record", images_per_person: int | None = None
+    contributor: str,
+    neighbors,
+    unit: str = "record",
+    images_per_person: int | None = None,
+    group_size: int | None = None,
 ) -> PrivacyUnit:
     """The unit of an epsilon under ``neighbors`` for a method whose mechanism takes ``contributor``'s
     contributions (one of ``CONTRIBUTORS``; a method says which by its ``contributor`` attribute), asked for
     ``unit`` (``UNITS``, as :func:`resolve_unit` settles it) on data whose people hold at most
-    ``images_per_person`` records (None: the data name no people). Only PATE's ``add_remove`` is teacher-level,
-    and only PATE's ``replace`` partitioned by person is person-level (module docstring); an unknown contributor,
-    relation or unit raises ``ValueError`` naming it."""
+    ``images_per_person`` records (None: the data name no people). Only PATE's ``add_remove`` is teacher-level;
+    person-level are PATE's ``replace`` partitioned by person, a sampler of people under ``replace``, and a release
+    of record steps priced for a ``group_size`` (a public cap on one person's records) by group privacy (module
+    docstring); an unknown contributor, relation or unit raises ``ValueError`` naming it."""
     if contributor not in CONTRIBUTORS:
         raise ValueError(f"contributor must be one of {CONTRIBUTORS}, got {contributor!r}")
     if unit not in UNITS:
@@ -93,6 +98,11 @@ def privacy_unit(
     neighbour = _NEIGHBOUR[contributor, relation]
     if person_level and contributor == "teacher":
         neighbour = f"one person of the private split changed, all of their images: {neighbour}"
+    elif person_level and group_size is not None:  # record steps, one person's priced at once
+        neighbour = (
+            neighbour.replace("one record", "one person of the private split")
+            + f", all of their images, up to {group_size} (group privacy: {group_size} one-record steps at once)"
+        )
     elif person_level:  # a method that samples people: the relation moves one person
         neighbour = neighbour.replace("one record", "one person of the private split") + ", all of their images"
     return PrivacyUnit(neighbour, record_level, person_level, images_per_person)

@@ -15,7 +15,7 @@ from pate.report.units import units_line
 
 __all__ = ["ACCOUNTANT_NAMES", "accountants_line", "opening", "seeded"]
 
-ACCOUNTANT_NAMES = {"rdp": "RDP", "gdp": "GDP (exact)", "pld": "PLD"}
+ACCOUNTANT_NAMES = {"rdp": "RDP", "gdp": "GDP (exact)", "pld": "PLD", "chain": "group privacy, chained"}
 
 
 def seeded(runs: Iterable[Any]) -> bool:

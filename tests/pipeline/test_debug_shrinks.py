@@ -109,12 +109,19 @@ def test_the_person_sweep_runs_under_debug_one_person_level_job_per_method(share
     assert full.data.synthetic.images_per_person == 20 and full.privacy.unit == "person"
     assert full.method.expected_batch_size == 1024
     assert [(r.from_epsilon, r.epochs) for r in full.method.probe_recipes] == [(0, 3), (2, 10), (8, 20)]
+    group = compose_config(["experiment=person_sweep", "compare=dp_sgd_by_group"])
+    assert group.method.group_size == 35 == group.data.synthetic.max_images_per_person
+    assert [(r.from_epsilon, r.epochs) for r in group.method.probe_recipes] == [(0, 1), (8, 3)]
     knn = compose_config(["experiment=person_sweep", "compare=private_knn_by_person"]).method
     assert (knn.k, knn.sampling_rate, knn.recipes) == (400, 0.3, [])
     out = tmp_path / "sweep"
     # the references (a second training of each method without noise) are the README sweep's test's to run
     _tiny_sweep(
-        "person_sweep", shared_root, out, ("dp_sgd", "gaussian_pate", "private_knn", "tau_pate"), "references=false"
+        "person_sweep",
+        shared_root,
+        out,
+        ("dp_sgd", "dp_sgd+group", "gaussian_pate", "private_knn", "tau_pate"),
+        "references=false",
     )
     for metrics in out.glob("*/metrics.json"):
         record = json.loads(metrics.read_text())

@@ -17,7 +17,8 @@ from pate.pipeline.checks import UserError
 from pate.aggregate import LEDGER_FILE
 from pate.pipeline.runner import largest_person_metrics, prepare, run
 from pate.aggregators import TauPATE
-from pate.privacy import Ledger
+from pate.privacy import Ledger, sampled_gaussian_steps
+from pate.privacy.group import chained_group_epsilon
 from pate.privacy.unit import PrivacyUnit
 from pate.votes import read_votes
 from tests.conftest import compose_config
@@ -134,6 +135,25 @@ def test_dp_sgd_on_people_is_user_level_with_q_over_people(folders, tmp_path):
     assert 0 <= person["student_accuracy"] <= 1 and person["artifacts"]["dp_sgd"] != record["artifacts"]["dp_sgd"]
 
 
+def test_dp_sgd_priced_per_person_by_group_privacy_trains_on_records_and_covers_the_cap(folders, tmp_path):
+    """method.group_size: the batches sample records (q over the 280 records), and the run's epsilon is the
+    chain of the record-level release over the cap's records, person-level, calibrated to the target."""
+    dp_sgd = ["method=dp_sgd", "method.expected_batch_size=8", "method.epochs=2", "method.probe_recipes=[]"]
+    group = run(_cfg(tmp_path / "g", folders["data"], *dp_sgd, "method.group_size=30"), output_dir=tmp_path / "g" / "r")
+    assert group["person_level"] and group["method"] == "dp_sgd+group"
+    assert group["privacy_unit"] == (
+        "one person of the private split replaced, all of their images, up to 30 (group privacy: 30 one-record "
+        "steps at once)"
+    )
+    assert group["sampling_rate"] == pytest.approx(8 / 280) and group["steps"] == 70
+    assert group["epsilon_accountant"] == "chain" and group["epsilon_order"] is None
+    per_step = Ledger(neighbors="replace").compose_event(
+        sampled_gaussian_steps(group["sampling_rate"], group["noise_multiplier"], 70, "replace")
+    )
+    assert group["epsilon"] == chained_group_epsilon(per_step, 30, 1e-6, "rdp").epsilon  # debug prices by RDP
+    assert 0.99 * group["target_epsilon"] <= group["epsilon"] <= group["target_epsilon"]
+
+
 def _changed_teachers(tmp_path: Path, folders, *overrides: str) -> int:
     """The number of teachers whose votes differ between the data and its neighbour (``BIG`` changed)."""
     votes = []
@@ -171,6 +191,16 @@ def test_one_persons_change_moves_one_teachers_vote_and_a_record_partition_moves
             r"privacy.unit=person with privacy.neighbors=add_remove and a method that samples people",
         ),
         (["partition.num_teachers=13"], "data", r"person 'p_big' has 24 of the 280 private training records"),
+        (
+            ["method=dp_sgd", "method.group_size=23"],
+            "data",
+            r"method.group_size=23: a person of the private split holds more images than that",
+        ),
+        (
+            ["method=dp_sgd", "method.group_size=24", "privacy.unit=record"],
+            "data",
+            r"method.group_size=24 prices one person's images at once, but the run's unit is 'record'",
+        ),
     ],
     ids=[
         "no_people",
@@ -178,6 +208,8 @@ def test_one_persons_change_moves_one_teachers_vote_and_a_record_partition_moves
         "unknown_unit",
         "sampler_add_remove",
         "a_person_over_a_teachers_share",
+        "a_person_over_the_group_cap",
+        "a_group_on_a_record_run",
     ],
 )
 def test_a_person_level_run_that_cannot_hold_is_one_line(folders, tmp_path, overrides, folder, message):

@@ -8,7 +8,11 @@ like every student, and its predictions on the public queries are reported as it
     features -> dp_sgd (the model, its predictions on the queries, ledger.json, its scores) -> evaluate
 
 With ``privacy.unit=person`` the batches sample people and clip each sampled person's gradient
-(``pate.dp_sgd_people``: user-level DP-SGD); N, q and the batch size then count people.
+(``pate.dp_sgd_people``: user-level DP-SGD); N, q and the batch size then count people. With ``method.group_size``
+n as well (a public cap on one person's images), the training stays record-level -- records sampled, each one's
+gradient clipped -- and the release is priced for n records at once by group privacy (``Ledger(group_size=n)``,
+``pate.privacy.group``), its noise calibrated to that price: the person-level epsilon of a library without
+user-level DP-SGD. A private split with a person of more than n images is refused before any compute.
 
 Cost: ``steps`` runs of the Poisson-sampled Gaussian at rate q = expected_batch_size / N (as the sampler realises
 it, ``realised_sampling_rate``) and noise multiplier sigma (noise standard deviation over the clipping norm,
@@ -104,6 +108,7 @@ class DPSGD(Method):
     lr: float
     momentum: float
     noise_multiplier: float
+    group_size: int | None  # a public cap on one person's images, priced by group privacy (None: no group)
     public_num_records: int | None  # the public N that fixes q and the steps (None: the count read, where public)
     run: RunSettings
 
@@ -163,6 +168,15 @@ class DPSGD(Method):
                 f"(published, and the mechanism itself) cannot come from the count read; set "
                 f"method.public_num_records to a public number of private records (e.g. a published dataset size)"
             )
+        if settings["group_size"] is not None:
+            with building("method"):
+                checked["group_size"] = positive_int("group_size", settings["group_size"])
+            if run.unit != "person":
+                raise UserError(
+                    f"method.group_size={settings['group_size']!r} prices one person's images at once, but the run's "
+                    f"unit is {run.unit!r}; expected privacy.unit=person (data that name people), or "
+                    f"method.group_size=null"
+                )
         if run.budget_epsilon is not None:
             raise UserError(
                 f"privacy.budget_epsilon={cfg.privacy.budget_epsilon!r}: method=dp_sgd answers no queries "
@@ -201,10 +215,15 @@ class DPSGD(Method):
         ``num_records`` read where that count is public (:meth:`from_config` refused the other cases)."""
         return self.public_num_records if self.public_num_records is not None else num_records
 
+    @property
+    def samples_people_now(self) -> bool:
+        """Whether this run's batches sample people (user-level DP-SGD): a person-level run without a group."""
+        return self.run.unit == "person" and self.group_size is None
+
     def schedule(self, public_count: int) -> tuple[float, int]:
         """(the realised sampling rate of q = expected_batch_size / N, steps = ceil(epochs / q)) for the public N."""
         if self.expected_batch_size > public_count:
-            units = "people of the private training split" if self.run.unit == "person" else "private training records"
+            units = "people of the private training split" if self.samples_people_now else "private training records"
             raise UserError(f"method.expected_batch_size={self.expected_batch_size} exceeds the {public_count} {units}")
         rate = self.expected_batch_size / public_count
         return realised_sampling_rate(rate), math.ceil(self.epochs / rate)
@@ -223,6 +242,7 @@ class DPSGD(Method):
                     run.delta,
                     neighbors=relation,
                     accountant=run.accountant,
+                    group_size=self.group_size or 1,
                 )
             log.info(
                 "calibrated DP-SGD (q=%.4g, %d steps) to epsilon=%g at delta=%g by the %s accountant (neighbours: "
@@ -233,7 +253,7 @@ class DPSGD(Method):
                 run.delta,
                 run.accountant,
                 relation,
-                privacy_unit(self.contributor, relation, self.run.unit).text,
+                privacy_unit(self.contributor, relation, self.run.unit, group_size=self.group_size).text,
                 multiplier,
             )
         return SampledGaussian(rate, multiplier, steps, relation)
@@ -251,11 +271,13 @@ class DPSGD(Method):
         """How many units the batches sample from: the private records, or their people where the unit is a
         person (the count read; under add_remove ``public_num_records`` stands for it: :meth:`from_config`)."""
         train = arrays.indices("train")
-        return len(np.unique(arrays.person[train])) if self.run.unit == "person" else len(train)
+        return len(np.unique(arrays.person[train])) if self.samples_people_now else len(train)
 
     def cost(self, event: SampledGaussian) -> Ledger:
-        """The ledger of the release: the calibrated event once, named by :meth:`name`."""
-        return Ledger().compose_event(event.dp_event, name=self.name(event), neighbors=event.neighbors)
+        """The ledger of the release: the calibrated event once, named by :meth:`name`, priced for
+        ``group_size`` records at once where the run has a group."""
+        ledger = Ledger(group_size=self.group_size or 1)
+        return ledger.compose_event(event.dp_event, name=self.name(event), neighbors=event.neighbors)
 
     def references(self, data: Dataset, release: Release, shared: SharedStages) -> dict[str, Stage | Release]:
         """The privacy-free limit (``noise_free``): the same training -- Poisson batches, clipping, steps and
@@ -295,7 +317,7 @@ class DPSGD(Method):
 
             torch.manual_seed(seed)  # the CNN's initial weights (the probe starts at zero)
             model = self.network(dim, arrays.labels.shape[1])
-            by_person = {} if self.run.unit != "person" else {"person": arrays.person[private_rows]}
+            by_person = {"person": arrays.person[private_rows]} if self.samples_people_now else {}
             (train_dp_sgd_by_person if by_person else train_dp_sgd)(
                 model,
                 inputs(private_rows),
@@ -337,11 +359,14 @@ class DPSGD(Method):
         cost = (
             {"reference": "noise_free", "sampling_rate": event.sampling_rate, "steps": event.steps}
             if noise_free
-            else {"event": event_to_dict(event.dp_event)}
+            else {
+                "event": event_to_dict(event.dp_event),
+                **({"group_size": self.group_size} if self.group_size else {}),
+            }
         )
         config = {
             "method": "dp_sgd",
-            **({"unit": "person"} if self.run.unit == "person" else {}),  # a record run keeps its key
+            **({"unit": "person"} if self.samples_people_now else {}),  # a record run keeps its key
             **cost,
             "settings": settings,
             **noise.key(),
@@ -363,7 +388,7 @@ class DPSGD(Method):
         return (
             f"DP-SGD({self.model_name}, q={event.sampling_rate:.4g}, "
             f"noise_multiplier={event.noise_multiplier:.4g}, steps={event.steps}, clip_norm={self.clip_norm:g}, "
-            f"neighbors={event.neighbors})"
+            f"neighbors={event.neighbors}{f', priced for {self.group_size} records at once' if self.group_size else ''})"
         )
 
     def metrics(self, store: ArtifactStore, release: Release) -> dict[str, Any]:
@@ -374,6 +399,7 @@ class DPSGD(Method):
         # row across the epsilons); another model or a fixed other input gets its own row in a report
         plain = self.inputs == "unit_norm" or self.recipe_from is not None
         variant = self.model if self.model != "linear" else ("" if plain else self.inputs)
+        variant = "+".join(filter(None, (variant, "group" if self.group_size else "")))  # a row beside user-level
         method = f"dp_sgd+{variant}" if variant else "dp_sgd"
         return {
             "method": method,
