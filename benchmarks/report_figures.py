@@ -321,7 +321,7 @@ def render(path: Path, file: str, part: str) -> list[str]:
     ]
     student = options["value"].startswith("student")
     lines += [
-        f"| {_row_label(key)}{' (no student)' if student and key[0] == 'dp_sgd' else ''} | "
+        f"| {_row_label(key)}{' (no student)' if student and key[0].partition('+')[0] == 'dp_sgd' else ''} | "
         + " | ".join(
             cells[key, point].text(value, options["sd"] == "cell", best.get((key[1], point))) for point in axis
         )
