@@ -11,6 +11,12 @@ caller prices (``pate.mechanisms.poisson``: Poisson sampling, as the privacy ana
 ``pate.privacy.sampled_gaussian_steps`` needs), so an empty batch is possible and is a noise-only step. The clipped sum
 is divided by a constant the caller fixes (``expected_batch_size``), never by a count of the private records:
 under add_remove the neighbours differ in that count.
+
+The model trains in float64 and is handed back in float32 (post-processing of the noisy float64 parameters). In
+float32 the clipped sum -- a matrix product over the batch -- rounds each record's term by where the running sum
+stands, and one record moves that for every later one: an outside audit built batches (all of them inputs the
+probe can take) where one record added or removed moved Opacus' float32 clipped sum by 1.25 C at 4,096 records and
+1.93 C at 8,192, against a bound of C. In float64 the rounding is at most about B^2 2^-53 C (7e-9 C at 8,192).
 """
 
 from __future__ import annotations
@@ -78,7 +84,8 @@ def train_dp_sgd(
     device: torch.device | str = "cpu",
     transform=None,
 ) -> nn.Module:
-    """Train ``model`` in place by DP-SGD on (``inputs`` [N, ...], ``targets`` [N, L] in {0, 1}) and return it.
+    """Train ``model`` in place by DP-SGD on (``inputs`` [N, ...], ``targets`` [N, L] in {0, 1}) and return it, in
+    float64 throughout and float32 when handed back (module docstring).
 
     Each of ``steps`` steps keeps every record with probability ``realised_sampling_rate(sampling_rate)``
     (``poisson_subsample``, drawn from the CPU generator ``batches``), clips each kept record's gradient of its own
@@ -95,7 +102,7 @@ def train_dp_sgd(
 
     num_records = inputs.shape[0]
     device = torch.device(device)
-    model.to(device)
+    model.to(device, torch.float64)  # the clipped sum in float64: the module docstring says why
     transform = transform or (lambda batch: batch)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*[Ss]ecure.*")  # Opacus' note on secure_mode, once per run
@@ -113,7 +120,7 @@ def train_dp_sgd(
     criterion = DPLossFastGradientClipping(module, optimizer, MultiLabelLoss("mean"), loss_reduction="mean")
     # Opacus logs one INFO line per layer it wraps ("under Ghost Clipping"): not news for a console run
     logging.getLogger("opacus").setLevel(max(logging.WARNING, logging.getLogger("opacus").level))
-    targets = targets.to(torch.float32)
+    targets = targets.to(torch.float64)
     bar = progress_bar(total=steps, desc="DP-SGD", unit="step", disable=not progress)
     with warnings.catch_warnings():
         # the input features need no gradient, so torch notes that the backward hook fires on the outputs
@@ -121,13 +128,13 @@ def train_dp_sgd(
         for _ in range(steps):
             batch = torch.nonzero(poisson_subsample((num_records,), sampling_rate, batches)).squeeze(1)
             optimizer.zero_grad()
-            loss = criterion(module(transform(inputs[batch]).to(device)), targets[batch].to(device))
+            loss = criterion(module(transform(inputs[batch]).to(device, torch.float64)), targets[batch].to(device))
             loss.backward()
             optimizer.step()
             bar.update(1)
     bar.close()
     module.disable_hooks()
-    return model.cpu()
+    return model.to("cpu", torch.float32)
 
 
 def predict(model: nn.Module, inputs: torch.Tensor, batch_size: int = 1024, transform=None) -> torch.Tensor:
