@@ -170,7 +170,8 @@ def group_epsilon(ledger: Ledger, delta: float, accountant: str = "tightest") ->
 
 
 def log_delta_text(log_value: float) -> str:
-    """A delta given by its log (``ChainedEpsilon.log_record_delta``): e^log_value as a number, or as 10^x where it is below the smallest float (0 for log 0)."""
+    """A delta given by its log (``ChainedEpsilon.log_record_delta``): e^log_value as a number, or as 10^x where it
+    is below the smallest float (0 for log 0)."""
     if log_value == -math.inf:
         return "0"
     return f"{math.exp(log_value):.3g}" if log_value > -700 else f"10^{log_value / math.log(10):.1f}"

@@ -385,10 +385,11 @@ class DPSGD(Method):
 
     def name(self, event: SampledGaussian) -> str:
         """The mechanism's name in the ledger and metrics.json: the model and every privacy-relevant setting."""
+        group = f", priced for {self.group_size} records at once" if self.group_size else ""
         return (
             f"DP-SGD({self.model_name}, q={event.sampling_rate:.4g}, "
             f"noise_multiplier={event.noise_multiplier:.4g}, steps={event.steps}, clip_norm={self.clip_norm:g}, "
-            f"neighbors={event.neighbors}{f', priced for {self.group_size} records at once' if self.group_size else ''})"
+            f"neighbors={event.neighbors}{group})"
         )
 
     def metrics(self, store: ArtifactStore, release: Release) -> dict[str, Any]:
