@@ -128,7 +128,7 @@ def group_epsilon(ledger: Ledger, delta: float, accountant: str = "tightest") ->
     that one; "gdp" and "pld" alone are refused: a chain is of the profile, not of one accountant); infinite where
     no per-record epsilon of the chain's grid meets ``delta`` (too little noise). ``ValueError`` where none can (n
     delta_t >= delta) or the history is data-dependent, neither of which is a guarantee."""
-    size = ledger.group_size
+    size, delta = ledger.group_size, open_unit("delta", delta)
     per_step = Ledger.replay(ledger.history, orders=ledger.orders, neighbors=ledger.neighbors)
     at_once = f"{size} records at once, by group privacy"
     exact = group_ledger(per_step, size)

@@ -107,6 +107,8 @@ def test_too_little_noise_for_the_chain_is_an_infinite_epsilon_and_calibration_a
 def test_a_group_refuses_what_it_cannot_price():
     with pytest.raises(ValueError, match="group_size must be an integer >= 1, got 0"):
         Ledger(group_size=0)
+    with pytest.raises(ValueError, match=r"delta must lie in the open interval \(0, 1\), got -1e-06"):
+        _sampled(0.03, 3.0, 10, group_size=3).get_epsilon(-1e-6)
     with pytest.raises(ValueError, match="accountant='pld': a group of 3 records"):
         _sampled(0.03, 3.0, 10, group_size=3).get_epsilon(DELTA, "pld")
     bound = RdpCurveEvent(tuple(DEFAULT_ORDERS), tuple(0.01 * DEFAULT_ORDERS), data_dependent_bound=True)
