@@ -14,11 +14,10 @@ under add_remove the neighbours differ in that count.
 
 The model trains in float64 and is handed back in float32 (post-processing of the noisy float64 parameters). In
 float32 the clipped sum -- a matrix product over the batch -- rounds each record's term by where the running sum
-stands, and one record moves that for every later one: an outside audit built batches (all of them inputs the
-probe can take) where one record added or removed moved Opacus' float32 clipped sum by 1.25 C at 4,096 records and
-1.93 C at 8,192, against a bound of C. In float64 one record moves it by at most about B^2 / 4 2^-53 C beyond C (a
-second audit reached 1.8e-9 C at 8,192 and 7.5e-9 C at 16,384), which the accounting does not price: it would move
-epsilon by about as little, relatively.
+stands, and one record moves that for every later one: there are batches of inputs the probe can take where one
+record added or removed moves the float32 sum by nearly 2 C, against a bound of C (tests/test_dp_sgd_rounding.py
+builds one). In float64 one record moves it by at most about B^2 / 4 2^-53 C beyond C (under 1e-8 C up to 16,384
+records), which the accounting does not price: it would move epsilon by about as little, relatively.
 """
 
 from __future__ import annotations

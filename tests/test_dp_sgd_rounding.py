@@ -1,7 +1,7 @@
-"""Record-level DP-SGD's clipped sum is rounded too little to move by more than its sensitivity: a batch built, as an
-outside audit built it, so that Opacus' float32 sum over the batch rounds every later record's term by whether one
-record is in it. In float32 that record moved the released sum by 1.25 C (bound: C, add/remove); ``train_dp_sgd``
-sums in float64, where the same pair moves it by C to within 1e-6."""
+"""Record-level DP-SGD's clipped sum is rounded too little to move by more than its sensitivity: a batch built so
+that a float32 sum over the batch rounds every later record's term by whether one record is in it. Summed in
+float32, as Opacus sums a float32 model's, that record moves the released sum by 1.115 C (bound: C, add/remove);
+``train_dp_sgd`` sums in float64, where the same pair moves it by C to within 1e-6."""
 
 from __future__ import annotations
 

@@ -95,7 +95,7 @@ def test_calibrating_to_a_group_gives_the_least_noise_that_meets_the_target():
 def test_too_little_noise_for_the_chain_is_an_infinite_epsilon_and_calibration_adds_noise():
     """A full-batch release at a hundredth of a clip's noise: no per-record epsilon of the chain's grid meets delta,
     so the group's epsilon is infinite (valid, and no guarantee), and a calibration that starts there adds noise
-    (an outside audit found it stopped with an error instead)."""
+    rather than stopping."""
     # by the RDP bound's chain: a PLD at a hundredth of a clip's noise would need billions of bins
     priced = _sampled(1.0, 0.01, 300, group_size=35).get_epsilon(DELTA, "rdp")
     assert priced.epsilon == priced.rdp == float("inf") and "epsilon = inf" in priced.description
