@@ -80,31 +80,41 @@ def module_file(module: str, root: Path | None = None) -> Path | None:
     return located[0] if located else None
 
 
+@functools.lru_cache(maxsize=None)
+def _syntax(text: str, filename: str) -> tuple[str, tuple[tuple[int, int, str | None, tuple[str, ...]], ...]]:
+    """One parse of a file's ``text``: its syntax tree without docstrings, dumped (what the fingerprint hashes), and
+    its import statements as (line, relative level, ``from`` module or None for ``import``, names). Keyed by the
+    text, so a file edited in this process is parsed again, and one that many closures share is parsed once."""
+    tree = ast.parse(text, filename=filename)
+    imports = tuple(
+        (node.lineno, node.level, node.module, tuple(alias.name for alias in node.names))
+        if isinstance(node, ast.ImportFrom)
+        else (node.lineno, 0, None, tuple(alias.name for alias in node.names))
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+    )
+    return ast.dump(_without_docstrings(tree), include_attributes=False), imports
+
+
 def _imports(module: str, root: Path | None, packages: frozenset[str]) -> set[str]:
     """The project modules that ``module``'s own code follows (module docstring)."""
     file, name = _locate(module, root)
     followed: set[str] = set()
-    for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"), filename=str(file))):
-        if isinstance(node, ast.ImportFrom) and node.level:
+    for lineno, level, source, names in _syntax(file.read_text(encoding="utf-8"), str(file))[1]:
+        if level:
             raise ValueError(
-                f"{name} line {node.lineno}: relative import; the project's code fingerprint follows "
-                f"absolute imports only"
+                f"{name} line {lineno}: relative import; the project's code fingerprint follows absolute imports only"
             )
-        if isinstance(node, ast.Import):
-            targets = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            targets = [
-                f"{node.module}.{alias.name}" if module_file(f"{node.module}.{alias.name}", root) else node.module
-                for alias in node.names
-            ]
+        if source is None:
+            targets = list(names)
         else:
-            continue
+            targets = [f"{source}.{alias}" if module_file(f"{source}.{alias}", root) else source for alias in names]
         for target in targets:
             if target.split(".")[0] not in packages:
                 continue
             if module_file(target, root) is None:
                 raise ValueError(
-                    f"{name} line {node.lineno}: imports {target!r}, which has no file "
+                    f"{name} line {lineno}: imports {target!r}, which has no file "
                     f"under {root or _package_root(target.split('.')[0])}"
                 )
             followed.add(target)
@@ -158,7 +168,6 @@ def code_fingerprint(entries: tuple[str, ...], root: Path | None = None) -> str:
     digest = hashlib.sha256()
     for relative in code_closure(entries, root):
         file = (root or _package_root(relative.split("/")[0])) / relative
-        tree = _without_docstrings(ast.parse(file.read_text(encoding="utf-8"), filename=str(file)))
         digest.update(relative.encode() + b"\0")
-        digest.update(ast.dump(tree, include_attributes=False).encode() + b"\0")
+        digest.update(_syntax(file.read_text(encoding="utf-8"), str(file))[0].encode() + b"\0")
     return digest.hexdigest()[:16]

@@ -240,6 +240,19 @@ def test_code_fingerprint_ignores_docstrings_and_comments_but_not_code(tmp_path)
         _fingerprint(("pkg.nowhere",), tmp_path)
 
 
+def test_a_relative_import_or_an_import_of_a_missing_module_is_refused_naming_the_line(tmp_path):
+    """The fingerprint follows absolute imports only, and an import it cannot follow to a file is an error, not a
+    module left out of the key; a file fixed in the same process is read again."""
+    _project(tmp_path, {"pkg/__init__.py": "", "pkg/mod.py": "import os\n\nfrom . import other\n"})
+    with pytest.raises(ValueError, match="pkg/mod.py line 3: relative import"):
+        _fingerprint(("pkg.mod",), tmp_path)
+    (tmp_path / "pkg" / "mod.py").write_text("import os\nimport pkg.gone\n")
+    with pytest.raises(ValueError, match="pkg/mod.py line 2: imports 'pkg.gone', which has no file"):
+        _fingerprint(("pkg.mod",), tmp_path)
+    (tmp_path / "pkg" / "mod.py").write_text("import os\n")
+    assert len(_fingerprint(("pkg.mod",), tmp_path)) == 16
+
+
 def test_editing_an_imported_helper_changes_the_key_and_an_unrelated_module_does_not(tmp_path):
     """A builder's key follows what it imports, transitively (a helper two imports away, one imported inside a
     function), and the enclosing packages' __init__; a module it never imports does not count."""
