@@ -66,11 +66,13 @@ def _clipped_total(per_person: dict[str, torch.Tensor], clip: float) -> dict[str
     gradient is not finite (an overflow, inf - inf in a logit) contributes zero: it is still a function of their rows
     alone, and a NaN in the sum would tell their presence."""
     flat = {name: g.flatten(1).to(torch.float64) for name, g in per_person.items()}
-    finite = torch.stack([torch.isfinite(g).all(dim=1) for g in flat.values()]).all(dim=0)
-    flat = {name: torch.where(finite[:, None], g, 0.0) for name, g in flat.items()}
     # contractions over the people: neither a squared nor a scaled copy of the gradients is made
     norms = torch.sqrt(sum(torch.einsum("pi,pi->p", g, g) for g in flat.values()))
-    factor = torch.where(finite & torch.isfinite(norms), _clip_factor(norms, clip), 0.0)
+    # a norm is not finite exactly where the gradient holds an inf or a NaN, or where its square overflows
+    usable = torch.isfinite(norms)
+    factor = torch.where(usable, _clip_factor(norms, clip), 0.0)
+    if not bool(usable.all()):  # zero those people's rows: 0 x inf would put a NaN in the sum
+        flat = {name: torch.where(usable[:, None], g, 0.0) for name, g in flat.items()}
     return {name: (factor @ g).view(per_person[name].shape[1:]) for name, g in flat.items()}
 
 
