@@ -13,7 +13,9 @@
 #   benchmarks/gpu.sh --teachers-only # steps 1 and 2 alone (about 5 minutes on an H200): what fits one short lease
 #   benchmarks/gpu.sh --dp-sgd-only RELATION  # steps 1 and 3 under one relation (replace or add_remove): about
 #                                     # 7 minutes on an H200, estimated from a run's log (2 min of data generation,
-#                                     # 40-60 s per CNN job)
+#                                     # 40-60 s per CNN job) when DP-SGD trained in float32; it trains in float64
+#                                     # now (pate/dp_sgd.py says why), so its CNN jobs take longer, by how much
+#                                     # not yet measured
 # Refuses a dirty working tree (the result names one commit) and a machine without CUDA. On a copy of the tree
 # without .git, set BENCHMARK_COMMIT to the commit it was copied from (benchmarks/record.py names it).
 set -euo pipefail
