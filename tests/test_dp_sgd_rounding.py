@@ -40,20 +40,15 @@ def _adversarial_batch(act: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tens
     return weight, torch.zeros(LABELS), rows, big
 
 
-def _released_sum(weight, bias, rows) -> torch.Tensor:
-    """The clipped sum one step of ``train_dp_sgd`` adds to the model (every record sampled, no noise, lr 1, divisor
-    1): the change of the parameters."""
-    model = linear_probe(DIM, LABELS)
-    with torch.no_grad():
-        model.weight.copy_(weight)
-        model.bias.copy_(bias)
-    trained = train_dp_sgd(
+def _one_step(model, rows, sampling_rate=1.0, expected_batch_size=1, noise_multiplier=0.0):
+    """``model`` after one step of ``train_dp_sgd`` on ``rows`` (labels 0, clip 1, lr 1, no momentum)."""
+    return train_dp_sgd(
         model,
         rows,
         torch.zeros(len(rows), LABELS),
-        sampling_rate=1.0,
-        expected_batch_size=1,
-        noise_multiplier=0.0,
+        sampling_rate=sampling_rate,
+        expected_batch_size=expected_batch_size,
+        noise_multiplier=noise_multiplier,
         clip_norm=1.0,
         steps=1,
         lr=1.0,
@@ -61,6 +56,16 @@ def _released_sum(weight, bias, rows) -> torch.Tensor:
         batches=torch.Generator().manual_seed(1),
         noise=torch.Generator().manual_seed(2),
     )
+
+
+def _released_sum(weight, bias, rows) -> torch.Tensor:
+    """The clipped sum one step of ``train_dp_sgd`` adds to the model (every record sampled, no noise, lr 1, divisor
+    1): the change of the parameters."""
+    model = linear_probe(DIM, LABELS)
+    with torch.no_grad():
+        model.weight.copy_(weight)
+        model.bias.copy_(bias)
+    trained = _one_step(model, rows)
     return torch.cat([(weight - trained.weight.detach()).flatten(), (bias - trained.bias.detach()).flatten()])
 
 
@@ -74,18 +79,5 @@ def test_one_record_moves_the_clipped_sum_by_at_most_the_clipping_norm():
 
 
 def test_the_trained_model_comes_back_in_float32():
-    model = train_dp_sgd(
-        linear_probe(DIM, LABELS),
-        torch.randn(8, DIM),
-        torch.zeros(8, LABELS),
-        sampling_rate=0.5,
-        expected_batch_size=4,
-        noise_multiplier=1.0,
-        clip_norm=1.0,
-        steps=1,
-        lr=1.0,
-        momentum=0.0,
-        batches=torch.Generator().manual_seed(1),
-        noise=torch.Generator().manual_seed(2),
-    )
+    model = _one_step(linear_probe(DIM, LABELS), torch.randn(8, DIM), 0.5, 4, 1.0)
     assert all(p.dtype == torch.float32 for p in model.parameters())
