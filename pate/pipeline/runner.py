@@ -193,8 +193,9 @@ def check_people(cfg: DictConfig, arrays, method: Method, unit: str) -> int | No
     if arrays.person is None:
         return None
     private_people = arrays.person[arrays.indices("train")]
+    most = most_images_per_person(private_people)
     cap = getattr(method, "group_size", None)  # getattr: only DP-SGD prices a group
-    if cap is not None and most_images_per_person(private_people) > cap:
+    if cap is not None and most > cap:
         raise UserError(
             f"method.group_size={cap}: a person of the private split holds more images than that, whom its group "
             f"privacy would not cover; expected a public cap at least every person's image count"
@@ -204,7 +205,7 @@ def check_people(cfg: DictConfig, arrays, method: Method, unit: str) -> int | No
             deal_people(
                 private_people, int(cfg.partition.num_teachers), int(cfg.partition.seed), method.records_per_teacher[0]
             )
-    return most_images_per_person(private_people)
+    return most
 
 
 def method_component(cfg: DictConfig, run: RunSettings) -> Method:
